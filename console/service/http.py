@@ -1,0 +1,470 @@
+"""The one place that talks HTTP to the service (STYLE habit 2).
+
+``_send`` is the only function that sends anything with httpx: it builds the URL, adds the bearer
+and project headers, applies the timeouts, retries what is safe and turns every failure into an
+exception of ``console.service.errors``. ``request`` (JSON and small bodies), ``stream_bytes``
+(downloads) and ``sse`` (event streams) are thin shapes around it.
+
+Retries: idempotent methods (GET, HEAD, OPTIONS, PUT, DELETE) — or any method called with
+``retry=True`` — are retried at most ``MAX_RETRIES`` times on connect errors / connect timeouts and
+on 429, 502, 503, 504; never on 409 or any other status. POST and PATCH are never retried unless the
+caller says so. Delay: a ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP-date) hint within
+(0, ``MAX_RETRY_AFTER``] s is honoured exactly; a longer hint means "give up": the error is raised at
+once with ``.retry_after`` set. Without a hint: ``0.2 · 2ⁿ`` s capped at 2 s, jitter x[0.75, 1].
+
+The shared ``httpx.AsyncClient`` is one per running event loop (a client's connections belong to the
+loop that opened them). The API key is never a default header of that client, never logged, never in
+an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json as jsonlib
+import logging
+import random
+import time
+import urllib.parse
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, Literal
+
+import httpx
+import httpx_sse
+
+from console.service import errors
+
+log = logging.getLogger("console.service")
+
+USER_AGENT = "operator-console/0.1"
+CONNECT_TIMEOUT = 3.0
+READ_TIMEOUT = 15.0
+WRITE_TIMEOUT = 30.0
+POOL_TIMEOUT = 5.0
+TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT)
+# Streams stay quiet for long stretches; the service sends keepalive comments every 15 s instead.
+STREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT)
+# No cap on connections: every live stream holds one, and the 101st must not wait for the pool.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20, keepalive_expiry=30.0)
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_RETRIES = 2
+BACKOFF_BASE = 0.2
+BACKOFF_CAP = 2.0
+MAX_RETRY_AFTER = 10.0
+ERROR_BODY_PREVIEW = 200
+
+Expect = Literal["json", "none", "bytes", "response"]
+
+
+@dataclass(frozen=True)
+class Service:
+    """Where and as whom to call the service. ``repr`` never shows the key."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    project: str | None = None  # id or name; sent as X-Kernel-Project (accepts either)
+
+    def with_project(self, project: str | None) -> Service:
+        return replace(self, project=project)
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful answer: ``data`` is the parsed JSON body (None when empty or not asked for)."""
+
+    status: int
+    headers: Mapping[str, str]
+    content: bytes = b""
+    request_id: str | None = None
+
+    @cached_property
+    def data(self) -> Any:
+        if not self.content:
+            return None
+        return jsonlib.loads(self.content)
+
+
+def path_segment(value: object) -> str:
+    """Quote one path segment (an id or a name, which may hold spaces or unicode)."""
+    return urllib.parse.quote(str(value), safe="")
+
+
+# --- the shared client, one per event loop -----------------------------------------------------
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _client() -> httpx.AsyncClient:
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(
+            timeout=TIMEOUT, limits=LIMITS, headers={"User-Agent": USER_AGENT}, follow_redirects=False
+        )
+        _clients[loop] = client
+    return client
+
+
+async def aclose_clients() -> None:
+    """Close the shared client of the running loop (at shutdown); others are forgotten."""
+    loop = asyncio.get_running_loop()
+    client = _clients.pop(loop, None)
+    _clients.clear()
+    if client is not None:
+        await client.aclose()
+
+
+# --- the one function that sends --------------------------------------------------------------
+
+
+def _timeout(timeout: float | None, stream: bool) -> httpx.Timeout:
+    if timeout is None:
+        return STREAM_TIMEOUT if stream else TIMEOUT
+    return httpx.Timeout(
+        connect=min(CONNECT_TIMEOUT, timeout), read=timeout, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+    )
+
+
+async def _send(
+    svc: Service,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    data: Mapping[str, Any] | None = None,
+    files: Any = None,
+    content: Any = None,
+    headers: Mapping[str, str] | None = None,
+    retry: bool | None = None,
+    timeout: float | None = None,
+    stream: bool = False,
+) -> httpx.Response:
+    """Send one request (with safe retries); return a 2xx response or raise a ServiceError.
+
+    With ``stream=True`` the body is left unread and the caller must close the response.
+    """
+    method = method.upper()
+    url = svc.url(path)
+    send_headers = {"Accept": "application/json", "Authorization": f"Bearer {svc.api_key}"}
+    if svc.project:
+        send_headers["X-Kernel-Project"] = svc.project
+    send_headers.update(headers or {})
+    may_retry = method in IDEMPOTENT_METHODS if retry is None else retry
+    # A body we cannot replay (an async iterator) must not be sent twice.
+    if content is not None and not isinstance(content, bytes | str):
+        may_retry = False
+    httpx_timeout = _timeout(timeout, stream)
+    client = _client()
+
+    attempt = 0
+    while True:
+        started = time.monotonic()
+        try:
+            req = client.build_request(
+                method,
+                url,
+                params=_clean_params(params),
+                json=json,
+                data=data,
+                files=files,
+                content=content,
+                headers=send_headers,
+                timeout=httpx_timeout,
+            )
+            response = await client.send(req, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            error = _transport_error(svc, exc, httpx_timeout)
+            if may_retry and attempt < MAX_RETRIES:
+                log.debug("%s %s: %s; retrying", method, path, error.message)
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            raise error from None
+        except httpx.TransportError as exc:
+            raise _transport_error(svc, exc, httpx_timeout) from None
+
+        request_id = response.headers.get("x-request-id")
+        log.debug(
+            "%s %s -> %s in %.0f ms (request id %s)",
+            method,
+            path,
+            response.status_code,
+            (time.monotonic() - started) * 1000,
+            request_id,
+        )
+        if response.is_success:
+            return response
+
+        try:
+            await response.aread()
+        except httpx.TransportError:
+            pass
+        finally:
+            await response.aclose()
+        hint = _retry_after(response.headers)
+        if may_retry and attempt < MAX_RETRIES and response.status_code in RETRY_STATUSES:
+            if hint is None or hint <= 0:
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            if hint <= MAX_RETRY_AFTER:
+                await asyncio.sleep(hint)
+                attempt += 1
+                continue
+        raise_for_status(svc, response)
+
+
+def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Drop None values; booleans as true/false; lists comma-joined (notes §0)."""
+    if not params:
+        return None
+    cleaned: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, list | tuple | set | frozenset):
+            value = ",".join(str(v) for v in value)
+        cleaned[key] = value
+    return cleaned
+
+
+def _backoff(attempt: int) -> float:
+    return min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP) * random.uniform(0.75, 1.0)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP-date), else None."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()
+
+
+def _transport_error(svc: Service, exc: httpx.TransportError, timeout: httpx.Timeout) -> errors.Unavailable:
+    if isinstance(exc, httpx.ConnectTimeout):
+        message = f"could not connect to {svc.base_url} within {_secs(timeout.connect)}"
+    elif isinstance(exc, httpx.ReadTimeout):
+        message = f"the service did not answer within {_secs(timeout.read)}"
+    elif isinstance(exc, httpx.WriteTimeout):
+        message = f"could not send the request to the service within {_secs(timeout.write)}"
+    elif isinstance(exc, httpx.PoolTimeout):
+        message = f"no free connection to the service within {_secs(timeout.pool)}"
+    elif isinstance(exc, httpx.ConnectError):
+        reason = str(exc) or type(exc).__name__
+        if "refused" in reason.lower() or "all connection attempts failed" in reason.lower():
+            reason = "connection refused"
+        message = f"could not connect to {svc.base_url}: {reason}"
+    else:
+        message = f"the connection to {svc.base_url} broke: {str(exc) or type(exc).__name__}"
+    return errors.Unavailable(_redact(svc, message))
+
+
+def _secs(value: float | None) -> str:
+    return "no time" if value is None else f"{value:g} s"
+
+
+def _redact(svc: Service, text: str) -> str:
+    return text.replace(svc.api_key, "***") if svc.api_key else text
+
+
+def raise_for_status(svc: Service, response: httpx.Response) -> None:
+    """Raise the ServiceError that matches a non-2xx response (its body must have been read)."""
+    if response.is_success:
+        return
+    status = response.status_code
+    request_id = response.headers.get("x-request-id")
+    body: Any = None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    code = message = inner_error = None
+    details: list[dict[str, Any]] = []
+    if isinstance(body, dict):
+        code = body.get("code") if isinstance(body.get("code"), str) else None
+        message = body.get("message") if isinstance(body.get("message"), str) else None
+        details = [d for d in body.get("details") or [] if isinstance(d, dict)]
+        inner_error = body.get("inner_error") if isinstance(body.get("inner_error"), dict) else None
+    if not message:
+        text = response.text.strip()
+        if text:
+            message = f"HTTP {status} from the service: {text[:ERROR_BODY_PREVIEW]}"
+        else:
+            message = f"HTTP {status} from the service ({response.reason_phrase or 'no body'})"
+    cls = errors.error_class_for(status)
+    kwargs: dict[str, Any] = dict(
+        status=status,
+        code=code,
+        details=details,
+        inner_error=inner_error,
+        request_id=request_id,
+    )
+    if issubclass(cls, errors.RateLimited | errors.Unavailable):
+        kwargs["retry_after"] = _retry_after(response.headers)
+    raise cls(_redact(svc, message), **kwargs)
+
+
+# --- shapes around _send ------------------------------------------------------------------------
+
+
+async def request(
+    svc: Service,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    data: Mapping[str, Any] | None = None,
+    files: Any = None,
+    content: Any = None,
+    headers: Mapping[str, str] | None = None,
+    expect: Expect = "json",
+    retry: bool | None = None,
+    timeout: float | None = None,
+) -> Reply:
+    """Call the service and return a ``Reply``.
+
+    expect: ``"json"`` parses the body into ``reply.data`` (an unparseable body → Unavailable);
+    ``"none"`` discards the body; ``"bytes"``/``"response"`` keep it in ``reply.content``.
+    ``files`` streams open file objects in 64 KiB chunks (httpx multipart), see ``uploads``.
+    """
+    response = await _send(
+        svc,
+        method,
+        path,
+        params=params,
+        json=json,
+        data=data,
+        files=files,
+        content=content,
+        headers=headers,
+        retry=retry,
+        timeout=timeout,
+    )
+    request_id = response.headers.get("x-request-id")
+    try:
+        body = b"" if expect == "none" else await response.aread()
+    except httpx.TransportError as exc:
+        raise _transport_error(svc, exc, _timeout(timeout, False)) from None
+    finally:
+        await response.aclose()
+    reply = Reply(status=response.status_code, headers=response.headers, content=body, request_id=request_id)
+    if expect == "json":
+        try:
+            reply.data  # noqa: B018 - parse now so a bad body fails here, not in a template
+        except ValueError:
+            preview = body[:ERROR_BODY_PREVIEW].decode("utf-8", "replace")
+            raise errors.Unavailable(
+                f"the service sent a body that is not JSON: {preview}",
+                status=response.status_code,
+                request_id=request_id,
+            ) from None
+    return reply
+
+
+@asynccontextmanager
+async def stream_bytes(
+    svc: Service,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> AsyncIterator[tuple[Reply, AsyncIterator[bytes]]]:
+    """``async with stream_bytes(svc, "GET", path) as (reply, chunks):`` for downloads."""
+    response = await _send(svc, method, path, params=params, headers=headers, timeout=timeout, stream=True)
+    reply = Reply(
+        status=response.status_code,
+        headers=response.headers,
+        request_id=response.headers.get("x-request-id"),
+    )
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.aiter_bytes():
+                yield chunk
+        except httpx.TransportError as exc:
+            raise errors.StreamDropped(_transport_error(svc, exc, STREAM_TIMEOUT).message) from None
+
+    try:
+        yield reply, chunks()
+    finally:
+        await response.aclose()
+
+
+@asynccontextmanager
+async def sse(
+    svc: Service,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    last_event_id: str | None = None,
+) -> AsyncIterator[AsyncIterator[Any]]:
+    """Open an event stream; yield an async iterator of raw ``httpx_sse.ServerSentEvent``.
+
+    Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
+    breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops.
+    """
+    headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    response = await _send(svc, "GET", path, params=params, headers=headers, stream=True)
+    try:
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" not in content_type:
+            raise errors.Unavailable(
+                f"expected an event stream from {path}, got {content_type or 'no content type'}",
+                status=response.status_code,
+                request_id=response.headers.get("x-request-id"),
+            )
+        source = httpx_sse.EventSource(response)
+
+        async def frames() -> AsyncIterator[Any]:
+            inner = source.aiter_sse()
+            try:
+                async for frame in inner:
+                    yield frame
+            except httpx.TransportError as exc:
+                raise errors.StreamDropped(
+                    _transport_error(svc, exc, STREAM_TIMEOUT).message,
+                    status=response.status_code,
+                    request_id=response.headers.get("x-request-id"),
+                ) from None
+            finally:
+                await inner.aclose()
+
+        yield frames()
+    finally:
+        await response.aclose()

@@ -1,0 +1,171 @@
+"""Typed, tolerant records built from the service's JSON.
+
+Declare a record by subclassing ``Record`` with annotated fields; it becomes a frozen
+dataclass automatically (keyword-only ``__init__``)::
+
+    class Project(Record):
+        id: str
+        name: str | None = None
+        created_at: datetime | None = None
+
+    Project.from_json({"id": "proj_1", "name": "x", "created_at": "2026-01-02T03:04:05Z", "new": 1})
+    Project.list_from_json(items)
+
+``from_json`` tolerates what the service adds or leaves out:
+- unknown fields are kept in ``.extra`` (a dict, not shown in repr, not compared);
+- absent fields take their default, or None when they have none;
+- fields typed ``datetime`` are parsed from RFC 3339 into aware datetimes (naive → UTC); a value that
+  does not parse is kept as the raw string rather than failing the whole page;
+- fields typed as another Record (or ``list[SomeRecord]``) are built recursively.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Self
+
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def parse_datetime(value: Any) -> datetime | Any:
+    """RFC 3339 → aware datetime; anything that does not parse is returned unchanged."""
+    if not isinstance(value, str) or not value:
+        return value
+    text = _FRACTION.sub(r"\1", value.strip())
+    if text[-1:] in "zZ":
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return value
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _unwrap_optional(hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def _is_record(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, Record)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    hint = _unwrap_optional(hint)
+    if hint is datetime:
+        return parse_datetime(value)
+    if _is_record(hint) and isinstance(value, dict):
+        return hint.from_json(value)
+    if typing.get_origin(hint) is list and isinstance(value, list):
+        (item_hint,) = typing.get_args(hint) or (Any,)
+        item_hint = _unwrap_optional(item_hint)
+        if item_hint is datetime or _is_record(item_hint):
+            return [_convert(item_hint, v) for v in value]
+    return value
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Record:
+    """Base of every record; subclasses become frozen dataclasses on definition."""
+
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    _hints: ClassVar[dict[str, Any] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._hints = None
+        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+
+    @classmethod
+    def _field_hints(cls) -> dict[str, Any]:
+        if cls.__dict__.get("_hints") is None:
+            hints = typing.get_type_hints(cls)
+            cls._hints = {
+                f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls) if f.name != "extra"
+            }
+        return cls._hints  # type: ignore[return-value]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Self:
+        data = dict(data or {})
+        kwargs: dict[str, Any] = {}
+        for name, hint in cls._field_hints().items():
+            if name in data:
+                kwargs[name] = _convert(hint, data.pop(name))
+            elif not _has_default(cls, name):
+                kwargs[name] = None
+        return cls(**kwargs, extra=data)
+
+    @classmethod
+    def list_from_json(cls, items: list[dict[str, Any]] | None) -> list[Self]:
+        return [cls.from_json(item) for item in items or [] if isinstance(item, dict)]
+
+
+def _has_default(cls: type, name: str) -> bool:
+    f = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+# --- Records of console.service.projects (notes §1, §15) ---------------------------------------
+
+
+class Project(Record):
+    id: str
+    name: str | None = None
+    status: str | None = None  # active | archived
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def archived(self) -> bool:
+        return self.status == "archived"
+
+
+class ProjectLimits(Record):
+    """Each field: None = no project-level cap (the org limit applies)."""
+
+    max_concurrent_sessions: int | None = None
+    max_concurrent_invocations: int | None = None
+    max_pooled_sessions: int | None = None  # deprecated, always null; never sent
+
+
+class OrgLimits(Record):
+    auth_connections_used: int | None = None
+    max_auth_connections: int | None = None
+    min_health_check_interval_seconds: int | None = None
+    default_project_max_concurrent_sessions: int | None = None
+    max_concurrent_sessions: int | None = None
+
+
+class AuthContext(Record):
+    """``GET /auth/context``; nested objects are kept as dicts, with shortcuts for what the console shows."""
+
+    principal: dict[str, Any] | None = None
+    organization: dict[str, Any] | None = None
+    authentication: dict[str, Any] | None = None
+    authorization: dict[str, Any] | None = None
+
+    @property
+    def organization_id(self) -> str | None:
+        return (self.organization or {}).get("id")
+
+    @property
+    def principal_type(self) -> str | None:
+        return (self.principal or {}).get("type")
+
+    @property
+    def project_id(self) -> str | None:
+        """The effective project scope; None means org-wide."""
+        scope = (self.authorization or {}).get("effective_scope") or {}
+        return scope.get("project_id")
