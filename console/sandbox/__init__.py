@@ -1,0 +1,1 @@
+"""The sandbox: a local implementation of the Browser Automation Service (see docs/sandbox.md)."""

@@ -1,0 +1,3 @@
+from console.sandbox.server import main
+
+main()

@@ -1,0 +1,46 @@
+"""The sandbox: a local, faithful implementation of the service's HTTP interface (its own ASGI app)."""
+
+from __future__ import annotations
+
+import os
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from console.sandbox import control
+from console.sandbox.resources import RESOURCES
+from console.sandbox.state import registry
+
+DEMO_KEY = os.environ.get("SANDBOX_DEMO_KEY", "sandbox-demo-key")
+
+
+async def http_error(request: Request, exc: HTTPException):
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    code = codes.get(exc.status_code, "error")
+    message = (
+        f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405) else str(exc.detail)
+    )
+    return JSONResponse({"code": code, "message": message, "details": []}, status_code=exc.status_code)
+
+
+async def server_error(request: Request, exc: Exception):
+    return JSONResponse(
+        {
+            "code": "internal_error",
+            "message": "the sandbox failed to handle this request",
+            "details": [],
+            "inner_error": {"code": type(exc).__name__, "message": str(exc)[:200]},
+        },
+        status_code=500,
+    )
+
+
+def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
+    if demo_key and registry.get(demo_key) is None:
+        registry.create(demo_key, demo=True)
+    routes = [*control.routes]
+    for module in RESOURCES:
+        routes.extend(module.routes)
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: server_error})

@@ -1,0 +1,11 @@
+"""Realistic demo data for a tenant: every resource module seeds its own part."""
+
+from __future__ import annotations
+
+from console.sandbox.resources import RESOURCES
+from console.sandbox.state import Tenant
+
+
+def seed(tenant: Tenant) -> None:
+    for module in RESOURCES:
+        module.seed(tenant)

@@ -1,0 +1,290 @@
+"""What every sandbox endpoint shares: tenant lookup, faults, the error body, lists and streams."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from email.utils import format_datetime
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from console.sandbox.errors import ApiError, invalid, not_found
+from console.sandbox.state import Tenant, new_id, registry
+
+log = logging.getLogger("console.sandbox")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+
+
+def error_response(error: ApiError, request_id: str) -> JSONResponse:
+    headers = {"X-Request-Id": request_id, **error.headers}
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+
+
+def tenant_of(request: Request) -> Tenant:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "unauthorized", "missing bearer token: send Authorization: Bearer <API key>")
+    tenant = registry.get(token.strip())
+    if tenant is None:
+        raise ApiError(401, "unauthorized", "the API key is not valid or has been revoked")
+    return tenant
+
+
+def endpoint(handler: Handler) -> Handler:
+    """Wraps a handler: authenticates the tenant, applies injected faults, renders ApiError."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        request_id = "req_" + new_id(length=16)
+        request.state.request_id = request_id
+        request.state.drop_after_events = None
+        tenant = None
+        try:
+            tenant = tenant_of(request)
+            request.state.tenant = tenant
+            request.state.project = _project_from_headers(request)
+            fault = tenant.take_fault(request.method, request.url.path)
+            if fault is not None:
+                response = await _apply_fault(fault, request, request_id)
+                if response is not None:
+                    return _logged(tenant, request, response)
+            response = await handler(request)
+        except ApiError as error:
+            response = error_response(error, request_id)
+        response.headers.setdefault("X-Request-Id", request_id)
+        return _logged(tenant, request, response)
+
+    return wrapped
+
+
+def _logged(tenant: Tenant | None, request: Request, response: Response) -> Response:
+    if tenant is not None:
+        tenant.requests.append(
+            {"method": request.method, "path": request.url.path, "status": response.status_code}
+        )
+    return response
+
+
+async def _apply_fault(fault, request: Request, request_id: str) -> Response | None:
+    if fault.latency_ms:
+        await asyncio.sleep(fault.latency_ms / 1000)
+    if fault.drop_after_events is not None:
+        request.state.drop_after_events = fault.drop_after_events
+    if fault.status is None:
+        return None
+    headers = {"X-Request-Id": request_id}
+    if fault.retry_after is not None:
+        headers["Retry-After"] = f"{fault.retry_after:g}"
+    if fault.body is not None:
+        return Response(fault.body, status_code=fault.status, headers=headers, media_type="text/plain")
+    error = ApiError(
+        fault.status,
+        fault.code or "injected_fault",
+        fault.message or f"fault injected by the sandbox control interface (status {fault.status})",
+    )
+    return JSONResponse(error.body(), status_code=fault.status, headers=headers)
+
+
+async def read_json(request: Request) -> dict:
+    """The request body as a JSON object; an empty body is an empty object."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", "the request body must be a JSON object")
+    return body
+
+
+def ok(body, status: int = 200, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def no_content() -> Response:
+    return Response(status_code=204)
+
+
+def public(record: dict) -> dict:
+    """A record without the sandbox's private keys (those starting with an underscore)."""
+    return {key: value for key, value in record.items() if not key.startswith("_")}
+
+
+# Project scoping ---------------------------------------------------------------------------------
+
+
+def project_of(request: Request) -> str:
+    """The project the request is scoped to: the project headers, else the tenant's default project."""
+    return request.state.project
+
+
+def _project_from_headers(request: Request) -> str:
+    tenant: Tenant = request.state.tenant
+    wanted = request.headers.get("x-kernel-project-id") or request.headers.get("x-kernel-project")
+    if not wanted:
+        return tenant.default_project_id
+    projects = tenant.table("projects")
+    record = projects.get(wanted) or next(
+        (p for p in projects.values() if p["name"].casefold() == wanted.casefold()), None
+    )
+    if record is None or record.get("_deleted"):
+        raise ApiError(
+            404, "project_not_found", f"project {wanted!r} named in the project header was not found"
+        )
+    return record["id"]
+
+
+def scoped(request: Request, table: str) -> list[dict]:
+    """Live records of a collection in the request's project, oldest first."""
+    project = project_of(request)
+    records = request.state.tenant.table(table).values()
+    return [r for r in records if r.get("_project") == project and not r.get("_deleted")]
+
+
+def find(request: Request, table: str, id_or_name: str, kind: str) -> dict:
+    """A live record of the request's project by id, or by its (unique) name."""
+    for record in scoped(request, table):
+        if record.get("id") == id_or_name:
+            return record
+    for record in scoped(request, table):
+        if record.get("name") and record["name"] == id_or_name:
+            return record
+    raise not_found(kind, id_or_name)
+
+
+# Lists -------------------------------------------------------------------------------------------
+
+
+def int_param(request: Request, name: str, default: int, *, low: int, high: int | None = None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise invalid(f"{name} must be an integer", **{name: f"{raw!r} is not an integer"}) from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise invalid(f"{name} must be {bound}", **{name: f"must be {bound}, got {value}"})
+    return value
+
+
+def paginate(request: Request, items: list, render=public) -> JSONResponse:
+    """One offset page with the service's headers: X-Has-More, and X-Next-Offset (absolute) if more."""
+    limit = int_param(request, "limit", DEFAULT_LIMIT, low=1, high=MAX_LIMIT)
+    offset = int_param(request, "offset", 0, low=0)
+    page = items[offset : offset + limit]
+    more = offset + limit < len(items)
+    headers = {"X-Has-More": "true" if more else "false"}
+    if more:
+        headers["X-Next-Offset"] = str(offset + limit)
+    return ok([render(item) for item in page], headers=headers)
+
+
+def text_filter(items: list[dict], request: Request, *fields: str) -> list[dict]:
+    """The ``name`` (exact, case-insensitive) and ``query`` (substring; ids exact) list filters."""
+    name = request.query_params.get("name")
+    if name:
+        items = [i for i in items if (i.get("name") or "").casefold() == name.casefold()]
+    query = (request.query_params.get("query") or "").casefold()
+    if query:
+        items = [
+            i
+            for i in items
+            if i.get("id") == query or any(query in str(i.get(f) or "").casefold() for f in fields)
+        ]
+    return items
+
+
+# Streams -----------------------------------------------------------------------------------------
+
+
+class StreamDropped(Exception):
+    """Raised inside a stream body to cut the connection abruptly (the client sees an incomplete read)."""
+
+
+def sse_frame(data, event_id: int | str | None = None) -> bytes:
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    lines.extend(f"data: {line}" for line in payload.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def sse_response(
+    request: Request, frames: AsyncIterator[tuple[int | str | None, object]]
+) -> StreamingResponse:
+    """An SSE response from an async iterator of (id, data).
+
+    Sends a keepalive comment whenever nothing was sent for the tenant's keepalive period, honours the
+    ``drop_after_events`` fault by cutting the connection after that many frames (a drop, unlike the
+    normal end of a stream, leaves the chunked body incomplete), and ends cleanly when ``frames`` ends.
+    """
+    tenant: Tenant = request.state.tenant
+    drop_after = request.state.drop_after_events
+
+    async def body():
+        queue: asyncio.Queue = asyncio.Queue(maxsize=256)
+        done = object()
+
+        async def produce():
+            try:
+                async for item in frames:
+                    await queue.put(item)
+            finally:
+                await queue.put(done)
+
+        producer = asyncio.create_task(produce())
+        sent = 0
+        try:
+            yield b": connected\n\n"
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), timeout=tenant.keepalive_seconds)
+                except TimeoutError:
+                    yield b": keepalive\n\n"
+                    continue
+                if item is done:
+                    if producer.done() and producer.exception():
+                        raise producer.exception()
+                    return
+                event_id, data = item
+                yield sse_frame(data, event_id)
+                sent += 1
+                if drop_after is not None and sent >= drop_after:
+                    raise StreamDropped(f"stream dropped after {sent} events (injected fault)")
+        finally:
+            producer.cancel()
+
+    headers = {
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+        "X-Request-Id": request.state.request_id,
+    }
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+
+
+def last_event_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id")
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_last_event_id", "Last-Event-ID must be an integer sequence") from None
+
+
+def http_date(moment) -> str:
+    return format_datetime(moment, usegmt=True)

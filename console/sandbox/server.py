@@ -1,0 +1,35 @@
+"""Runs the sandbox under uvicorn: ``python -m console.sandbox`` or ``python manage.py sandbox``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+import uvicorn
+
+from console.sandbox.app import build_app
+from console.sandbox.http import StreamDropped
+
+
+class _QuietDrops(logging.Filter):
+    """An injected stream drop is the point of the fault, not an error worth a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.exc_info[0] is StreamDropped)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8100, *, log_level: str = "warning") -> None:
+    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    uvicorn.run(
+        build_app(), host=host, port=port, log_level=log_level, lifespan="off", timeout_graceful_shutdown=2
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the Browser Automation Service sandbox.")
+    parser.add_argument("--host", default=os.environ.get("SANDBOX_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "8100")))
+    parser.add_argument("--log-level", default=os.environ.get("SANDBOX_LOG_LEVEL", "warning"))
+    args = parser.parse_args(argv)
+    serve(args.host, args.port, log_level=args.log_level)

@@ -1,0 +1,155 @@
+"""In-memory state of the sandbox: tenants (one per API key), their clock, faults and collections.
+
+Everything runs on one asyncio event loop, and no handler awaits between reading and writing state, so
+mutations are atomic without locks. Time-based behaviour is computed from ``tenant.now()`` when state is
+read, which makes the control interface's clock moves deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import string
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def new_id(prefix: str = "", length: int = 20) -> str:
+    """Ids look like the service's: short lowercase alphanumerics (a prefix helps humans read them)."""
+    body = "".join(secrets.choice(_ALPHABET) for _ in range(length))
+    return f"{prefix}_{body}" if prefix else body
+
+
+def rfc3339(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: str) -> datetime:
+    """RFC 3339, with a trailing Z accepted."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError("timestamp needs a time zone")
+    return moment
+
+
+@dataclass
+class Fault:
+    """One injected failure, applied to the next ``count`` matching requests (None = until cleared)."""
+
+    method: str
+    path: re.Pattern
+    status: int | None = None
+    code: str | None = None
+    message: str | None = None
+    body: str | None = None
+    retry_after: float | None = None
+    latency_ms: int = 0
+    drop_after_events: int | None = None
+    count: int | None = 1
+
+    def matches(self, method: str, path: str) -> bool:
+        return (self.method in ("*", method)) and bool(self.path.search(path))
+
+
+class Topic:
+    """A fan-out of items to every current subscriber (streams wait on these instead of polling)."""
+
+    def __init__(self) -> None:
+        self._queues: set[asyncio.Queue] = set()
+
+    def publish(self, item) -> None:
+        for queue in list(self._queues):
+            queue.put_nowait(item)
+
+    def subscribe(self) -> asyncio.Queue:
+        queue: asyncio.Queue = asyncio.Queue()
+        self._queues.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue) -> None:
+        self._queues.discard(queue)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._queues)
+
+
+@dataclass
+class Tenant:
+    api_key: str
+    id: str = field(default_factory=lambda: new_id("org"))
+    clock_offset: timedelta = timedelta(0)
+    keepalive_seconds: float = 15.0
+    faults: list[Fault] = field(default_factory=list)
+    requests: deque = field(default_factory=lambda: deque(maxlen=500))
+    tables: dict[str, dict[str, dict]] = field(default_factory=dict)
+    topics: dict[str, Topic] = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    default_project_id: str = ""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.clock_offset
+
+    def set_clock(self, moment: datetime) -> None:
+        self.clock_offset = moment - datetime.now(UTC)
+
+    def advance(self, seconds: float) -> None:
+        self.clock_offset += timedelta(seconds=seconds)
+
+    def table(self, name: str) -> dict[str, dict]:
+        """A collection of records (id → dict). Records carry their project in ``_project``."""
+        return self.tables.setdefault(name, {})
+
+    def topic(self, name: str) -> Topic:
+        return self.topics.setdefault(name, Topic())
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.matches(method, path):
+                if fault.count is not None:
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self.faults.remove(fault)
+                return fault
+        return None
+
+    def active_records(self, project_id: str) -> list[tuple[str, dict]]:
+        """Every live record of a project, across all collections (a project deletes only when empty)."""
+        found = []
+        for name, table in self.tables.items():
+            if name == "projects":
+                continue
+            for record in table.values():
+                if record.get("_project") == project_id and not record.get("_deleted"):
+                    found.append((name, record))
+        return found
+
+
+class Registry:
+    """All tenants of this sandbox process, by API key."""
+
+    def __init__(self) -> None:
+        self.tenants: dict[str, Tenant] = {}
+
+    def create(self, api_key: str | None = None, *, demo: bool = False) -> Tenant:
+        from console.sandbox import demo as demo_data
+        from console.sandbox.resources import projects
+
+        tenant = Tenant(api_key=api_key or "sk_" + new_id(length=32))
+        projects.create_default(tenant)
+        if demo:
+            demo_data.seed(tenant)
+        self.tenants[tenant.api_key] = tenant
+        return tenant
+
+    def get(self, api_key: str) -> Tenant | None:
+        return self.tenants.get(api_key)
+
+
+registry = Registry()

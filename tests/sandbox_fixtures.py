@@ -1,0 +1,115 @@
+"""Pytest plugin: a real sandbox process on a free loopback port, and a fresh tenant per test."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from console.service import Service
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url} exited with {process.returncode} before it answered")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {seconds} s")
+
+
+@pytest.fixture(scope="session")
+def sandbox_url():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "SANDBOX_DEMO_KEY": "sandbox-demo-key"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env
+    )
+    try:
+        wait_for(f"{url}/_sandbox/health", process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@dataclass
+class SandboxTenant:
+    """A fresh, isolated tenant of the test sandbox, with helpers for its control interface."""
+
+    url: str
+    api_key: str
+
+    def control(self, method: str, path: str, json: dict | None = None) -> httpx.Response:
+        response = httpx.request(
+            method,
+            f"{self.url}/_sandbox/{path.lstrip('/')}",
+            json=json,
+            headers={"Authorization": f"Bearer {self.api_key}"},
+            timeout=10,
+        )
+        response.raise_for_status()
+        return response
+
+    def fault(self, **fault) -> None:
+        self.control("POST", "faults", fault)
+
+    def advance(self, seconds: float) -> None:
+        self.control("POST", "clock", {"advance_seconds": seconds})
+
+    def set_clock(self, moment: str) -> None:
+        self.control("POST", "clock", {"set": moment})
+
+    def requests(self) -> list[dict]:
+        """What the sandbox received from this tenant (method, path, status), oldest first."""
+        return self.control("GET", "requests").json()
+
+    def call(self, method: str, path: str, **kwargs) -> httpx.Response:
+        """A raw service call with this tenant's key (conformance tests speak HTTP directly)."""
+        headers = {"Authorization": f"Bearer {self.api_key}", **kwargs.pop("headers", {})}
+        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=10, **kwargs)
+
+
+def new_tenant(url: str, *, demo: bool = False) -> SandboxTenant:
+    response = httpx.post(f"{url}/_sandbox/tenants", json={"demo": demo}, timeout=10)
+    response.raise_for_status()
+    return SandboxTenant(url=url, api_key=response.json()["api_key"])
+
+
+@pytest.fixture
+def tenant(sandbox_url) -> SandboxTenant:
+    return new_tenant(sandbox_url)
+
+
+@pytest.fixture
+def demo_tenant(sandbox_url) -> SandboxTenant:
+    return new_tenant(sandbox_url, demo=True)
+
+
+@pytest.fixture
+def service(tenant) -> Service:
+    return Service(base_url=tenant.url, api_key=tenant.api_key)
