@@ -62,10 +62,8 @@ class ServiceError(Exception):
         super().__init__(self.message)
 
     def __str__(self) -> str:
-        head = f"HTTP {self.status}" if self.status else "service error"
-        if self.code:
-            head += f" {self.code}"
-        text = f"{head}: {self.message}"
+        head = " ".join(str(part) for part in (self.status and f"HTTP {self.status}", self.code) if part)
+        text = f"{head}: {self.message}" if head else self.message
         if self.request_id:
             text += f" (request id {self.request_id})"
         return text

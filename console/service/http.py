@@ -158,7 +158,9 @@ async def _send(
     """
     method = method.upper()
     url = svc.url(path)
-    send_headers = {"Accept": "application/json", "Authorization": f"Bearer {svc.api_key}"}
+    send_headers = {"Accept": "application/json"}
+    if svc.api_key:
+        send_headers["Authorization"] = f"Bearer {svc.api_key}"
     if svc.project:
         send_headers["X-Kernel-Project"] = svc.project
     send_headers.update(headers or {})

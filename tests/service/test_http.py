@@ -1,0 +1,217 @@
+"""The one request function: headers, errors by status, safe retries, timeouts (real sandbox)."""
+
+import asyncio
+
+import pytest
+
+from console.service import (
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    RateLimited,
+    Service,
+    ServiceError,
+    Unauthorized,
+    Unavailable,
+    projects,
+)
+from console.service import http as service_http
+from console.service.records import Project
+from tests.sandbox_fixtures import free_port
+
+
+def assert_key_hidden(error: ServiceError, key: str) -> None:
+    assert key not in str(error)
+    assert key not in repr(error)
+    assert key not in error.message
+
+
+def seen(tenant, method: str, path: str) -> int:
+    return sum(1 for r in tenant.requests() if r["method"] == method and r["path"] == path)
+
+
+async def test_it_returns_parsed_json_and_the_request_id(service):
+    reply = await service_http.request(service, "GET", "/org/projects", params={"limit": 5, "query": None})
+    assert isinstance(reply.data, list)
+    assert reply.status == 200
+    assert reply.request_id and reply.request_id.startswith("req_")
+    assert reply.headers["x-has-more"] in ("true", "false")
+
+
+async def test_it_hides_the_key_in_the_service_repr(service):
+    assert service.api_key not in repr(service)
+    assert service.with_project("proj_1").project == "proj_1"
+    assert service.with_project("proj_1").api_key == service.api_key
+
+
+async def test_it_maps_400_with_field_details_to_invalid(service):
+    with pytest.raises(Invalid) as caught:
+        await projects.create_project(service, "a/b")
+    error = caught.value
+    assert error.status == 400
+    assert error.code == "invalid_request"
+    assert "name" in error.field_errors
+    assert "/" in error.field_errors["name"][0]
+    assert error.request_id.startswith("req_")
+    assert_key_hidden(error, service.api_key)
+
+
+async def test_it_maps_422_to_invalid_and_generic_details_to_all(service):
+    error = Invalid("bad", status=422, details=[{"code": "invalid", "message": "broken"}, {"code": "size"}])
+    assert error.field_errors == {"__all__": ["broken"], "size": ["size"]}
+
+
+async def test_it_maps_401_for_a_missing_or_unknown_key(tenant):
+    with pytest.raises(Unauthorized) as missing:
+        await projects.list_projects(Service(base_url=tenant.url, api_key=""))
+    assert missing.value.status == 401
+    assert "missing" in missing.value.message
+    secret = "sk-not-a-real-key-0123456789"
+    with pytest.raises(Unauthorized) as unknown:
+        await projects.get_auth_context(Service(base_url=tenant.url, api_key=secret))
+    assert unknown.value.code == "unauthorized"
+    assert_key_hidden(unknown.value, secret)
+
+
+async def test_it_maps_403_404_409_410(service, tenant):
+    tenant.fault(method="GET", path="^/org/limits$", status=403, code="insufficient_plan")
+    with pytest.raises(Forbidden) as forbidden:
+        await projects.get_org_limits(service)
+    assert forbidden.value.code == "insufficient_plan"
+
+    with pytest.raises(NotFound) as missing:
+        await projects.get_project(service, "no-such-project")
+    assert missing.value.code == "not_found"
+    assert missing.value.status == 404
+
+    await projects.create_project(service, "twin")
+    with pytest.raises(Conflict) as conflict:
+        await projects.create_project(service, "twin")
+    assert conflict.value.code == "project_name_taken"
+    assert seen(tenant, "POST", "/org/projects") == 2  # a 409 is final: never retried
+
+    project = await projects.create_project(service, "old-route")
+    tenant.set_clock("2026-12-01T00:00:00Z")
+    with pytest.raises(Gone) as gone:
+        await service_http.request(service, "GET", f"/projects/{project.id}/limits")
+    assert gone.value.status == 410
+    assert gone.value.code == "route_removed"
+
+
+async def test_it_retries_a_get_once_after_a_503(service, tenant):
+    tenant.fault(method="GET", path="^/org/projects$", status=503, count=1)
+    page = await projects.list_projects(service)
+    assert page.items
+    assert seen(tenant, "GET", "/org/projects") == 2
+
+
+async def test_it_gives_up_after_two_retries(service, tenant):
+    tenant.fault(method="GET", path="^/org/projects$", status=503, count=None)
+    with pytest.raises(Unavailable) as caught:
+        await projects.list_projects(service)
+    assert caught.value.status == 503
+    assert seen(tenant, "GET", "/org/projects") == 3
+
+
+async def test_it_never_retries_a_post_unless_told(service, tenant):
+    tenant.fault(method="POST", path="^/org/projects$", status=503, count=1)
+    with pytest.raises(Unavailable):
+        await projects.create_project(service, "once")
+    assert seen(tenant, "POST", "/org/projects") == 1
+
+    tenant.fault(method="POST", path="^/org/projects$", status=503, count=1)
+    reply = await service_http.request(service, "POST", "/org/projects", json={"name": "twice"}, retry=True)
+    assert reply.data["name"] == "twice"
+    assert seen(tenant, "POST", "/org/projects") == 3
+
+
+async def test_it_does_not_retry_a_500(service, tenant):
+    tenant.fault(method="GET", path="^/org/limits$", status=500, code="internal_error", count=1)
+    with pytest.raises(Unavailable) as caught:
+        await projects.get_org_limits(service)
+    assert caught.value.status == 500
+    assert caught.value.code == "internal_error"
+    assert seen(tenant, "GET", "/org/limits") == 1
+
+
+async def test_it_honours_a_short_retry_after(service, tenant):
+    tenant.fault(method="GET", path="^/auth/context$", status=429, retry_after=1, count=1)
+    context = await projects.get_auth_context(service)
+    assert context.organization_id
+    assert seen(tenant, "GET", "/auth/context") == 2
+
+
+async def test_it_gives_up_at_once_on_a_long_retry_after(service, tenant):
+    tenant.fault(method="GET", path="^/auth/context$", status=429, retry_after=30, count=1)
+    with pytest.raises(RateLimited) as caught:
+        await projects.get_auth_context(service)
+    assert caught.value.retry_after == 30
+    assert caught.value.status == 429
+    assert seen(tenant, "GET", "/auth/context") == 1
+
+
+async def test_it_reads_a_non_json_error_body(service, tenant):
+    tenant.fault(
+        method="GET", path="^/org/limits$", status=502, body="upstream exploded " + "x" * 500, count=3
+    )
+    with pytest.raises(Unavailable) as caught:
+        await projects.get_org_limits(service)
+    message = caught.value.message
+    assert message.startswith("HTTP 502 from the service: upstream exploded")
+    assert len(message) < 260
+    assert caught.value.request_id
+
+
+async def test_it_turns_a_slow_answer_into_unavailable(service, tenant):
+    tenant.fault(method="GET", path="^/org/limits$", latency_ms=1000, count=1)
+    with pytest.raises(Unavailable) as caught:
+        await service_http.request(service, "GET", "/org/limits", timeout=0.2)
+    assert caught.value.status is None
+    assert "did not answer within 0.2 s" in caught.value.message
+    assert_key_hidden(caught.value, service.api_key)
+
+
+async def test_it_explains_a_refused_connection():
+    url = f"http://127.0.0.1:{free_port()}"
+    secret = "sk-refused-0123456789"
+    with pytest.raises(Unavailable) as caught:
+        await projects.get_auth_context(Service(base_url=url, api_key=secret))
+    assert caught.value.status is None
+    assert f"could not connect to {url}: connection refused" == caught.value.message
+    assert_key_hidden(caught.value, secret)
+
+
+async def test_it_shares_one_client_per_event_loop(service):
+    first = service_http._client()
+    await projects.get_org_limits(service)
+    assert service_http._client() is first
+    assert "Authorization" not in first.headers
+    assert first.headers["User-Agent"] == "operator-console/0.1"
+
+
+async def test_it_gives_each_event_loop_its_own_client(service):
+    ours = service_http._client()
+
+    def other_loop():
+        async def run():
+            await projects.get_org_limits(service)
+            client = service_http._client()
+            await service_http.aclose_clients()
+            return client
+
+        return asyncio.run(run())
+
+    theirs = await asyncio.to_thread(other_loop)
+    assert theirs is not ours
+    assert not ours.is_closed
+
+
+def test_records_tolerate_unknown_and_absent_fields():
+    project = Project.from_json({"id": "proj_1", "created_at": "2026-01-02T03:04:05.123456789Z", "new": 1})
+    assert project.name is None
+    assert project.extra == {"new": 1}
+    assert project.created_at.tzinfo is not None
+    assert project.created_at.microsecond == 123456
+    assert Project.list_from_json([{"id": "a"}, "junk"]) == [Project(id="a")]
