@@ -1,0 +1,35 @@
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from console.accounts.models import Membership, Organization, Role
+
+DEMO_USERS = [("demo", Role.ADMIN), ("operator", Role.OPERATOR), ("viewer", Role.VIEWER)]
+
+
+class Command(BaseCommand):
+    help = "Create (or refresh) the demo organization against the sandbox and its demo users. Idempotent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--url", default="http://127.0.0.1:8000/", help="Console URL to print")
+
+    @transaction.atomic
+    def handle(self, *args, url, **options):
+        org, _ = Organization.objects.get_or_create(
+            slug="demo", defaults={"name": "Demo", "service_base_url": settings.SANDBOX_URL}
+        )
+        org.service_base_url = settings.SANDBOX_URL
+        org.set_api_key(settings.SANDBOX_DEMO_KEY)
+        org.save()
+        User = get_user_model()
+        for username, role in DEMO_USERS:
+            user, _ = User.objects.get_or_create(
+                username=username, defaults={"email": f"{username}@example.com"}
+            )
+            user.set_password(settings.DEMO_PASSWORD)
+            user.save()
+            Membership.objects.update_or_create(user=user, org=org, defaults={"role": role})
+        self.stdout.write(f"Demo ready at {url}")
+        # A demo password is meant to be shared; printing it is the point.
+        self.stdout.write(f"Log in as demo (admin), operator or viewer; password: {settings.DEMO_PASSWORD}")

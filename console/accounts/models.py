@@ -1,0 +1,143 @@
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from console.accounts import crypto
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer", "Viewer"
+    OPERATOR = "operator", "Operator"
+    ADMIN = "admin", "Admin"
+
+    @classmethod
+    def rank(cls, role: str) -> int:
+        return [cls.VIEWER, cls.OPERATOR, cls.ADMIN].index(cls(role))
+
+    @classmethod
+    def at_least(cls, role: str, needed: str) -> bool:
+        return cls.rank(role) >= cls.rank(needed)
+
+
+class Organization(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True)
+    service_base_url = models.URLField("service base URL", max_length=300)
+    # Fernet token of the service API key; the plaintext is never stored and never rendered.
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_last4 = models.CharField(max_length=4, blank=True, editable=False)
+    default_project_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def set_api_key(self, api_key: str) -> None:
+        self.api_key_encrypted = crypto.encrypt(api_key)
+        self.api_key_last4 = api_key[-4:]
+
+    @property
+    def api_key(self) -> str:
+        return crypto.decrypt(self.api_key_encrypted) if self.api_key_encrypted else ""
+
+    @property
+    def api_key_hint(self) -> str:
+        return f"••••{self.api_key_last4}" if self.api_key_encrypted else "(not set)"
+
+    def service(self, project: str | None = None):
+        """A service client bound to this organization's base URL, key and project."""
+        # Imported here so the accounts app never depends on the client at import time.
+        from console.service import Service
+
+        return Service(
+            base_url=self.service_base_url,
+            api_key=self.api_key,
+            project=project or self.default_project_id or None,
+        )
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # The service project this user works in for this org; empty means the org's default project.
+    project_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "org"], name="one_membership_per_org")]
+        ordering = ["org__name"]
+
+    def __str__(self):
+        return f"{self.user} in {self.org} ({self.role})"
+
+    def has_role(self, needed: str) -> bool:
+        return Role.at_least(self.role, needed)
+
+    @property
+    def current_project_id(self) -> str:
+        return self.project_id or self.org.default_project_id
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class Invite(models.Model):
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invites")
+    email = models.EmailField(blank=True)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Only the hash is stored: a database leak must not yield usable invite links.
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"invite to {self.org} as {self.role}"
+
+    @property
+    def is_usable(self) -> bool:
+        return self.accepted_at is None and self.expires_at > timezone.now()
+
+
+class AuditLog(models.Model):
+    class Outcome(models.TextChoices):
+        OK = "ok", "ok"
+        ERROR = "error", "error"
+        DENIED = "denied", "denied"
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_entries")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept as text so the entry still names the actor after the user is deleted.
+    actor_username = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=100, db_index=True)
+    target_id = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.OK)
+    request_id = models.CharField("service request id", max_length=200, blank=True)
+    detail = models.CharField(max_length=500, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["org", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_username} {self.action} {self.outcome}"

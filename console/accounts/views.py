@@ -1,0 +1,304 @@
+"""Login, invites, members, the audit log and org settings."""
+
+import secrets
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.core import signing
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import redirect
+from django.shortcuts import render as django_render
+from django.urls import reverse, reverse_lazy
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from console.accounts import audit
+from console.accounts.forms import (
+    AuditFilterForm,
+    InviteForm,
+    LoginForm,
+    OrgSettingsForm,
+    RoleForm,
+    SignupForm,
+)
+from console.accounts.models import AuditLog, Invite, Membership, Role, hash_token
+from console.web.decorators import org_view, require_role
+from console.web.render import render
+
+INVITE_MAX_AGE = timedelta(days=7)
+INVITE_SALT = "console.accounts.invite"
+AUDIT_PAGE_SIZE = 50
+
+# --- Login -----------------------------------------------------------------------------------------
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "accounts/login.html"
+    form_class = LoginForm
+    redirect_authenticated_user = True
+
+
+def lockout_response(request, *args, **kwargs):
+    """django-axes calls this for a locked-out login: the login page again, saying why, with 429."""
+    context = {
+        "form": LoginForm(request),
+        "locked_out": True,
+        "cooloff_minutes": 15,
+    }
+    return django_render(request, "accounts/login.html", context, status=429)
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    template_name = "accounts/password_change.html"
+    success_url = reverse_lazy("home")
+
+    def form_valid(self, form):
+        messages.success(self.request, "Your password was changed.")
+        return super().form_valid(form)
+
+
+# --- Members and invites ---------------------------------------------------------------------------
+
+
+async def members_context(request, **extra) -> dict:
+    members = [m async for m in request.org.memberships.select_related("user").order_by("user__username")]
+    invites = [
+        i async for i in request.org.invites.filter(accepted_at__isnull=True, expires_at__gt=timezone.now())
+    ]
+    return {
+        "members": members,
+        "invites": invites,
+        "roles": Role.choices,
+        "invite_form": InviteForm(),
+        "is_admin": request.membership.has_role(Role.ADMIN),
+        **extra,
+    }
+
+
+async def members_response(request, **extra):
+    """After a mutation: the members partial for htmx, a redirect (post/redirect/get) otherwise."""
+    if request.htmx:
+        return render(request, "accounts/members.html", await members_context(request, **extra), "members")
+    return redirect("members", org_slug=request.org.slug)
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def members(request):
+    return render(request, "accounts/members.html", await members_context(request), "members")
+
+
+@require_POST
+@org_view("admin")
+async def invite_create(request):
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        ctx = await members_context(request, invite_form=form)
+        return render(request, "accounts/members.html", ctx, "members")
+    raw = secrets.token_urlsafe(32)
+    invite = await Invite.objects.acreate(
+        org=request.org,
+        email=form.cleaned_data["email"],
+        role=form.cleaned_data["role"],
+        token_hash=hash_token(raw),
+        created_by=request.user,
+        expires_at=timezone.now() + INVITE_MAX_AGE,
+    )
+    await audit.record(request, "member.invite", target_id=invite.pk, detail=f"role={invite.role}")
+    # The link is shown once, to the admin who made it; only its hash is stored.
+    token = signing.TimestampSigner(salt=INVITE_SALT).sign(raw)
+    link = request.build_absolute_uri(reverse("invite-accept", kwargs={"token": token}))
+    ctx = await members_context(request, invite_link=link)
+    return render(request, "accounts/members.html", ctx, "members")
+
+
+@require_POST
+@org_view("admin")
+async def invite_revoke(request, invite_id: int):
+    deleted, _ = await request.org.invites.filter(pk=invite_id, accepted_at__isnull=True).adelete()
+    if not deleted:
+        raise Http404("No such invite")
+    await audit.record(request, "member.invite.revoke", target_id=invite_id)
+    messages.success(request, "Invite revoked.")
+    return await members_response(request)
+
+
+async def _last_admin(request, membership: Membership) -> bool:
+    if membership.role != Role.ADMIN:
+        return False
+    return await request.org.memberships.filter(role=Role.ADMIN).acount() <= 1
+
+
+async def _get_member(request, member_id: int) -> Membership:
+    membership = await request.org.memberships.select_related("user").filter(pk=member_id).afirst()
+    if membership is None:
+        raise Http404("No such member")
+    return membership
+
+
+@require_POST
+@org_view("viewer")  # role checked below, so the refusal can land in the audit log
+async def member_role(request, member_id: int):
+    membership = await _get_member(request, member_id)
+    if not request.membership.has_role(Role.ADMIN):
+        await audit.record(request, "member.role", target_id=member_id, outcome="denied")
+        require_role(request, Role.ADMIN)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a valid role.")
+        return await members_response(request)
+    new_role = form.cleaned_data["role"]
+    if new_role != Role.ADMIN and await _last_admin(request, membership):
+        messages.error(request, "The last admin cannot be demoted: make another member admin first.")
+        return await members_response(request)
+    old_role = membership.role
+    membership.role = new_role
+    await membership.asave(update_fields=["role"])
+    await audit.record(
+        request,
+        "member.role",
+        target_id=membership.user.username,
+        detail=f"{old_role} -> {new_role}",
+    )
+    messages.success(request, f"{membership.user.username} is now {membership.get_role_display().lower()}.")
+    return await members_response(request)
+
+
+@require_POST
+@org_view("admin")
+async def member_remove(request, member_id: int):
+    membership = await _get_member(request, member_id)
+    if await _last_admin(request, membership):
+        messages.error(request, "The last admin cannot be removed: make another member admin first.")
+        return await members_response(request)
+    await membership.adelete()
+    await audit.record(request, "member.remove", target_id=membership.user.username)
+    messages.success(request, f"{membership.user.username} was removed.")
+    if membership.user_id == request.user.pk:
+        return redirect("home")
+    return await members_response(request)
+
+
+def _invite_from_token(token: str) -> tuple[Invite | None, str]:
+    """The invite a link points at, or None and the reason to show."""
+    try:
+        raw = signing.TimestampSigner(salt=INVITE_SALT).unsign(token, max_age=INVITE_MAX_AGE)
+    except signing.SignatureExpired:
+        return None, "This invite link has expired. Ask an admin for a new one."
+    except signing.BadSignature:
+        raise Http404("No such invite") from None
+    invite = Invite.objects.select_related("org").filter(token_hash=hash_token(raw)).first()
+    if invite is None:
+        raise Http404("No such invite")
+    if invite.accepted_at is not None:
+        return None, "This invite link has already been used."
+    if invite.expires_at <= timezone.now():
+        return None, "This invite link has expired. Ask an admin for a new one."
+    return invite, ""
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request, token: str):
+    """Sync on purpose: account creation runs form validation that queries the database."""
+    invite, problem = _invite_from_token(token)
+    if invite is None:
+        return django_render(request, "accounts/invite_accept.html", {"problem": problem}, status=410)
+    user = request.user if request.user.is_authenticated else None
+    form = None
+    if request.method == "POST":
+        form = SignupForm(request.POST) if user is None else None
+        if form is None or form.is_valid():
+            with transaction.atomic():
+                if user is None:
+                    user = form.save()
+                    login(request, user, backend="console.accounts.backends.UsernameOrEmailBackend")
+                Membership.objects.get_or_create(user=user, org=invite.org, defaults={"role": invite.role})
+                invite.accepted_at = timezone.now()
+                invite.accepted_by = user
+                invite.save(update_fields=["accepted_at", "accepted_by"])
+                AuditLog.objects.create(
+                    org=invite.org,
+                    actor=user,
+                    actor_username=user.username,
+                    action="member.join",
+                    target_id=user.username,
+                    detail=f"role={invite.role}",
+                    client_ip=request.META.get("REMOTE_ADDR") or None,
+                )
+            messages.success(request, f"Welcome to {invite.org.name}.")
+            return redirect("dashboard", org_slug=invite.org.slug)
+    elif user is None:
+        form = SignupForm()
+    return django_render(request, "accounts/invite_accept.html", {"invite": invite, "form": form})
+
+
+# --- Audit log -------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET"])
+@org_view("admin")
+async def audit_log(request):
+    form = AuditFilterForm(request.GET)
+    form.is_valid()
+    filters = form.cleaned_data
+    entries = AuditLog.objects.filter(org=request.org)
+    if filters.get("action"):
+        entries = entries.filter(action__startswith=filters["action"])
+    if filters.get("actor"):
+        entries = entries.filter(actor_username__iexact=filters["actor"])
+    if filters.get("outcome"):
+        entries = entries.filter(outcome=filters["outcome"])
+    page = filters.get("page") or 1
+    offset = (page - 1) * AUDIT_PAGE_SIZE
+    # One extra row tells whether a next page exists without counting the whole table.
+    rows = [e async for e in entries[offset : offset + AUDIT_PAGE_SIZE + 1]]
+    query = request.GET.copy()
+    query.pop("page", None)
+    ctx = {
+        "form": form,
+        "entries": rows[:AUDIT_PAGE_SIZE],
+        "page": page,
+        "has_next": len(rows) > AUDIT_PAGE_SIZE,
+        "query": query.urlencode(),
+    }
+    return render(request, "accounts/audit.html", ctx, "audit-table")
+
+
+# --- Org settings ----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def org_settings(request):
+    org = request.org
+    if request.method == "POST":
+        form = OrgSettingsForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            changed = [
+                f for f in ("name", "service_base_url", "default_project_id") if getattr(org, f) != data[f]
+            ]
+            for field in changed:
+                setattr(org, field, data[field])
+            if data["api_key"]:
+                org.set_api_key(data["api_key"])
+                changed.append("api_key")
+            await org.asave()
+            # Field names only: never the key, and values are visible on the page anyway.
+            await audit.record(
+                request, "org.settings", target_id=org.slug, detail="changed: " + ", ".join(changed)
+            )
+            messages.success(request, "Settings saved.")
+            return redirect("settings", org_slug=org.slug)
+    else:
+        form = OrgSettingsForm(
+            initial={
+                "name": org.name,
+                "service_base_url": org.service_base_url,
+                "default_project_id": org.default_project_id,
+            }
+        )
+    return render(request, "accounts/settings.html", {"form": form}, "settings-form")

@@ -1,0 +1,21 @@
+"""The sections of an organization, in header order. Add one line per resource.
+
+A section is shown when its URL name resolves (so a line may land before its view) and the member's
+role is at least `min_role`. Every URL takes the `org_slug` keyword.
+"""
+
+from typing import NamedTuple
+
+
+class Section(NamedTuple):
+    label: str
+    url_name: str
+    min_role: str = "viewer"
+
+
+SECTIONS = [
+    Section("Dashboard", "dashboard", "viewer"),
+    Section("Members", "members", "viewer"),
+    Section("Audit", "audit", "admin"),
+    Section("Settings", "settings", "admin"),
+]

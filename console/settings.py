@@ -1,0 +1,194 @@
+"""Settings for the operator console.
+
+Every environment variable is read here, and only here; `.env.example` lists them all. The defaults
+run the console locally against the sandbox with SQLite; production sets DEBUG=false and supplies
+SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and KEY_ENCRYPTION_KEYS.
+"""
+
+import base64
+import hashlib
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A local .env is a convenience for development; real deployments pass the environment directly.
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=True)
+
+# The insecure default exists so `make run` works on a fresh machine; production must override it.
+SECRET_KEY = env.str("SECRET_KEY", default="" if not DEBUG else "dev-insecure-secret-key-change-me")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Organizations' service API keys are encrypted at rest with these Fernet keys (MultiFernet: the first
+# encrypts, every one decrypts, so a new key is prepended, `manage.py rotate_org_keys` run, and the old
+# key dropped later). In development a key derived from SECRET_KEY keeps the setup to zero steps.
+KEY_ENCRYPTION_KEYS = env.list("KEY_ENCRYPTION_KEYS", default=[])
+if not KEY_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured("KEY_ENCRYPTION_KEYS must be set when DEBUG is false")
+    _derived = hashlib.sha256(b"console.key-encryption:" + SECRET_KEY.encode()).digest()
+    KEY_ENCRYPTION_KEYS = [base64.urlsafe_b64encode(_derived).decode()]
+
+# The demo organization (`manage.py demo`) points at the local sandbox.
+SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
+SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="sandbox-demo-key")
+DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    # The default app config wraps the template loaders with the partials loader (`template#name`).
+    "template_partials",
+    "axes",
+    "console.accounts",
+]
+
+# Everything on the request path is async-capable: under ASGI a sync-only middleware costs a thread hop
+# per request. Static files are served by an async wrapper around WhiteNoise for the same reason.
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "console.web.middleware.SecurityHeadersMiddleware",
+    "console.web.middleware.StaticFilesMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "console.web.middleware.ServiceErrorMiddleware",
+    # Axes documents itself as the last middleware: it replaces the response of a locked-out login.
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+ASGI_APPLICATION = "console.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "console.web.context_processors.console",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+AUTHENTICATION_BACKENDS = [
+    # Axes first, so a locked-out account or address is refused before any password is checked.
+    "axes.backends.AxesBackend",
+    "console.accounts.backends.UsernameOrEmailBackend",
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# Throttle failed logins per account and, separately, per client address.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "console.accounts.views.lockout_response"
+AXES_USERNAME_FORM_FIELD = "username"
+AXES_SENSITIVE_PARAMETERS = ["password", "api_key"]
+AXES_VERBOSE = False
+
+# Cookie storage keeps messages out of the session, so async views never touch the session for them.
+MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Hashed, compressed files in production (built by collectstatic); plain files in development and
+    # tests so nothing needs collecting first.
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Security headers. The CSP has no 'unsafe-inline' for scripts or styles: all JS and CSS are files.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+# Behind a TLS-terminating proxy, e.g. SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https
+_proxy_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if len(_proxy_header) == 2 else None
+if not DEBUG:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # Health probes come over plain HTTP from inside the cluster or container.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+# Never log request headers or bodies: they carry session cookies and, upstream, API keys.
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
+}

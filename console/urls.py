@@ -1,0 +1,30 @@
+"""Root URLs. Org pages live under /o/<org_slug>/: add a resource with one `include` line below.
+
+Every view under /o/<org_slug>/ must be wrapped in `console.web.decorators.org_view`; a test walks
+this tree and requires 404 for non-members on every pattern.
+"""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from console.accounts import urls as accounts_urls
+from console.dashboard import views as dashboard_views
+from console.web import views as web_views
+
+org_urlpatterns = [
+    path("", dashboard_views.dashboard, name="dashboard"),
+    *accounts_urls.org_urlpatterns,
+]
+
+urlpatterns = [
+    path("", dashboard_views.home, name="home"),
+    path("healthz", web_views.healthz, name="healthz"),
+    path("readyz", web_views.readyz, name="readyz"),
+    path("admin/", admin.site.urls),
+    path("", include(accounts_urls.urlpatterns)),
+    path("o/<slug:org_slug>/", include(org_urlpatterns)),
+]
+
+handler404 = "console.web.errors.not_found"
+handler403 = "console.web.errors.forbidden"
+handler500 = "console.web.errors.server_error"

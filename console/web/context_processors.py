@@ -1,0 +1,45 @@
+import asyncio
+
+from django.urls import NoReverseMatch, reverse
+
+from console.accounts.models import Membership, Role
+from console.nav import SECTIONS
+
+
+def _memberships(request) -> list:
+    # org_view and home preload memberships; sync views (login, password change) may query here.
+    memberships = getattr(request, "memberships", None)
+    if memberships is not None:
+        return memberships
+    try:
+        asyncio.get_running_loop()
+        return []  # async context without preloading: the DB is off limits here
+    except RuntimeError:
+        pass
+    if not request.user.is_authenticated:
+        return []
+    return list(Membership.objects.filter(user=request.user).select_related("org").order_by("org__name"))
+
+
+def console(request) -> dict:
+    """The header: the org switcher, and the current org's sections the member may see."""
+    org = getattr(request, "org", None)
+    membership = getattr(request, "membership", None)
+    nav = []
+    if org is not None and membership is not None:
+        for section in SECTIONS:
+            if not Role.at_least(membership.role, section.min_role):
+                continue
+            try:
+                url = reverse(section.url_name, kwargs={"org_slug": org.slug})
+            except NoReverseMatch:
+                continue
+            nav.append({"label": section.label, "url": url, "url_name": section.url_name})
+    current = getattr(request, "resolver_match", None)
+    return {
+        "current_org": org,
+        "current_membership": membership,
+        "org_memberships": _memberships(request),
+        "nav_sections": nav,
+        "current_url_name": current.url_name if current else "",
+    }

@@ -1,0 +1,145 @@
+"""Middleware on the request path. All of it is async-capable: a sync-only hook costs a thread hop."""
+
+import logging
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
+from django.urls import NoReverseMatch, reverse
+from whitenoise.middleware import WhiteNoiseMiddleware
+
+log = logging.getLogger(__name__)
+
+
+class SecurityHeadersMiddleware:
+    """Content-Security-Policy (no inline scripts or styles) on every response.
+
+    Django's SecurityMiddleware covers HSTS, nosniff, referrer and opener policy; X-Frame-Options comes
+    from XFrameOptionsMiddleware. Only the CSP is ours.
+    """
+
+    async_capable = True
+    sync_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
+        return self.add_headers(self.get_response(request))
+
+    async def __acall__(self, request):
+        return self.add_headers(await self.get_response(request))
+
+    @staticmethod
+    def add_headers(response):
+        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response
+
+
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise, made async so that requests for pages pass straight through without a thread hop."""
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response=None, settings=settings):
+        super().__init__(get_response, settings)
+        markcoroutinefunction(self)
+
+    async def __call__(self, request):
+        if self.autorefresh:
+            static_file = await sync_to_async(self.find_file)(request.path_info)
+        else:
+            static_file = self.files.get(request.path_info)
+        if static_file is not None:
+            return await sync_to_async(self.serve)(static_file, request)
+        return await self.get_response(request)
+
+
+class ServiceErrorMiddleware:
+    """Render service failures a view did not handle as a banner (htmx) or an error page.
+
+    Views catch what they can explain (NotFound, Invalid, Conflict); timeouts, 5xx, a revoked key and
+    rate limits end here. Never a traceback, never the key: only the error's own message and request id.
+    """
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        markcoroutinefunction(self)
+
+    async def __call__(self, request):
+        return await self.get_response(request)
+
+    async def process_exception(self, request, exception):
+        try:
+            from console.service.errors import ServiceError
+        except ImportError:  # the client is not installed yet: nothing of its kind can be raised
+            return None
+        if not isinstance(exception, ServiceError):
+            return None
+        return service_error_response(request, exception)
+
+
+def describe(request, error) -> dict:
+    """Title, explanation and status for a service error, chosen by its class."""
+    from console.service import errors
+
+    org = getattr(request, "org", None)
+    settings_url = ""
+    if org is not None:
+        try:
+            settings_url = reverse("settings", kwargs={"org_slug": org.slug})
+        except NoReverseMatch:
+            settings_url = ""
+    if isinstance(error, errors.Unauthorized):
+        return {
+            "title": "Service rejected the key",
+            "text": "The service rejected this organization's API key; an admin must update it in Settings.",
+            "settings_url": settings_url,
+            "status": 502,
+        }
+    if isinstance(error, errors.RateLimited):
+        return {
+            "title": "Service is rate limiting",
+            "text": "Too many requests; try again shortly.",
+            "status": 503,
+        }
+    if isinstance(error, errors.Unavailable):
+        status = 504 if "timeout" in (error.code or "").lower() else 503
+        return {
+            "title": "Service unavailable",
+            "text": "The service did not answer; try again.",
+            "status": status,
+        }
+    return {
+        "title": "Service error",
+        "text": error.message or "The service refused the request.",
+        "status": 502,
+    }
+
+
+def service_error_response(request, error):
+    from django.shortcuts import render as django_render
+
+    info = describe(request, error)
+    info.update(code=getattr(error, "code", "") or "", request_id=getattr(error, "request_id", "") or "")
+    log.warning(
+        "service error %s on %s (code=%s request_id=%s)",
+        type(error).__name__,
+        request.path,
+        info["code"],
+        info["request_id"],
+    )
+    if getattr(request, "htmx", False):
+        # 200 so htmx swaps it; the banner region exists on every page.
+        response = django_render(request, "errors/service.html#banner-content", info)
+        response["HX-Retarget"] = "#banner"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    return django_render(request, "errors/service.html", info, status=info["status"])

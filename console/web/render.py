@@ -1,0 +1,29 @@
+"""One render function for pages and their htmx partials."""
+
+from django.contrib.messages import get_messages
+from django.shortcuts import render as django_render
+from django.template.loader import render_to_string
+
+
+def render(request, template, context=None, partial=None, *, status=200):
+    """Render the full page, or `template#partial` when htmx targets the element with that id.
+
+    On htmx responses pending flash messages ride along as an out-of-band swap into `#flash`, so a
+    partial update still shows "Member removed" and the like.
+    """
+    name = template
+    if partial and request.htmx and request.htmx.target == partial:
+        name = f"{template}#{partial}"
+    response = django_render(request, name, context, status=status)
+    if request.htmx and name != template:
+        append_flash(request, response)
+    return response
+
+
+def append_flash(request, response) -> None:
+    """Append the flash area as an out-of-band swap, when there is something to say."""
+    storage = get_messages(request)
+    if not len(storage):
+        return
+    html = render_to_string("base.html#flash", {"messages": storage, "flash_oob": True}, request)
+    response.content = response.content + html.encode()
