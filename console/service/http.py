@@ -28,7 +28,7 @@ import time
 import urllib.parse
 import weakref
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -467,6 +467,7 @@ async def sse(
             finally:
                 await inner.aclose()
 
-        yield frames()
+        async with aclosing(frames()) as stream:
+            yield stream
     finally:
         await response.aclose()

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,15 +100,17 @@ async def follow(
     while True:
         dropped = False
         try:
-            async for event in events(svc, path, params=params, last_event_id=last):
-                if event.retry is not None:
-                    delay_hint = min(event.retry / 1000, RECONNECT_HINT_CAP)
-                if _already_seen(event, last):
-                    continue
-                if event.id is not None:
-                    last = event.id
-                failures = 0
-                yield event
+            # aclosing: when our consumer stops, the connection closes now, not at garbage collection.
+            async with aclosing(events(svc, path, params=params, last_event_id=last)) as stream:
+                async for event in stream:
+                    if event.retry is not None:
+                        delay_hint = min(event.retry / 1000, RECONNECT_HINT_CAP)
+                    if _already_seen(event, last):
+                        continue
+                    if event.id is not None:
+                        last = event.id
+                    failures = 0
+                    yield event
         except (errors.StreamDropped, errors.Unavailable) as exc:
             if not isinstance(exc, errors.StreamDropped) and exc.status not in (None, 502, 503, 504):
                 raise

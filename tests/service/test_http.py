@@ -215,3 +215,25 @@ def test_records_tolerate_unknown_and_absent_fields():
     assert project.created_at.tzinfo is not None
     assert project.created_at.microsecond == 123456
     assert Project.list_from_json([{"id": "a"}, "junk"]) == [Project(id="a")]
+
+
+def test_it_reads_retry_hints_in_every_form():
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    assert service_http._retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert service_http._retry_after({"retry-after": "3"}) == 3.0
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
+    assert 100 < service_http._retry_after({"retry-after": later}) <= 120
+    assert service_http._retry_after({"retry-after": "soon"}) is None
+    assert service_http._retry_after({}) is None
+
+
+async def test_it_logs_calls_without_the_key(service, tenant, caplog):
+    caplog.set_level("DEBUG", logger="console.service")
+    tenant.fault(method="GET", path="^/org/limits$", status=503, count=1)
+    await projects.get_org_limits(service)
+    lines = [r.getMessage() for r in caplog.records if r.name == "console.service"]
+    assert any("GET /org/limits -> 503" in line for line in lines)
+    assert any("GET /org/limits -> 200" in line for line in lines)
+    assert all(service.api_key not in line for line in lines)
