@@ -1,6 +1,7 @@
 """The one request function: headers, errors by status, safe retries, timeouts (real sandbox)."""
 
 import asyncio
+import io
 
 import pytest
 
@@ -16,6 +17,7 @@ from console.service import (
     Unauthorized,
     Unavailable,
     projects,
+    uploads,
 )
 from console.service import http as service_http
 from console.service.records import Project
@@ -237,3 +239,37 @@ async def test_it_logs_calls_without_the_key(service, tenant, caplog):
     assert any("GET /org/limits -> 503" in line for line in lines)
     assert any("GET /org/limits -> 200" in line for line in lines)
     assert all(service.api_key not in line for line in lines)
+
+
+class CountingFile(io.BytesIO):
+    """A file that records the size of every read, to show the upload is streamed in chunks."""
+
+    def __init__(self, data: bytes):
+        super().__init__(data)
+        self.reads: list[int] = []
+        self.name = "big.zip"
+
+    def read(self, size=-1):
+        chunk = super().read(size)
+        self.reads.append(len(chunk))
+        return chunk
+
+
+async def test_it_streams_a_file_upload_in_chunks(service):
+    # No upload route is needed to see how the body is produced: the sandbox rejects it as not JSON.
+    source = CountingFile(b"z" * (1024 * 1024))
+    with pytest.raises(Invalid) as caught:
+        await uploads.upload_file(service, "/org/projects", field="file", source=source, data={"name": "x"})
+    assert caught.value.code == "invalid_json"
+    assert sum(source.reads) == 1024 * 1024
+    assert max(source.reads) <= 64 * 1024
+
+
+async def test_it_streams_an_async_source_as_multipart(service):
+    async def chunks():
+        for _ in range(4):
+            yield b"y" * 1000
+
+    with pytest.raises(Invalid) as caught:
+        await uploads.upload_file(service, "/org/projects", field="file", source=chunks(), filename="a.zip")
+    assert caught.value.code == "invalid_json"
