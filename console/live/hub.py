@@ -1,0 +1,333 @@
+"""The live relay's hub: one upstream stream per channel per process, fanned out to every viewer.
+
+A ``Channel`` says how to open its upstream stream and how to render one upstream event to HTML. The hub
+keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
+event once, encodes it once as an SSE frame, and appends those bytes to every viewer's queue. A viewer
+writes everything queued since its last write as one chunk, so a burst costs one socket write per viewer,
+not one per event.
+
+Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
+itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer;
+the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels). A viewer that falls more
+than ``max_pending`` frames behind is told it lagged and resynchronises instead of stalling the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.service import errors
+
+log = logging.getLogger("console.live")
+
+# Yielded by an upstream source once its connection is open (before any event), so panes can say "live".
+OPENED = object()
+
+STATUS_LABELS = {
+    "connecting": "Connecting…",
+    "live": "Live",
+    "reconnecting": "Reconnecting…",
+    "ended": "Ended",
+    "error": "Error",
+    "lagged": "Skipped events (too slow) — resynchronised",
+}
+
+
+@dataclass
+class Frame:
+    """One thing to push to viewers: HTML for ``sse-swap="<event>"``, with an id when it has one."""
+
+    html: str
+    event: str = "message"
+    id: int | str | None = None
+
+
+@dataclass
+class Channel:
+    key: Hashable
+    open: Callable[[str | None], AsyncIterator[Any]]
+    render: Callable[[Any], Frame | list[Frame] | None]
+    resumable: bool = False
+    is_terminal: Callable[[Any], bool] | None = None
+    should_reconnect: Callable[[], Awaitable[bool]] | None = None
+    replay_to_new_viewers: bool = False
+    ended_message: str = "The stream has ended."
+    max_reconnects: int = 8
+
+
+def encode(frame: Frame, seq: int | str | None) -> bytes:
+    lines = []
+    if frame.event and frame.event != "message":
+        lines.append(f"event: {frame.event}")
+    if seq is not None:
+        lines.append(f"id: {seq}")
+    lines.extend(f"data: {line}" for line in (frame.html.splitlines() or [""]))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def status_frame(state: str, message: str = "") -> bytes:
+    label = STATUS_LABELS.get(state, state)
+    title = f' title="{html.escape(message)}"' if message else ""
+    chip = (
+        f'<span class="live-status live-status--{state}" data-state="{state}"{title}>'
+        f"{html.escape(label)}</span>"
+    )
+    if message and state in ("error", "ended"):
+        chip += f' <span class="live-status__message">{html.escape(message)}</span>'
+    return encode(Frame(html=chip, event="status"), None)
+
+
+END = object()
+
+
+class Viewer:
+    """One browser connection: a queue of encoded frames, written as one chunk per wake-up."""
+
+    def __init__(self, max_pending: int):
+        self.pending: list[bytes] = []
+        self.wake = asyncio.Event()
+        self.max_pending = max_pending
+        self.ended = False
+        self.lagged = 0
+
+    def push(self, chunk: bytes) -> None:
+        if len(self.pending) >= self.max_pending:
+            # Too slow: drop what it has not read rather than hold everyone's memory or stall the hub.
+            self.lagged += len(self.pending)
+            self.pending = [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
+        self.pending.append(chunk)
+        self.wake.set()
+
+    def end(self) -> None:
+        self.ended = True
+        self.wake.set()
+
+    async def next_chunk(self, keepalive: float) -> bytes | object | None:
+        """Everything queued (one chunk), None after ``keepalive`` seconds of silence, END when over."""
+        if not self.pending and not self.ended:
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout=keepalive)
+            except TimeoutError:
+                return None
+        self.wake.clear()
+        if self.pending:
+            chunk = b"".join(self.pending)
+            self.pending = []
+            return chunk
+        return END if self.ended else None
+
+
+@dataclass
+class Broadcast:
+    hub: Hub
+    channel: Channel
+    buffer: deque = field(default_factory=deque)
+    viewers: set[Viewer] = field(default_factory=set)
+    next_seq: int = 1
+    last_upstream_id: str | None = None
+    status: bytes = field(default_factory=lambda: status_frame("connecting"))
+    ended: bool = False
+    task: asyncio.Task | None = None
+    linger: asyncio.TimerHandle | None = None
+
+    def __post_init__(self):
+        self.buffer = deque(maxlen=self.hub.buffer_size)
+
+    # Viewers ---------------------------------------------------------------------------------------
+
+    def add(self, last_event_id: str | None) -> Viewer:
+        viewer = Viewer(self.hub.max_pending)
+        self._replay(viewer, last_event_id)
+        viewer.push(self.status)
+        if self.ended:
+            viewer.end()
+        self.viewers.add(viewer)
+        if self.linger is not None:
+            self.linger.cancel()
+            self.linger = None
+        if not self.ended and (self.task is None or self.task.done()):
+            resume_from = (
+                last_event_id if (self.last_upstream_id is None and self.channel.resumable) else None
+            )
+            self.task = asyncio.get_running_loop().create_task(self._run(resume_from))
+        return viewer
+
+    def _replay(self, viewer: Viewer, last_event_id: str | None) -> None:
+        if last_event_id is None:
+            if self.channel.replay_to_new_viewers:
+                for _, chunk in self.buffer:
+                    viewer.push(chunk)
+            return
+        try:
+            last = int(last_event_id)
+        except ValueError:
+            return
+        for seq, chunk in self.buffer:
+            if isinstance(seq, int) and seq > last:
+                viewer.push(chunk)
+
+    def remove(self, viewer: Viewer) -> None:
+        self.viewers.discard(viewer)
+        if self.viewers:
+            return
+        # The last viewer left: close the upstream now, keep the buffer a while for reconnecting browsers.
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.linger = asyncio.get_running_loop().call_later(self.hub.linger_seconds, self._forget)
+
+    def _forget(self) -> None:
+        if not self.viewers and self.hub.broadcasts.get(self.channel.key) is self:
+            del self.hub.broadcasts[self.channel.key]
+
+    # Fan-out ---------------------------------------------------------------------------------------
+
+    def _publish(self, chunk: bytes, seq) -> None:
+        if seq is not None:
+            self.buffer.append((seq, chunk))
+        for viewer in self.viewers:
+            viewer.push(chunk)
+
+    def _set_status(self, state: str, message: str = "") -> None:
+        self.status = status_frame(state, message)
+        for viewer in self.viewers:
+            viewer.push(self.status)
+
+    def _end(self, state: str = "ended", message: str = "") -> None:
+        self._set_status(state, message or self.channel.ended_message)
+        self._publish(
+            encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None), None
+        )
+        self.ended = True
+        for viewer in self.viewers:
+            viewer.end()
+
+    def _deliver(self, event: Any) -> None:
+        rendered = self.channel.render(event)
+        if rendered is None:
+            return
+        for frame in rendered if isinstance(rendered, list) else [rendered]:
+            seq = frame.id
+            if seq is None:
+                seq = self.next_seq
+                self.next_seq += 1
+            self._publish(encode(frame, seq), seq)
+
+    # Upstream --------------------------------------------------------------------------------------
+
+    async def _run(self, resume_from: str | None) -> None:
+        channel = self.channel
+        if resume_from is not None:
+            self.last_upstream_id = resume_from
+        failures = 0
+        first = True
+        try:
+            while True:
+                self._set_status("connecting" if first else "reconnecting")
+                first = False
+                dropped = False
+                try:
+                    last = self.last_upstream_id if channel.resumable else None
+                    async for event in channel.open(last):
+                        if event is OPENED:
+                            self._set_status("live")
+                            continue
+                        upstream_id = getattr(event, "id", None)
+                        if (
+                            channel.resumable
+                            and upstream_id is not None
+                            and _seen(upstream_id, self.last_upstream_id)
+                        ):
+                            continue
+                        if upstream_id is not None:
+                            self.last_upstream_id = upstream_id
+                        failures = 0
+                        self._deliver(event)
+                        if channel.is_terminal is not None and channel.is_terminal(event):
+                            self._end()
+                            return
+                except errors.StreamDropped as exc:
+                    dropped = True
+                    log.info("upstream %s dropped: %s", channel.key, exc.message)
+                except errors.Unavailable as exc:
+                    dropped = True
+                    log.info("upstream %s unavailable: %s", channel.key, exc.message)
+                except errors.ServiceError as exc:
+                    self._end("error", exc.message)
+                    return
+                # A clean close means the resource ended, unless the channel knows better.
+                if not dropped and (channel.should_reconnect is None or not await channel.should_reconnect()):
+                    self._end()
+                    return
+                failures += 1
+                if failures > channel.max_reconnects:
+                    self._end("error", "lost the connection to the service and could not get it back")
+                    return
+                self._set_status("reconnecting")
+                await asyncio.sleep(min(0.2 * 2 ** (failures - 1), 3.0))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a renderer must not leave viewers hanging forever
+            log.exception("live channel %s failed", channel.key)
+            self._end("error", f"the live stream failed ({type(exc).__name__})")
+
+
+def _seen(upstream_id: str, last: str | None) -> bool:
+    if last is None:
+        return False
+    try:
+        return int(upstream_id) <= int(last)
+    except (TypeError, ValueError):
+        return False
+
+
+class Hub:
+    """Every live broadcast of this process, by channel key."""
+
+    def __init__(self, *, buffer_size: int = 2000, max_pending: int = 5000, linger_seconds: float = 30.0):
+        self.broadcasts: dict[Hashable, Broadcast] = {}
+        self.buffer_size = buffer_size
+        self.max_pending = max_pending
+        self.linger_seconds = linger_seconds
+
+    def subscribe(self, channel: Channel, last_event_id: str | None = None) -> tuple[Broadcast, Viewer]:
+        broadcast = self.broadcasts.get(channel.key)
+        if broadcast is None:
+            broadcast = Broadcast(self, channel)
+            self.broadcasts[channel.key] = broadcast
+        else:
+            # The newest view's callables (fresh service binding) replace the stored ones.
+            broadcast.channel = channel
+        return broadcast, broadcast.add(last_event_id)
+
+    def upstreams(self) -> int:
+        """Upstream connections currently held (a benchmark and test figure)."""
+        return sum(1 for b in self.broadcasts.values() if b.task is not None and not b.task.done())
+
+    def viewers(self) -> int:
+        return sum(len(b.viewers) for b in self.broadcasts.values())
+
+
+async def viewer_stream(broadcast: Broadcast, viewer: Viewer, keepalive: float) -> AsyncIterator[bytes]:
+    """The bytes one browser receives: a retry hint, queued frames in chunks, keepalive comments."""
+    try:
+        yield b"retry: 2000\n: connected\n\n"
+        while True:
+            chunk = await viewer.next_chunk(keepalive)
+            if chunk is None:
+                yield b": keepalive\n\n"
+            elif chunk is END:
+                return
+            else:
+                yield chunk
+                if viewer.ended and not viewer.pending:
+                    return
+    finally:
+        with contextlib.suppress(RuntimeError):
+            broadcast.remove(viewer)

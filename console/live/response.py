@@ -1,0 +1,33 @@
+"""The Django side of the relay: a text/event-stream response for one viewer of a channel."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+
+from console.live.hub import Channel, Hub, viewer_stream
+
+hub = Hub(
+    buffer_size=getattr(settings, "LIVE_BUFFER_SIZE", 2000),
+    max_pending=getattr(settings, "LIVE_MAX_PENDING", 5000),
+    linger_seconds=getattr(settings, "LIVE_LINGER_SECONDS", 30.0),
+)
+
+
+def relay_response(request: HttpRequest, channel: Channel) -> HttpResponse:
+    """Subscribe this request to the channel and stream its frames (never compressed, never buffered).
+
+    A browser reconnecting to a stream that has already ended gets 204, which tells EventSource to stop.
+    """
+    last_event_id = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
+    existing = hub.broadcasts.get(channel.key)
+    if existing is not None and existing.ended and last_event_id is not None and not existing.viewers:
+        return HttpResponse(status=204)
+    broadcast, viewer = hub.subscribe(channel, last_event_id)
+    keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
+    response = StreamingHttpResponse(
+        viewer_stream(broadcast, viewer, keepalive), content_type="text/event-stream"
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
