@@ -5,6 +5,7 @@ from console.accounts.models import AuditLog, Invite, Membership, Organization
 
 
 class OrganizationAdminForm(forms.ModelForm):
+    service_base_url = forms.URLField(label="Service base URL", max_length=300, assume_scheme="https")
     # Write-only, as everywhere else: the decrypted key is never put into a page.
     api_key = forms.CharField(
         required=False,

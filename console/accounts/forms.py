@@ -21,7 +21,7 @@ class SignupForm(UserCreationForm):
 
 class OrgSettingsForm(forms.Form):
     name = forms.CharField(max_length=100)
-    service_base_url = forms.URLField(label="Service base URL", max_length=300)
+    service_base_url = forms.URLField(label="Service base URL", max_length=300, assume_scheme="https")
     # Write-only: never rendered back (render_value=False); left empty, the current key stays.
     api_key = forms.CharField(
         label="API key",
