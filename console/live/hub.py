@@ -170,7 +170,7 @@ class Broadcast:
         except ValueError:
             return
         for seq, chunk in self.buffer:
-            if isinstance(seq, int) and seq > last:
+            if _as_int(seq) is not None and _as_int(seq) > last:
                 viewer.push(chunk)
 
     def remove(self, viewer: Viewer) -> None:
@@ -276,6 +276,13 @@ class Broadcast:
         except Exception as exc:  # a bug in a renderer must not leave viewers hanging forever
             log.exception("live channel %s failed", channel.key)
             self._end("error", f"the live stream failed ({type(exc).__name__})")
+
+
+def _as_int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _seen(upstream_id: str, last: str | None) -> bool:

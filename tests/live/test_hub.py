@@ -1,0 +1,161 @@
+"""The live relay hub against the sandbox's numbered test stream, over real HTTP."""
+
+import asyncio
+
+import pytest
+
+from console.live import Channel, Frame, service_stream
+from console.live.hub import Hub, viewer_stream
+
+
+def parse(chunks: list[bytes]) -> list[dict]:
+    """SSE frames (without comments) from the raw bytes a viewer received."""
+    frames = []
+    for block in b"".join(chunks).decode().split("\n\n"):
+        frame = {}
+        for line in block.splitlines():
+            if line.startswith(":") or not line:
+                continue
+            name, _, value = line.partition(": ")
+            frame[name] = frame[name] + "\n" + value if name in frame else value
+        if frame.get("data") is not None or frame.get("event"):
+            frames.append(frame)
+    return frames
+
+
+def message_ids(frames):
+    return [int(f["id"]) for f in frames if f.get("event") is None and "id" in f]
+
+
+def numbered_channel(service, *, count, interval=0.005, resumable=True, key=None, **extra):
+    opened = []
+    source = service_stream(service, "/_sandbox/test_stream", params={"count": count, "interval": interval})
+
+    def open_upstream(last_event_id):
+        opened.append(last_event_id)
+        return source(last_event_id)
+
+    channel = Channel(
+        key=key or ("test", id(opened)),
+        open=open_upstream,
+        render=lambda event: Frame(html=f"<li>n={event.data['n']}</li>", id=event.id),
+        resumable=resumable,
+        **extra,
+    )
+    return channel, opened
+
+
+async def read_all(broadcast, viewer, keepalive=5.0):
+    chunks = []
+    async for chunk in viewer_stream(broadcast, viewer, keepalive):
+        chunks.append(chunk)
+    return parse(chunks)
+
+
+async def test_it_fans_one_upstream_out_to_every_viewer(service):
+    hub = Hub()
+    channel, opened = numbered_channel(service, count=40)
+    viewers = [hub.subscribe(channel) for _ in range(25)]
+    results = await asyncio.gather(*(read_all(b, v) for b, v in viewers))
+    assert len(opened) == 1
+    for frames in results:
+        assert message_ids(frames) == list(range(1, 41))
+        assert frames[-1]["event"] == "ended"
+        assert any(f.get("event") == "status" and "live" in f["data"] for f in frames)
+
+
+async def test_it_resumes_the_upstream_after_a_drop_with_no_gap_and_no_duplicate(service, tenant):
+    tenant.fault(method="GET", path="test_stream", drop_after_events=3, count=2)
+    hub = Hub()
+    channel, opened = numbered_channel(service, count=12)
+    broadcast, viewer = hub.subscribe(channel)
+    frames = await read_all(broadcast, viewer)
+    assert message_ids(frames) == list(range(1, 13))
+    assert opened == [None, "3", "6"]
+    assert any("reconnecting" in f.get("data", "") for f in frames if f.get("event") == "status")
+
+
+async def test_it_replays_what_a_reconnecting_browser_missed(service):
+    hub = Hub()
+    channel, opened = numbered_channel(service, count=10)
+    broadcast, first = hub.subscribe(channel)
+    await read_all(broadcast, first)
+    # The browser comes back having seen up to 4: it gets 5..10 from the buffer, then the end.
+    broadcast, again = hub.subscribe(channel, last_event_id="4")
+    frames = await read_all(broadcast, again)
+    assert message_ids(frames) == list(range(5, 11))
+    assert len(opened) == 1
+
+
+async def test_it_isolates_a_viewer_that_stops_reading(service, tenant):
+    hub = Hub(max_pending=8)
+    channel, _ = numbered_channel(service, count=60, interval=0.002)
+    broadcast, reader = hub.subscribe(channel)
+    _, sleeper = hub.subscribe(channel)
+    frames = await read_all(broadcast, reader)
+    assert message_ids(frames) == list(range(1, 61))
+    # The sleeper never read: it was told it lagged instead of holding every frame.
+    assert sleeper.lagged > 0
+    assert len(sleeper.pending) <= 8 + 2
+    late = parse(sleeper.pending)
+    assert any(f.get("event") == "resync" for f in late)
+
+
+async def test_it_closes_the_upstream_when_the_last_viewer_leaves(service):
+    hub = Hub()
+    channel, _ = numbered_channel(service, count=100000, interval=0.01)
+    broadcast, viewer = hub.subscribe(channel)
+    stream = viewer_stream(broadcast, viewer, 5.0)
+    received = b""
+    while b"id: 3\n" not in received:
+        received += await anext(stream)
+    assert hub.upstreams() == 1
+    await stream.aclose()
+    for _ in range(100):
+        if hub.upstreams() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert hub.upstreams() == 0
+    assert broadcast.task.cancelled() or broadcast.task.done()
+
+
+async def test_it_ends_at_a_terminal_event(service):
+    hub = Hub()
+    channel, _ = numbered_channel(service, count=100, is_terminal=lambda event: event.data["n"] == 5)
+    broadcast, viewer = hub.subscribe(channel)
+    frames = await read_all(broadcast, viewer)
+    assert message_ids(frames) == [1, 2, 3, 4, 5]
+    assert frames[-1]["event"] == "ended"
+
+
+async def test_it_reports_an_upstream_error_in_the_stream(service):
+    hub = Hub()
+    channel = Channel(
+        key=("missing",),
+        open=service_stream(service, "/browsers/nope/telemetry/stream"),
+        render=lambda event: Frame(html="x"),
+    )
+    broadcast, viewer = hub.subscribe(channel)
+    frames = await read_all(broadcast, viewer)
+    statuses = [f["data"] for f in frames if f.get("event") == "status"]
+    assert "error" in statuses[-1]
+    assert frames[-1]["event"] == "ended"
+
+
+async def test_it_sends_keepalive_comments_while_quiet(service):
+    hub = Hub()
+    channel, _ = numbered_channel(service, count=2, interval=0.3)
+    broadcast, viewer = hub.subscribe(channel)
+    chunks = [chunk async for chunk in viewer_stream(broadcast, viewer, keepalive=0.05)]
+    assert b": keepalive\n\n" in chunks
+    assert message_ids(parse(chunks)) == [1, 2]
+
+
+@pytest.mark.parametrize("html", ["<p>one</p>", "<p>a</p>\n<p>b</p>"])
+def test_it_encodes_multi_line_html_as_several_data_lines(html):
+    from console.live.hub import encode
+
+    encoded = encode(Frame(html=html, event="row", id=7), 7).decode()
+    assert encoded.startswith("event: row\nid: 7\n")
+    assert encoded.count("data: ") == html.count("\n") + 1
+    assert encoded.endswith("\n\n")
