@@ -4,6 +4,7 @@ Callers pass identifiers and short descriptions only, never a secret (API keys, 
 """
 
 from console.accounts.models import AuditLog
+from console.service.http import last_request_id
 
 DETAIL_MAX = 500
 
@@ -18,7 +19,8 @@ async def record(request, action, *, target_id="", outcome="ok", request_id="", 
         action=action,
         target_id=str(target_id)[:200],
         outcome=outcome,
-        request_id=request_id or "",
+        # By default, the service request this view made last (mutations record right after their call).
+        request_id=request_id or last_request_id.get(),
         detail=detail[:DETAIL_MAX],
         # REMOTE_ADDR is the client as uvicorn sees it (it applies X-Forwarded-For from trusted proxies).
         client_ip=request.META.get("REMOTE_ADDR") or None,

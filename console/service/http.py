@@ -29,6 +29,7 @@ import urllib.parse
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -59,6 +60,9 @@ BACKOFF_BASE = 0.2
 BACKOFF_CAP = 2.0
 MAX_RETRY_AFTER = 10.0
 ERROR_BODY_PREVIEW = 200
+
+# The request id of the latest call made in this context (a view's task): the audit log records it.
+last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
 
 Expect = Literal["json", "none", "bytes", "response"]
 
@@ -199,6 +203,7 @@ async def _send(
             raise _transport_error(svc, exc, httpx_timeout) from None
 
         request_id = response.headers.get("x-request-id")
+        last_request_id.set(request_id or "")
         log.debug(
             "%s %s -> %s in %.0f ms (request id %s)",
             method,
