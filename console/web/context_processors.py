@@ -39,6 +39,9 @@ def console(request) -> dict:
     return {
         "current_org": org,
         "current_membership": membership,
+        # Role flags for templates: show an action only to those who may run it (the view checks again).
+        "can_operate": membership is not None and membership.has_role(Role.OPERATOR),
+        "can_admin": membership is not None and membership.has_role(Role.ADMIN),
         "org_memberships": _memberships(request),
         "nav_sections": nav,
         "current_url_name": current.url_name if current else "",
