@@ -57,7 +57,7 @@ def normalize_totp_secret(secret: str) -> str:
     """Upper-case base32 without spaces, dashes or padding; ValueError (never quoting it) if unusable."""
     text = re.sub(r"[\s-]", "", secret).rstrip("=").upper()
     if not text or not _BASE32.match(text):
-        raise ValueError("A TOTP secret is base32: only letters A–Z and digits 2–7.")
+        raise ValueError("A TOTP secret is base32: only letters A to Z and digits 2 to 7.")
     if len(text) < MIN_TOTP_SECRET_CHARS:
         raise ValueError(f"A TOTP secret has at least {MIN_TOTP_SECRET_CHARS} base32 characters.")
     try:
