@@ -1,0 +1,462 @@
+"""Proxies (notes §11): create per type, rename, soft delete, and a deterministic health check.
+
+Choices where the notes leave room (written down in docs by the lead from the module docstring):
+
+- A new proxy has no ``status``, ``ip_address`` or ``last_checked`` until its first check.
+- ``protocol`` defaults to ``https``; ``config.country`` defaults to ``US`` for managed types.
+- The custom proxy's ``password`` and ``ca_bundle`` are kept privately; a response echoes ``host``,
+  ``port``, ``username``, ``has_password`` and ``has_ca_bundle`` only.
+- The check (``POST /proxies/{id}/check``, optional JSON ``{"url": ...}``) is deterministic:
+  - a custom proxy whose host ends in ``.invalid`` or whose port is 1 is ``unavailable``; every other
+    proxy is ``available``;
+  - the exit IP is derived from the proxy id: stable for datacenter, ISP and custom proxies (a custom
+    proxy whose host is a public IP literal exits from that IP), different on each check for residential
+    and mobile proxies (their exit node rotates);
+  - the target ``url`` must be http or https and name a public host: ``localhost``, single-label names,
+    ``.internal``, ``.local``, ``.localhost``, ``.lan``, ``.home.arpa`` hosts and non-global IP literals
+    are refused with 400 (the sandbox resolves nothing, so any other name counts as public);
+  - with a target, datacenter, ISP and custom proxies test that target from their stable exit IP: a
+    target host ending in ``.invalid`` is unreachable, so the check reports ``unavailable``; residential
+    and mobile proxies only validate configuration and connectivity, so the target does not matter;
+  - a check with a target answers with the outcome (status, exit IP, time) but stores nothing: the
+    proxy's recorded health is unchanged. A check without a target updates ``status``, ``ip_address``
+    and ``last_checked``.
+- DELETE is a soft delete: the record stays (``_deleted``) so sessions that reference it keep their
+  ``proxy_id``; it disappears from GET, lists and checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from console.sandbox.errors import ApiError, invalid
+from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.state import Tenant, new_id, rfc3339
+
+TABLE = "proxies"
+TYPES = ("datacenter", "isp", "residential", "mobile", "custom")
+PROTOCOLS = ("http", "https")
+RESIDENTIAL_OS = ("windows", "macos", "android")
+NAME_MAX = 255
+CONFIG_FIELDS = {
+    "datacenter": ("country",),
+    "isp": ("country",),
+    "residential": ("country", "city", "state", "zip", "asn", "os"),
+    "mobile": ("country", "state", "city"),
+    "custom": ("host", "port", "username", "password", "ca_bundle"),
+}
+MANAGED_DEFAULT_COUNTRY = "US"
+PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
+UNREACHABLE_SUFFIX = ".invalid"
+# Public first octets per type, so exit IPs look like what each kind of provider hands out.
+EXIT_PREFIXES = {
+    "datacenter": (45, 104, 138, 167),
+    "isp": (69, 98, 173, 204),
+    "residential": (24, 73, 86, 92),
+    "mobile": (100, 172, 174, 188),
+    "custom": (62, 81, 146, 185),
+}
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9-]{1,63})*$")
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+_STATE = re.compile(r"^[A-Za-z]{2}$")
+_ZIP = re.compile(r"^\d{5}$")
+_ASN = re.compile(r"^(AS)?\d{1,10}$", re.IGNORECASE)
+
+
+# Validation ---------------------------------------------------------------------------------------
+
+
+def _name(value, *, required: bool) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise invalid("name must be a non-empty string", name="give the proxy a name")
+    if len(value) > NAME_MAX:
+        raise invalid("name is too long", name=f"at most {NAME_MAX} characters")
+    return value.strip()
+
+
+def _config(kind: str, raw) -> tuple[dict, dict]:
+    """(public config, private secrets) for a create body's ``config``; 400 with field details."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise invalid("config must be an object", config="must be a JSON object")
+    errors: dict[str, str] = {}
+    for key in sorted(set(raw) - set(CONFIG_FIELDS[kind])):
+        errors[f"config.{key}"] = f"not a field of a {kind} proxy"
+    config: dict = {}
+    secrets: dict = {}
+    if kind == "custom":
+        _custom(raw, config, secrets, errors)
+    else:
+        _managed(kind, raw, config, errors)
+    if errors:
+        raise invalid(f"invalid {kind} proxy configuration", **errors)
+    return config, secrets
+
+
+def _text(raw: dict, key: str, errors: dict) -> str | None:
+    value = raw.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        errors[f"config.{key}"] = "must be a string"
+        return None
+    return value.strip()
+
+
+def _managed(kind: str, raw: dict, config: dict, errors: dict) -> None:
+    country = _text(raw, "country", errors)
+    if country is not None:
+        country = country.upper()
+        if not _COUNTRY.match(country):
+            errors["config.country"] = "must be an ISO 3166-1 alpha-2 code such as US or DE"
+    config["country"] = country or MANAGED_DEFAULT_COUNTRY
+    if kind == "residential":
+        city = _text(raw, "city", errors)
+        if city is not None:
+            if " " in city:
+                errors["config.city"] = "no spaces: write the city like new_york"
+            elif not raw.get("country"):
+                errors["config.city"] = "a city needs a country"
+            config["city"] = city.lower()
+        state = _text(raw, "state", errors)
+        if state is not None:
+            if not _STATE.match(state):
+                errors["config.state"] = "must be a 2-letter state code such as NY"
+            config["state"] = state.upper()
+        zip_code = _text(raw, "zip", errors)
+        if zip_code is not None:
+            if not _ZIP.match(zip_code):
+                errors["config.zip"] = "must be a 5-digit US ZIP code"
+            elif config["country"] != "US":
+                errors["config.zip"] = "ZIP targeting is for US proxies only"
+            config["zip"] = zip_code
+        asn = _text(raw, "asn", errors)
+        if asn is not None:
+            if not _ASN.match(asn):
+                errors["config.asn"] = "must be an AS number such as AS7922"
+            config["asn"] = asn.upper() if asn.upper().startswith("AS") else f"AS{asn}"
+        os_name = _text(raw, "os", errors)
+        if os_name is not None:
+            if os_name not in RESIDENTIAL_OS:
+                errors["config.os"] = "must be windows, macos or android"
+            config["os"] = os_name
+    elif kind == "mobile":
+        state = _text(raw, "state", errors)
+        if state is not None:
+            if not _STATE.match(state):
+                errors["config.state"] = "must be a 2-letter state code such as CA"
+            elif config["country"] != "US":
+                errors["config.state"] = "state targeting is for US mobile proxies only"
+            config["state"] = state.upper()
+        city = _text(raw, "city", errors)
+        if city is not None:
+            config["city"] = city
+
+
+def _custom(raw: dict, config: dict, secrets: dict, errors: dict) -> None:
+    host = _text(raw, "host", errors)
+    if not host:
+        errors.setdefault("config.host", "required: the proxy's host name or IP address")
+    elif not (_is_ip(host) or _HOSTNAME.match(host)):
+        errors["config.host"] = "must be a host name or an IP address"
+    port = raw.get("port")
+    if port is None or port == "":
+        errors["config.port"] = "required: the proxy's port"
+    elif isinstance(port, bool) or not isinstance(port, int | str) or not str(port).isdigit():
+        errors["config.port"] = "must be an integer"
+    elif not 1 <= int(port) <= 65535:
+        errors["config.port"] = "must be between 1 and 65535"
+    username = _text(raw, "username", errors)
+    password = raw.get("password")
+    if password is not None and not isinstance(password, str):
+        errors["config.password"] = "must be a string"
+    bundle = raw.get("ca_bundle")
+    if bundle not in (None, "") and (
+        not isinstance(bundle, str) or "-----BEGIN CERTIFICATE-----" not in bundle
+    ):
+        errors["config.ca_bundle"] = "must be PEM: one or more -----BEGIN CERTIFICATE----- blocks"
+    if errors:
+        return
+    config.update(host=host, port=int(port))
+    if username:
+        config["username"] = username
+    config["has_password"] = bool(password)
+    config["has_ca_bundle"] = bool(bundle)
+    if password:
+        secrets["password"] = password
+    if bundle:
+        secrets["ca_bundle"] = bundle
+
+
+def _bypass_hosts(value) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+        raise invalid("bypass_hosts must be a list of host names", bypass_hosts="must be a list of strings")
+    hosts = [h.strip().lower() for h in value if h.strip()]
+    bad = [h for h in hosts if not _HOSTNAME.match(h.removeprefix("*.")) and not _is_ip(h)]
+    if bad:
+        raise invalid("bypass_hosts has invalid entries", bypass_hosts=f"not a host name: {bad[0]}")
+    return hosts
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _target(value) -> str | None:
+    """The check's optional target URL: http(s) and a public host, else 400 (field ``url``)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise invalid("url must be a string", url="must be an http or https URL")
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid("url must be an http or https URL", url="must be an http or https URL with a host")
+    host = parts.hostname.lower().rstrip(".")
+    if _is_ip(host):
+        if not ipaddress.ip_address(host).is_global:
+            raise invalid("url must resolve to a public address", url=f"{host} is not a public address")
+    elif host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES):
+        raise invalid("url must resolve to a public address", url=f"{host} does not resolve publicly")
+    return value.strip()
+
+
+# Health check -------------------------------------------------------------------------------------
+
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+
+
+def _exit_ip(record: dict, attempt: int) -> str:
+    kind = record["type"]
+    host = record["config"].get("host", "")
+    if kind == "custom" and _is_ip(host) and ipaddress.ip_address(host).is_global:
+        return host
+    # Residential and mobile exit nodes rotate: each check sees another one.
+    salt = attempt if kind in ("residential", "mobile") else 0
+    digest = _digest(record["id"], salt)
+    first = EXIT_PREFIXES[kind][digest[0] % len(EXIT_PREFIXES[kind])]
+    return f"{first}.{digest[1]}.{digest[2]}.{max(digest[3], 1) % 254 + 1}"
+
+
+def _reachable(record: dict) -> bool:
+    config = record["config"]
+    if record["type"] != "custom":
+        return True
+    return not (str(config.get("host", "")).lower().endswith(UNREACHABLE_SUFFIX) or config.get("port") == 1)
+
+
+def _check(tenant: Tenant, record: dict, target: str | None) -> dict:
+    """The outcome of one check, as the fields it sets on the record."""
+    record["_checks"] = record.get("_checks", 0) + 1
+    available = _reachable(record)
+    if available and target and record["type"] in ("datacenter", "isp", "custom"):
+        host = (urlsplit(target).hostname or "").lower()
+        available = not host.endswith(UNREACHABLE_SUFFIX)
+    return {
+        "status": "available" if available else "unavailable",
+        "ip_address": _exit_ip(record, record["_checks"]) if _reachable(record) else None,
+        "last_checked": rfc3339(tenant.now()),
+    }
+
+
+# Endpoints ----------------------------------------------------------------------------------------
+
+
+def render(record: dict) -> dict:
+    body = {
+        "id": record["id"],
+        "type": record["type"],
+        "name": record.get("name"),
+        "protocol": record["protocol"],
+        "bypass_hosts": list(record["bypass_hosts"]),
+        "config": dict(record["config"]),
+    }
+    for key in ("status", "ip_address", "last_checked"):
+        if record.get(key) is not None:
+            body[key] = record[key]
+    return body
+
+
+def create(tenant: Tenant, project: str, body: dict) -> dict:
+    kind = body.get("type")
+    if kind not in TYPES:
+        raise invalid("type is required", type=f"must be one of {', '.join(TYPES)}")
+    unknown = sorted(set(body) - {"type", "name", "protocol", "bypass_hosts", "config"})
+    if unknown:
+        raise invalid("unknown proxy fields", **{key: "not a proxy field" for key in unknown})
+    protocol = body.get("protocol") or "https"
+    if protocol not in PROTOCOLS:
+        raise invalid("protocol is not valid", protocol="must be http or https")
+    name = _name(body.get("name"), required=False)
+    bypass = _bypass_hosts(body.get("bypass_hosts"))
+    config, secrets = _config(kind, body.get("config"))
+    record = {
+        "id": new_id("proxy"),
+        "type": kind,
+        "name": name,
+        "protocol": protocol,
+        "bypass_hosts": bypass,
+        "config": config,
+        "_secrets": secrets,
+        "_project": project,
+    }
+    tenant.table(TABLE)[record["id"]] = record
+    return record
+
+
+def get_live(tenant: Tenant, project: str, proxy_id: str) -> dict | None:
+    """A live proxy of a project (other resources validate a ``proxy_id`` with this)."""
+    record = tenant.table(TABLE).get(proxy_id)
+    if record is None or record.get("_deleted") or record.get("_project") != project:
+        return None
+    return record
+
+
+def _by_id(request: Request) -> dict:
+    proxy_id = request.path_params["id"]
+    record = get_live(request.state.tenant, project_of(request), proxy_id)
+    if record is None:
+        raise ApiError(404, "not_found", f"proxy {proxy_id!r} was not found")
+    return record
+
+
+def _filtered(request: Request) -> list[dict]:
+    items = scoped(request, TABLE)
+    name = request.query_params.get("name")
+    if name:
+        items = [p for p in items if (p.get("name") or "") == name]
+    query = (request.query_params.get("query") or "").strip().casefold()
+    if query:
+        items = [
+            p
+            for p in items
+            if p["id"] == query
+            or query in (p.get("name") or "").casefold()
+            or query in str(p["config"].get("host") or "").casefold()
+            or query in (p.get("ip_address") or "")
+        ]
+    return items
+
+
+@endpoint
+async def list_proxies(request: Request):
+    return paginate(request, _filtered(request), render=render)
+
+
+@endpoint
+async def create_proxy(request: Request):
+    record = create(request.state.tenant, project_of(request), await read_json(request))
+    return ok(render(record), status=201)
+
+
+@endpoint
+async def get_proxy(request: Request):
+    return ok(render(_by_id(request)))
+
+
+@endpoint
+async def rename_proxy(request: Request):
+    record = _by_id(request)
+    body = await read_json(request)
+    others = sorted(set(body) - {"name"})
+    if others:
+        raise invalid(
+            "only the name of a proxy can change",
+            **{key: "cannot be changed: create a new proxy instead" for key in others},
+        )
+    record["name"] = _name(body.get("name"), required=True)
+    return ok(render(record))
+
+
+@endpoint
+async def delete_proxy(request: Request):
+    _by_id(request)["_deleted"] = True
+    return no_content()
+
+
+@endpoint
+async def check_proxy(request: Request):
+    record = _by_id(request)
+    body = await read_json(request)
+    target = _target(body.get("url"))
+    outcome = _check(request.state.tenant, record, target)
+    if target:
+        # A check against a target reports its outcome but leaves the recorded health alone (notes §11).
+        return ok({**render(record), **{k: v for k, v in outcome.items() if v is not None}})
+    record.update(outcome)
+    return ok(render(record))
+
+
+def seed(tenant: Tenant) -> None:
+    project = tenant.default_project_id
+    specs = [
+        ({"type": "datacenter", "name": "dc-us-east", "config": {"country": "US"}}, True),
+        ({"type": "datacenter", "name": "dc-frankfurt", "config": {"country": "DE"}}, True),
+        ({"type": "isp", "name": "isp-london", "config": {"country": "GB"}}, True),
+        (
+            {
+                "type": "residential",
+                "name": "resi-nyc-windows",
+                "config": {"country": "US", "city": "new_york", "state": "NY", "os": "windows"},
+            },
+            True,
+        ),
+        ({"type": "residential", "name": "resi-paris", "config": {"country": "FR", "city": "paris"}}, False),
+        ({"type": "mobile", "name": "mobile-us-ca", "config": {"country": "US", "state": "CA"}}, True),
+        (
+            {
+                "type": "custom",
+                "name": "corp-egress",
+                "protocol": "http",
+                "bypass_hosts": ["*.corp.example.com", "status.example.com"],
+                "config": {
+                    "host": "egress.example.net",
+                    "port": 3128,
+                    "username": "svc-automation",
+                    "password": "demo-proxy-password-do-not-show",
+                },
+            },
+            True,
+        ),
+        (
+            {
+                "type": "custom",
+                "name": "legacy-squid",
+                "protocol": "http",
+                "config": {"host": "squid.decommissioned.invalid", "port": 8080},
+            },
+            True,
+        ),
+        # Names need not be unique: two proxies share this one.
+        ({"type": "datacenter", "name": "dc-us-east", "config": {"country": "US"}}, False),
+    ]
+    for body, checked in specs:
+        record = create(tenant, project, body)
+        if checked:
+            record.update(_check(tenant, record, None))
+
+
+routes = [
+    Route("/proxies", list_proxies, methods=["GET"]),
+    Route("/proxies", create_proxy, methods=["POST"]),
+    Route("/proxies/{id}", get_proxy, methods=["GET"]),
+    Route("/proxies/{id}", rename_proxy, methods=["PATCH"]),
+    Route("/proxies/{id}", delete_proxy, methods=["DELETE"]),
+    Route("/proxies/{id}/check", check_proxy, methods=["POST"]),
+]
