@@ -4,6 +4,6 @@ Adding a resource: write ``resources/<name>.py`` like its siblings and add it to
 seeded in this order, so a resource that references another comes after it).
 """
 
-from console.sandbox.resources import credentials, extensions, projects, proxies
+from console.sandbox.resources import credentials, extensions, pools, profiles, projects, proxies
 
-RESOURCES = [projects, credentials, proxies, extensions]
+RESOURCES = [projects, credentials, proxies, extensions, profiles, pools]

@@ -1,0 +1,871 @@
+"""Browser pools (spec: Browser pool; notes §7): warm, identically configured browsers to lease.
+
+How the sandbox models a pool (choices where the notes leave room):
+
+- ``size`` is the pool's total: available (idle, warm) plus acquired (leased) browsers.
+- Filling is computed from the tenant clock when read: idle browsers grow by ``fill_rate_per_minute``
+  percent of ``size`` per minute until idle + leased reaches ``size``. A pool starts empty.
+- The sum of pool sizes in a project, plus the project's on-demand sessions, may not exceed the
+  project's effective ``max_concurrent_sessions`` (its own cap, else the org's
+  ``default_project_max_concurrent_sessions``, else the org ceiling); the sum over the whole org may not
+  exceed the org ceiling. Going over answers 409 ``session_limit_exceeded`` naming the numbers.
+- Acquire long-polls in real time (re-checking every 0.1 s and at once when the tenant clock moves) for
+  up to ``acquire_timeout_seconds`` (default: the time to fill the whole pool at its fill rate), then
+  answers 204. Every lease is a new BrowserSession in the ``browsers`` table with ``pool: {id, name}``.
+- Release ends the lease (the session gets ``deleted_at``); with ``reuse`` (default) the browser goes
+  back to the idle set, otherwise it is destroyed and the pool refills at its fill rate. The next lease
+  of a reused browser gets a fresh session id.
+- Flush destroys idle browsers only. Delete refuses (409 ``pool_in_use``) while browsers are leased,
+  unless ``{"force": true}``, which ends those leases.
+- Pooled browsers load their profile read-only: ``profile.save_changes`` is accepted and ignored.
+- ``gpu``, ``memory`` and a ``proxy`` object do not exist on pools: sending them is a 400 field error.
+- A profile, extension or proxy that is not a live record of the project is a 400 field error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import re
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from console.sandbox.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.http import (
+    endpoint,
+    find,
+    no_content,
+    ok,
+    paginate,
+    project_of,
+    public,
+    read_json,
+    scoped,
+    text_filter,
+)
+from console.sandbox.resources import profiles as profile_store
+from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
+from console.sandbox.state import Tenant, new_id, rfc3339
+
+TABLE = "pools"
+CATEGORIES = (
+    "console",
+    "page",
+    "interaction",
+    "network",
+    "control",
+    "connection",
+    "system",
+    "screenshot",
+    "captcha",
+)
+# Operational categories are on by default when telemetry is enabled (notes §6.3).
+DEFAULT_ON = frozenset({"control", "connection", "system", "captcha"})
+REGIONS = ("us-east", "eu-west")
+DEFAULT_FILL_RATE = 25
+DEFAULT_TIMEOUT = 600
+TIMEOUT_RANGE = (10, 259_200)
+FILL_RATE_RANGE = (1, 100)
+MAX_ACQUIRE_TIMEOUT = 3600
+MAX_TAGS = 50
+MAX_POLICY_BYTES = 5 * 1024 * 1024
+# Kernel-managed Chrome policies (extensions, proxy, CDP) cannot be overridden (notes §2).
+BLOCKED_POLICIES = frozenset(
+    {
+        "ExtensionInstallForcelist",
+        "ExtensionInstallAllowlist",
+        "ExtensionInstallBlocklist",
+        "ExtensionSettings",
+        "ProxySettings",
+        "ProxyMode",
+        "ProxyServer",
+        "ProxyPacUrl",
+        "ProxyBypassList",
+        "RemoteDebuggingAllowed",
+    }
+)
+NOT_POOL_FIELDS = {
+    "gpu": "pools have no gpu setting",
+    "memory": "pools have no memory setting",
+    "proxy": "pools take proxy_id only, not a proxy object",
+}
+POLL_SECONDS = 0.1
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Browser sessions ---------------------------------------------------------------------------------
+
+
+def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
+    """Store and return a BrowserSession record (notes §2) in the ``browsers`` table.
+
+    ``config`` takes the session's settings: headless, stealth, region, timeout_seconds, name, tags,
+    start_url, chrome_policy, kiosk_mode, viewport, profile (a profile record), proxy (a proxy record),
+    pool (``{id, name}``), telemetry, extensions (records). Private keys: ``_project``, ``_pool``.
+    """
+    session_id = new_id(length=20)
+    jwt = new_id(length=40)
+    headless = bool(config.get("headless"))
+    host = f"{session_id}.browsers.sandbox.invalid"
+    record: dict = {
+        "session_id": session_id,
+        "cdp_ws_url": f"wss://{host}/cdp/devtools/browser?jwt={jwt}",
+        "webdriver_ws_url": f"wss://{host}/webdriver/session?jwt={jwt}",
+        "created_at": rfc3339(tenant.now()),
+        "headless": headless,
+        "stealth": bool(config.get("stealth")),
+        "memory": "8GiB",
+        "region": config.get("region") or "us-east",
+        "timeout_seconds": config.get("timeout_seconds") or 60,
+        "base_url": f"https://{host}",
+        "gpu": False,
+        "kiosk_mode": bool(config.get("kiosk_mode")),
+        "viewport": config.get("viewport") or {"width": 1920, "height": 1080, "refresh_rate": 25},
+    }
+    if not headless:
+        record["browser_live_view_url"] = f"https://{host}/live?jwt={jwt}"
+    for key in ("name", "tags", "start_url", "chrome_policy"):
+        if config.get(key):
+            record[key] = config[key]
+    profile = config.get("profile")
+    if profile:
+        record["profile"] = {
+            key: profile.get(key) for key in ("id", "name", "created_at", "updated_at", "last_used_at")
+        }
+        record["profile_save_changes"] = bool(config.get("profile_save_changes"))
+    proxy = config.get("proxy")
+    if proxy:
+        record["proxy"] = {"id": proxy["id"], "name": proxy.get("name")}
+        record["proxy_id"] = proxy["id"]
+    if config.get("extensions"):
+        record["extensions"] = [{"id": e["id"], "name": e.get("name")} for e in config["extensions"]]
+    if config.get("pool"):
+        record["pool"] = dict(config["pool"])
+        record["_pool"] = config["pool"]["id"]
+    telemetry = config.get("telemetry")
+    if telemetry and telemetry.get("enabled"):
+        record["telemetry"] = {"browser": telemetry["browser"]}
+    record["usage"] = {"uptime_ms": 0}
+    record["_project"] = project
+    tenant.table("browsers")[session_id] = record
+    return record
+
+
+def _end_session(tenant: Tenant, session: dict) -> None:
+    session["_deleted"] = True
+    session["deleted_at"] = rfc3339(tenant.now())
+
+
+def _leased(tenant: Tenant, pool: dict) -> list[dict]:
+    return [
+        s
+        for s in tenant.table("browsers").values()
+        if s.get("_pool") == pool["id"] and not s.get("_deleted") and not s.get("deleted_at")
+    ]
+
+
+# Filling ------------------------------------------------------------------------------------------
+
+
+def _idle_now(tenant: Tenant, pool: dict, leased: int | None = None) -> float:
+    """Warm idle browsers at the tenant's current time (fractional: the next one is on its way)."""
+    config = pool["_config"]
+    size = config["size"]
+    if leased is None:
+        leased = len(_leased(tenant, pool))
+    room = max(0, size - leased)
+    elapsed = max(0.0, (tenant.now() - pool["_anchor"]).total_seconds())
+    per_second = size * config["fill_rate_per_minute"] / 100 / 60
+    return min(float(room), pool["_idle"] + elapsed * per_second)
+
+
+def _settle(tenant: Tenant, pool: dict) -> None:
+    """Fix the fill computed so far, before a change (lease, release, flush, resize)."""
+    pool["_idle"] = _idle_now(tenant, pool)
+    pool["_anchor"] = tenant.now()
+
+
+def _available(tenant: Tenant, pool: dict, leased: int | None = None) -> int:
+    return math.floor(_idle_now(tenant, pool, leased) + 1e-9)
+
+
+def _flush(tenant: Tenant, pool: dict) -> None:
+    pool["_idle"] = 0.0
+    pool["_anchor"] = tenant.now()
+
+
+def profile_updated(tenant: Tenant, profile: dict) -> None:
+    """Pools that follow this profile discard their idle browsers, which warm again with the new state."""
+    for pool in tenant.table(TABLE).values():
+        config = pool["_config"]
+        if (
+            not pool.get("_deleted")
+            and pool.get("_project") == profile.get("_project")
+            and config.get("profile_id") == profile["id"]
+            and config.get("refresh_on_profile_update")
+        ):
+            _flush(tenant, pool)
+
+
+# Rendering ----------------------------------------------------------------------------------------
+
+
+def _profile_ref(tenant: Tenant, profile_id: str | None) -> dict | None:
+    if not profile_id:
+        return None
+    profile = tenant.table("profiles").get(profile_id) or {}
+    return {"id": profile_id, "name": profile.get("name")}
+
+
+def _extension_refs(tenant: Tenant, ids: list[str]) -> list[dict]:
+    table = tenant.table("extensions")
+    return [{"id": i, "name": (table.get(i) or {}).get("name")} for i in ids]
+
+
+def render(tenant: Tenant, pool: dict) -> dict:
+    config = pool["_config"]
+    leased = len(_leased(tenant, pool))
+    shown = {
+        "size": config["size"],
+        "name": pool.get("name"),
+        "fill_rate_per_minute": config["fill_rate_per_minute"],
+        "timeout_seconds": config["timeout_seconds"],
+        "stealth": config["stealth"],
+        "headless": config["headless"],
+        "kiosk_mode": config["kiosk_mode"],
+        "profile": _profile_ref(tenant, config.get("profile_id")),
+        "refresh_on_profile_update": config["refresh_on_profile_update"],
+        "extensions": _extension_refs(tenant, config["extension_ids"]),
+        "proxy_id": config.get("proxy_id"),
+        "viewport": config.get("viewport"),
+        "chrome_policy": config.get("chrome_policy"),
+        "start_url": config.get("start_url"),
+        "network": config.get("network"),
+        "telemetry": config["telemetry"],
+    }
+    return {
+        "id": pool["id"],
+        "name": pool.get("name"),
+        "region": pool["region"],
+        "created_at": pool["created_at"],
+        "acquired_count": leased,
+        "available_count": _available(tenant, pool, leased),
+        "browser_pool_config": {k: v for k, v in shown.items() if v is not None},
+        "profile_id": config.get("profile_id"),
+        "extension_ids": list(config["extension_ids"]),
+    }
+
+
+# Validation ---------------------------------------------------------------------------------------
+
+
+def _live(tenant: Tenant, table: str, project: str) -> list[dict]:
+    return [r for r in tenant.table(table).values() if r.get("_project") == project and not r.get("_deleted")]
+
+
+def _by_ref(records: list[dict], ref) -> dict | None:
+    key = (ref.get("id") or ref.get("name")) if isinstance(ref, dict) else ref
+    if not isinstance(key, str) or not key:
+        return None
+    return next((r for r in records if r.get("id") == key), None) or next(
+        (r for r in records if r.get("name") and r["name"] == key), None
+    )
+
+
+def telemetry_config(value, errors: dict, field: str = "telemetry") -> dict | None:
+    """``{enabled, browser: {<category>: {enabled}}}`` for all nine categories, or None if invalid."""
+    if value is None or value == {}:
+        value = {"enabled": False}
+    if not isinstance(value, dict):
+        errors[field] = "must be an object with enabled and browser.<category>.enabled"
+        return None
+    browser = value.get("browser") or {}
+    enabled = value.get("enabled", bool(browser))
+    if not isinstance(enabled, bool):
+        errors[f"{field}.enabled"] = "must be true or false"
+        return None
+    if not isinstance(browser, dict):
+        errors[f"{field}.browser"] = "must map categories to {enabled: bool}"
+        return None
+    if not enabled and browser:
+        errors[f"{field}.browser"] = "categories cannot be set while telemetry is disabled"
+        return None
+    categories = {c: {"enabled": enabled and c in DEFAULT_ON} for c in CATEGORIES}
+    for name, setting in browser.items():
+        if name not in CATEGORIES:
+            errors[f"{field}.browser.{name}"] = f"unknown category; one of {', '.join(CATEGORIES)}"
+            continue
+        if not isinstance(setting, dict) or not isinstance(setting.get("enabled", True), bool):
+            errors[f"{field}.browser.{name}"] = "must be {enabled: true|false}"
+            continue
+        categories[name] = {"enabled": setting.get("enabled", True)}
+    return {"enabled": enabled, "browser": categories}
+
+
+def _check_url(value, errors: dict, field: str) -> str | None:
+    if not isinstance(value, str):
+        errors[field] = "must be a URL string"
+        return None
+    if value == "":
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        errors[field] = "must be an http or https URL"
+        return None
+    return value
+
+
+def _check_int(body: dict, name: str, low: int, high: int, errors: dict) -> int | None:
+    value = body[name]
+    if not _is_int(value):
+        errors[name] = "must be an integer"
+    elif not low <= value <= high:
+        errors[name] = f"must be between {low} and {high}"
+    else:
+        return value
+    return None
+
+
+NAME_FORBIDDEN = re.compile(r"[/%]")
+
+
+def validate(tenant: Tenant, project: str, body: dict, *, current: dict | None) -> dict:
+    """Validate a create body (``current`` None) or a PATCH body; return the changed config keys.
+
+    Every problem is collected, then raised together as one 400 with a detail per field.
+    """
+    creating = current is None
+    errors: dict[str, str] = {}
+    changes: dict = {}
+    for name, why in NOT_POOL_FIELDS.items():
+        if name in body:
+            errors[name] = why
+    if creating and body.get("size") is None:
+        errors["size"] = "required: how many browsers the pool keeps warm"
+    elif "size" in body:
+        size = _check_int(body, "size", 1, ORG_MAX_CONCURRENT_SESSIONS, errors)
+        if size is not None:
+            changes["size"] = size
+    if "name" in body and body["name"] not in (None, ""):
+        name = body["name"]
+        if not isinstance(name, str) or len(name) > 255 or not name.strip() or NAME_FORBIDDEN.search(name):
+            errors["name"] = "1 to 255 characters, without / or %"
+        else:
+            changes["name"] = name.strip()
+    if "region" in body:
+        if not creating:
+            errors["region"] = "the region is fixed when the pool is created"
+        elif body["region"] not in REGIONS:
+            errors["region"] = "must be us-east or eu-west"
+        else:
+            changes["region"] = body["region"]
+    if "fill_rate_per_minute" in body:
+        rate = _check_int(body, "fill_rate_per_minute", *FILL_RATE_RANGE, errors)
+        if rate is not None:
+            changes["fill_rate_per_minute"] = rate
+    if "timeout_seconds" in body:
+        timeout = _check_int(body, "timeout_seconds", *TIMEOUT_RANGE, errors)
+        if timeout is not None:
+            changes["timeout_seconds"] = timeout
+    for flag in ("stealth", "headless", "kiosk_mode", "refresh_on_profile_update"):
+        if flag in body:
+            if isinstance(body[flag], bool):
+                changes[flag] = body[flag]
+            else:
+                errors[flag] = "must be true or false"
+    if "profile" in body:
+        ref = body["profile"]
+        if ref is None or (isinstance(ref, dict) and not (ref.get("id") or ref.get("name"))):
+            changes["profile_id"] = None  # {id: ""} clears the profile (notes §7)
+            changes["refresh_on_profile_update"] = False
+        elif not isinstance(ref, dict):
+            errors["profile"] = "must be an object with id or name"
+        else:
+            # save_changes is ignored, not rejected: pooled browsers load profiles read-only.
+            profile = profile_store.lookup(tenant, project, ref)
+            if profile is None:
+                key = ref.get("id") or ref.get("name")
+                errors["profile"] = f"no profile {key!r} in this project"
+            else:
+                changes["profile_id"] = profile["id"]
+    if "extensions" in body:
+        refs = body["extensions"]
+        if not isinstance(refs, list):
+            errors["extensions"] = "must be a list of {id} or {name} objects"
+        else:
+            records = _live(tenant, "extensions", project)
+            ids: list[str] = []
+            missing = []
+            for ref in refs:
+                found = _by_ref(records, ref)
+                if found is None:
+                    missing.append(ref.get("id") or ref.get("name") if isinstance(ref, dict) else ref)
+                elif found["id"] not in ids:
+                    ids.append(found["id"])
+            if missing:
+                errors["extensions"] = "no such extension(s) in this project: " + ", ".join(
+                    repr(m) for m in missing
+                )
+            else:
+                changes["extension_ids"] = ids
+    if "proxy_id" in body:
+        proxy_id = body["proxy_id"]
+        if proxy_id in (None, ""):
+            changes["proxy_id"] = None
+        elif (
+            not isinstance(proxy_id, str)
+            or _by_ref(_live(tenant, "proxies", project), {"id": proxy_id}) is None
+        ):
+            errors["proxy_id"] = f"no proxy {proxy_id!r} in this project"
+        else:
+            changes["proxy_id"] = proxy_id
+    if "viewport" in body:
+        viewport = body["viewport"]
+        if viewport in (None, {}):
+            changes["viewport"] = None
+        elif not isinstance(viewport, dict):
+            errors["viewport"] = "must be an object with width, height and optional refresh_rate"
+        else:
+            shaped = {}
+            for key, low, high, required in (
+                ("width", 320, 7680, True),
+                ("height", 240, 4320, True),
+                ("refresh_rate", 1, 240, False),
+            ):
+                value = viewport.get(key)
+                if value is None and not required:
+                    continue
+                if not _is_int(value) or not low <= value <= high:
+                    errors[f"viewport.{key}"] = f"must be an integer between {low} and {high}"
+                else:
+                    shaped[key] = value
+            changes["viewport"] = shaped
+    if "chrome_policy" in body:
+        policy = body["chrome_policy"]
+        if policy in (None, {}):
+            changes["chrome_policy"] = None
+        elif not isinstance(policy, dict):
+            errors["chrome_policy"] = "must be a JSON object of Chrome enterprise policies"
+        elif len(json.dumps(policy).encode()) > MAX_POLICY_BYTES:
+            errors["chrome_policy"] = "must be at most 5 MiB"
+        elif blocked := sorted(BLOCKED_POLICIES & set(policy)):
+            errors["chrome_policy"] = "managed by the service and cannot be set: " + ", ".join(blocked)
+        else:
+            changes["chrome_policy"] = policy
+    if "start_url" in body:
+        if body["start_url"] is None:
+            changes["start_url"] = None
+        else:
+            url = _check_url(body["start_url"], errors, "start_url")
+            if "start_url" not in errors:
+                changes["start_url"] = url
+    if "network" in body:
+        network = body["network"]
+        if network in (None, {}):
+            changes["network"] = None
+        elif not isinstance(network, dict) or not isinstance(network.get("private_hosts", []), list):
+            errors["network"] = "must be {private_hosts: [host patterns or private CIDRs]}"
+        else:
+            changes["network"] = {"private_hosts": [str(h) for h in network.get("private_hosts", [])]}
+    if "telemetry" in body:
+        telemetry = telemetry_config(body["telemetry"], errors)
+        if telemetry is not None:
+            changes["telemetry"] = telemetry
+    if errors:
+        raise invalid("the pool configuration is not valid", **errors)
+    return changes
+
+
+def _defaults(changes: dict) -> dict:
+    config = {
+        "size": changes["size"],
+        "fill_rate_per_minute": DEFAULT_FILL_RATE,
+        "timeout_seconds": DEFAULT_TIMEOUT,
+        "stealth": False,
+        "headless": False,
+        "kiosk_mode": False,
+        "profile_id": None,
+        "refresh_on_profile_update": False,
+        "extension_ids": [],
+        "proxy_id": None,
+        "viewport": None,
+        "chrome_policy": None,
+        "start_url": None,
+        "network": None,
+        "telemetry": {"enabled": False, "browser": {c: {"enabled": False} for c in CATEGORIES}},
+    }
+    config.update({k: v for k, v in changes.items() if k not in ("name", "region")})
+    if changes.get("profile_id") and "refresh_on_profile_update" not in changes:
+        config["refresh_on_profile_update"] = True  # the default when a profile is set (notes §7)
+    return config
+
+
+def _unique_name(tenant: Tenant, project: str, name: str, *, except_id: str | None = None) -> None:
+    for pool in _live(tenant, TABLE, project):
+        if (pool.get("name") or "").casefold() == name.casefold() and pool["id"] != except_id:
+            raise conflict(f"a pool named {name!r} already exists in this project", code="pool_name_taken")
+
+
+def project_cap(tenant: Tenant, project: str) -> tuple[int, str]:
+    """The project's effective concurrency cap and where it comes from."""
+    limits = tenant.table("projects")[project]["_limits"]
+    if limits.get("max_concurrent_sessions"):
+        return limits["max_concurrent_sessions"], "the project's max_concurrent_sessions"
+    default = tenant.settings.get("org_limits", {}).get("default_project_max_concurrent_sessions")
+    if default:
+        return default, "the org's default_project_max_concurrent_sessions"
+    return ORG_MAX_CONCURRENT_SESSIONS, "the org's max_concurrent_sessions"
+
+
+def _check_capacity(tenant: Tenant, project: str, size: int, *, except_id: str | None = None) -> None:
+    cap, source = project_cap(tenant, project)
+    pooled = sum(p["_config"]["size"] for p in _live(tenant, TABLE, project) if p["id"] != except_id)
+    on_demand = sum(1 for s in _live(tenant, "browsers", project) if not s.get("_pool"))
+    if pooled + on_demand + size > cap:
+        raise ApiError(
+            409,
+            "session_limit_exceeded",
+            f"a pool of {size} would reserve {pooled + on_demand + size} concurrent sessions, over "
+            f"{source} of {cap} (other pools reserve {pooled}, on-demand sessions use {on_demand}); "
+            "lower the size or raise the limit",
+            details=[{"code": "size", "message": f"at most {max(0, cap - pooled - on_demand)} here"}],
+        )
+    org_pooled = sum(
+        p["_config"]["size"]
+        for p in tenant.table(TABLE).values()
+        if not p.get("_deleted") and p["id"] != except_id
+    )
+    if org_pooled + size > ORG_MAX_CONCURRENT_SESSIONS:
+        raise ApiError(
+            409,
+            "session_limit_exceeded",
+            f"pools across the organization would reserve {org_pooled + size} sessions, over the org's "
+            f"max_concurrent_sessions of {ORG_MAX_CONCURRENT_SESSIONS}",
+            details=[{"code": "size", "message": f"at most {ORG_MAX_CONCURRENT_SESSIONS - org_pooled} here"}],
+        )
+
+
+def create(tenant: Tenant, project: str, body: dict) -> dict:
+    changes = validate(tenant, project, body, current=None)
+    if changes.get("name"):
+        _unique_name(tenant, project, changes["name"])
+    _check_capacity(tenant, project, changes["size"])
+    pool = {
+        "id": new_id("pool"),
+        "name": changes.get("name"),
+        "region": changes.get("region", "us-east"),
+        "created_at": rfc3339(tenant.now()),
+        "_project": project,
+        "_config": _defaults(changes),
+        "_idle": 0.0,
+        "_anchor": tenant.now(),
+    }
+    tenant.table(TABLE)[pool["id"]] = pool
+    return pool
+
+
+# Endpoints ----------------------------------------------------------------------------------------
+
+
+def _pool(request: Request) -> dict:
+    return find(request, TABLE, request.path_params["id_or_name"], "browser pool")
+
+
+@endpoint
+async def list_pools(request: Request):
+    tenant = request.state.tenant
+    pools = text_filter(scoped(request, TABLE), request, "name")
+    region = request.query_params.get("region")
+    if region:
+        if region not in REGIONS:
+            raise invalid("region is not valid", region="must be us-east or eu-west")
+        pools = [p for p in pools if p["region"] == region]
+    return paginate(request, pools, render=lambda p: render(tenant, p))
+
+
+@endpoint
+async def create_pool(request: Request):
+    tenant = request.state.tenant
+    pool = create(tenant, project_of(request), await read_json(request))
+    return ok(render(tenant, pool), status=201)
+
+
+@endpoint
+async def get_pool(request: Request):
+    return ok(render(request.state.tenant, _pool(request)))
+
+
+@endpoint
+async def update_pool(request: Request):
+    tenant = request.state.tenant
+    pool = _pool(request)
+    project = project_of(request)
+    body = await read_json(request)
+    discard = body.pop("discard_all_idle", False)
+    if not isinstance(discard, bool):
+        raise invalid("discard_all_idle must be a boolean", discard_all_idle="must be true or false")
+    changes = validate(tenant, project, body, current=pool["_config"])
+    if changes.get("name"):
+        _unique_name(tenant, project, changes["name"], except_id=pool["id"])
+    if "size" in changes:
+        _check_capacity(tenant, project, changes["size"], except_id=pool["id"])
+    _settle(tenant, pool)
+    if "name" in changes:
+        pool["name"] = changes.pop("name")
+    pool["_config"].update(changes)
+    if "profile_id" in changes and "refresh_on_profile_update" not in body:
+        # Setting a profile turns refresh on by default; clearing it turns refresh off (notes §7).
+        pool["_config"]["refresh_on_profile_update"] = bool(changes["profile_id"])
+    pool["_idle"] = min(pool["_idle"], float(max(0, pool["_config"]["size"] - len(_leased(tenant, pool)))))
+    if discard:
+        # Config changes reach only newly warmed browsers, unless idle ones are discarded (notes §7).
+        _flush(tenant, pool)
+    return ok(render(tenant, pool))
+
+
+@endpoint
+async def delete_pool(request: Request):
+    tenant = request.state.tenant
+    pool = _pool(request)
+    body = await read_json(request)
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise invalid("force must be a boolean", force="must be true or false")
+    leased = _leased(tenant, pool)
+    if leased and not force:
+        raise conflict(
+            f"pool {pool.get('name') or pool['id']!r} has {len(leased)} leased browser(s); release them "
+            "first, or delete with force to terminate them",
+            code="pool_in_use",
+        )
+    for session in leased:
+        _end_session(tenant, session)
+    pool["_deleted"] = True
+    return no_content()
+
+
+def _acquire_options(tenant: Tenant, project: str, body: dict, pool: dict) -> tuple[float, dict]:
+    errors: dict[str, str] = {}
+    config = pool["_config"]
+    timeout = 60 * 100 / config["fill_rate_per_minute"]  # the time to fill the pool (notes §7)
+    if body.get("acquire_timeout_seconds") is not None:
+        value = _check_int(body, "acquire_timeout_seconds", 0, MAX_ACQUIRE_TIMEOUT, errors)
+        timeout = value if value is not None else timeout
+    lease: dict = {}
+    name = body.get("name")
+    if name is not None:
+        if not isinstance(name, str) or not name.strip() or len(name) > 255:
+            errors["name"] = "1 to 255 characters"
+        elif any(s.get("name") == name for s in _live(tenant, "browsers", project)):
+            raise conflict(f"an active browser session is already named {name!r}", code="name_taken")
+        else:
+            lease["name"] = name
+    tags = body.get("tags")
+    if tags is not None:
+        if not isinstance(tags, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
+        ):
+            errors["tags"] = "must map strings to strings"
+        elif len(tags) > MAX_TAGS:
+            errors["tags"] = f"at most {MAX_TAGS} pairs"
+        else:
+            lease["tags"] = tags
+    if body.get("start_url") is not None:
+        url = _check_url(body["start_url"], errors, "start_url")
+        if url:
+            lease["start_url"] = url
+    if body.get("telemetry") is not None:
+        telemetry = telemetry_config(body["telemetry"], errors)
+        if telemetry is not None:
+            lease["telemetry"] = telemetry
+    if errors:
+        raise invalid("the acquire request is not valid", **errors)
+    return float(timeout), lease
+
+
+def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
+    """Take one idle browser from the pool (the caller checked one is available)."""
+    config = pool["_config"]
+    project = pool["_project"]
+    _settle(tenant, pool)
+    pool["_idle"] = max(0.0, pool["_idle"] - 1)
+    profile = tenant.table("profiles").get(config["profile_id"]) if config.get("profile_id") else None
+    if profile is not None:
+        profile["last_used_at"] = rfc3339(tenant.now())
+    extensions = [tenant.table("extensions").get(i) or {"id": i} for i in config["extension_ids"]]
+    _mark_extensions_used(tenant, config["extension_ids"])
+    proxy = tenant.table("proxies").get(config["proxy_id"]) if config.get("proxy_id") else None
+    return new_browser_record(
+        tenant,
+        project,
+        headless=config["headless"],
+        stealth=config["stealth"],
+        kiosk_mode=config["kiosk_mode"],
+        region=pool["region"],
+        timeout_seconds=config["timeout_seconds"],
+        viewport=config.get("viewport"),
+        chrome_policy=config.get("chrome_policy"),
+        start_url=overrides.get("start_url") or config.get("start_url"),
+        name=overrides.get("name"),
+        tags=overrides.get("tags"),
+        telemetry=overrides.get("telemetry") or config["telemetry"],
+        profile=profile,
+        profile_save_changes=False,  # pooled browsers never write back to their profile
+        proxy=proxy or ({"id": config["proxy_id"]} if config.get("proxy_id") else None),
+        extensions=extensions,
+        pool={"id": pool["id"], "name": pool.get("name")},
+    )
+
+
+def _mark_extensions_used(tenant: Tenant, ids: list[str]) -> None:
+    from console.sandbox.resources import extensions
+
+    for extension_id in ids:
+        extensions.mark_used(tenant, extension_id)
+
+
+@endpoint
+async def acquire(request: Request):
+    tenant: Tenant = request.state.tenant
+    pool = _pool(request)
+    timeout, overrides = _acquire_options(tenant, project_of(request), await read_json(request), pool)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    clock = tenant.topic("clock").subscribe()
+    try:
+        while True:
+            if pool.get("_deleted"):
+                raise not_found("browser pool", pool["id"])
+            if _available(tenant, pool) >= 1:
+                return ok(public(lease(tenant, pool, **overrides)))
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return Response(status_code=204, headers={"X-Request-Id": request.state.request_id})
+            if await request.is_disconnected():
+                return Response(status_code=204)
+            # Real time fills the pool too, so re-check often; a clock move wakes us at once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(clock.get(), timeout=min(POLL_SECONDS, remaining))
+    finally:
+        tenant.topic("clock").unsubscribe(clock)
+
+
+@endpoint
+async def release(request: Request):
+    tenant: Tenant = request.state.tenant
+    pool = _pool(request)
+    body = await read_json(request)
+    session_id = body.get("session_id")
+    reuse = body.get("reuse", True)
+    errors = {}
+    if not isinstance(session_id, str) or not session_id:
+        errors["session_id"] = "required: the session_id returned by acquire"
+    if not isinstance(reuse, bool):
+        errors["reuse"] = "must be true or false"
+    if errors:
+        raise invalid("the release request is not valid", **errors)
+    session = next((s for s in _leased(tenant, pool) if s["session_id"] == session_id), None)
+    if session is None:
+        raise not_found(f"leased browser of pool {pool.get('name') or pool['id']!r}", session_id)
+    _settle(tenant, pool)
+    _end_session(tenant, session)
+    if reuse:
+        pool["_idle"] += 1
+    return no_content()
+
+
+@endpoint
+async def flush(request: Request):
+    tenant: Tenant = request.state.tenant
+    _flush(tenant, _pool(request))
+    return no_content()
+
+
+# Demo data ----------------------------------------------------------------------------------------
+
+DEMO_POOLS = [
+    # name, size, fill rate, options, minutes since creation, leases
+    (
+        "checkout-warm",
+        10,
+        25,
+        {
+            "profile": {"name": "checkout-bot"},
+            "stealth": True,
+            "timeout_seconds": 900,
+            "start_url": "https://shop.example.com/cart",
+            "telemetry": {"enabled": True, "browser": {"console": {"enabled": True}}},
+        },
+        120,
+        3,
+    ),
+    (
+        "scraper-headless",
+        24,
+        50,
+        {
+            "headless": True,
+            "stealth": True,
+            "viewport": {"width": 1280, "height": 800, "refresh_rate": 60},
+            "chrome_policy": {"BlockThirdPartyCookies": True, "DefaultNotificationsSetting": 2},
+        },
+        1,
+        6,
+    ),
+    (
+        "support-inbox",
+        4,
+        10,
+        {
+            "profile": {"name": "support-gmail"},
+            "kiosk_mode": True,
+            "viewport": {"width": 1440, "height": 900, "refresh_rate": 25},
+        },
+        600,
+        1,
+    ),
+    ("qa-smoke", 3, 100, {"timeout_seconds": 300, "start_url": "https://staging.example.com/"}, 0, 0),
+]
+
+
+def seed(tenant: Tenant) -> None:
+    project = tenant.default_project_id
+    now = tenant.now()
+    proxies = _live(tenant, "proxies", project)
+    extensions = _live(tenant, "extensions", project)
+    for name, size, rate, options, minutes_ago, leases in DEMO_POOLS:
+        body = {"name": name, "size": size, "fill_rate_per_minute": rate, **options}
+        if name == "scraper-headless" and proxies:
+            body["proxy_id"] = proxies[0]["id"]
+        if name == "checkout-warm" and extensions:
+            body["extensions"] = [{"id": extensions[0]["id"]}]
+        try:
+            pool = create(tenant, project, body)
+        except ApiError:  # e.g. other demo sessions already use the project's cap
+            continue
+        # As if created ``minutes_ago`` and filling since; a young pool is still warming up.
+        pool["created_at"] = rfc3339(now - timedelta(minutes=minutes_ago))
+        pool["_idle"] = min(float(size), size * rate / 100 * minutes_ago)
+        for n in range(min(leases, math.floor(pool["_idle"]))):
+            lease(tenant, pool, name=f"{name}-{n + 1}", tags={"team": "demo", "pool": name})
+
+
+routes = [
+    Route("/browser_pools", list_pools, methods=["GET"]),
+    Route("/browser_pools", create_pool, methods=["POST"]),
+    Route("/browser_pools/{id_or_name}", get_pool, methods=["GET"]),
+    Route("/browser_pools/{id_or_name}", update_pool, methods=["PATCH"]),
+    Route("/browser_pools/{id_or_name}", delete_pool, methods=["DELETE"]),
+    Route("/browser_pools/{id_or_name}/acquire", acquire, methods=["POST"]),
+    Route("/browser_pools/{id_or_name}/release", release, methods=["POST"]),
+    Route("/browser_pools/{id_or_name}/flush", flush, methods=["POST"]),
+]
