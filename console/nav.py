@@ -15,6 +15,7 @@ class Section(NamedTuple):
 
 SECTIONS = [
     Section("Dashboard", "dashboard", "viewer"),
+    Section("Projects", "projects:list", "viewer"),
     Section("Members", "members", "viewer"),
     Section("Audit", "audit", "admin"),
     Section("Settings", "settings", "admin"),

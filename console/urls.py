@@ -14,6 +14,7 @@ from console.web import views as web_views
 org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
     *accounts_urls.org_urlpatterns,
+    path("projects/", include("console.projects.urls")),
 ]
 
 urlpatterns = [

@@ -1,0 +1,261 @@
+"""Projects of the organization's service account, and their limits (notes §1)."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
+from console.service import Conflict, Invalid, NotFound, projects
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"projects:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    """After a mutation: a client-side redirect for htmx, a plain redirect otherwise."""
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def project_list(request):
+    form = ProjectForm()
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = ProjectForm(request.POST)
+        if form.is_valid():
+            try:
+                project = await projects.create_project(request.service, form.cleaned_data["name"])
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "project.create", outcome="error", detail=exc.message)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+                await audit.record(request, "project.create", outcome="error", detail=exc.message)
+            else:
+                await audit.record(request, "project.create", target_id=project.id, detail=project.name)
+                messages.success(request, f"Project “{project.name}” created.")
+                return _done(request, _url(request, "detail", project_id=project.id))
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await projects.list_projects(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "form": form,
+        "pager": pager(request, page_params, page),
+        "current_project_id": request.membership.current_project_id,
+    }
+    return render(request, "projects/list.html", context, partial="projects-table")
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def project_detail(request, project_id: str):
+    svc = request.service
+    try:
+        project, limits, org_limits = await asyncio.gather(
+            projects.get_project(svc, project_id),
+            projects.get_limits(svc, project_id),
+            projects.get_org_limits(svc),
+        )
+    except NotFound:
+        raise Http404("No such project") from None
+    return render(
+        request,
+        "projects/detail.html",
+        {
+            "project": project,
+            "limits": limits,
+            "org_limits": org_limits,
+            "form": LimitsForm(),
+            **_limit_rows(limits),
+        },
+    )
+
+
+def _limit_rows(limits) -> dict:
+    return {"limit_rows": [(label, getattr(limits, name)) for name, label in LIMIT_LABELS.items()]}
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def project_limits(request, project_id: str):
+    """The limits panel: read by everyone, edited inline by admins (PATCH sends only changed caps)."""
+    svc = request.service
+    form = LimitsForm()
+    editing = request.GET.get("edit") == "1"
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = LimitsForm(request.POST)
+        editing = True
+        if form.is_valid():
+            changes = form.changes()
+            if not changes:
+                form.add_error(
+                    None, "Nothing to change: pick “Cap at” or “Remove the cap” for at least one limit."
+                )
+            else:
+                try:
+                    await projects.update_limits(svc, project_id, **changes)
+                except Invalid as exc:
+                    apply_service_errors(form, exc, {name: f"{name}_value" for name in LIMIT_LABELS})
+                    await audit.record(
+                        request, "project.limits", target_id=project_id, outcome="error", detail=exc.message
+                    )
+                else:
+                    summary = ", ".join(f"{k}={v or 'no cap'}" for k, v in changes.items())
+                    await audit.record(request, "project.limits", target_id=project_id, detail=summary)
+                    messages.success(request, "Limits saved.")
+                    form, editing = LimitsForm(), False
+    elif editing:
+        require_role(request, "admin")
+    try:
+        limits, org_limits = await asyncio.gather(
+            projects.get_limits(svc, project_id), projects.get_org_limits(svc)
+        )
+    except NotFound:
+        raise Http404("No such project") from None
+    context = {
+        "project": {"id": project_id},
+        "limits": limits,
+        "org_limits": org_limits,
+        "form": form,
+        "editing": editing,
+        **_limit_rows(limits),
+    }
+    return render(request, "projects/detail.html", context, partial="project-limits")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def project_rename(request, project_id: str):
+    require_role(request, "admin")
+    try:
+        project = await projects.get_project(request.service, project_id)
+    except NotFound:
+        raise Http404("No such project") from None
+    form = ProjectForm(initial={"name": project.name})
+    if request.method == "POST":
+        form = ProjectForm(request.POST)
+        if form.is_valid():
+            try:
+                project = await projects.update_project(
+                    request.service, project_id, name=form.cleaned_data["name"]
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+            else:
+                await audit.record(request, "project.rename", target_id=project_id, detail=project.name)
+                messages.success(request, f"Renamed to “{project.name}”.")
+                return _done(request, _url(request, "detail", project_id=project_id))
+    return render(
+        request, "projects/rename.html", {"project": project, "form": form}, partial="project-rename"
+    )
+
+
+@require_http_methods(["POST"])
+@org_view("viewer")
+async def project_status(request, project_id: str):
+    """Archive or restore."""
+    require_role(request, "admin")
+    status = request.POST.get("status")
+    if status not in ("active", "archived"):
+        messages.error(request, "Choose archive or restore.")
+        return _done(request, _url(request, "detail", project_id=project_id))
+    try:
+        project = await projects.update_project(request.service, project_id, status=status)
+    except NotFound:
+        raise Http404("No such project") from None
+    await audit.record(
+        request, f"project.{'archive' if status == 'archived' else 'restore'}", target_id=project_id
+    )
+    messages.success(
+        request, f"Project “{project.name}” {'archived' if status == 'archived' else 'restored'}."
+    )
+    return _done(request, _url(request, "detail", project_id=project_id))
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def project_delete(request, project_id: str):
+    """Confirm, then soft-delete; a project that still holds resources is refused (409) and explained."""
+    require_role(request, "admin")
+    try:
+        project = await projects.get_project(request.service, project_id)
+    except NotFound:
+        raise Http404("No such project") from None
+    conflict = ""
+    if request.method == "POST":
+        try:
+            await projects.delete_project(request.service, project_id)
+        except Conflict as exc:
+            conflict = exc.message
+            await audit.record(
+                request, "project.delete", target_id=project_id, outcome="error", detail=exc.message
+            )
+        else:
+            await audit.record(request, "project.delete", target_id=project_id, detail=project.name)
+            if request.membership.project_id == project_id:
+                request.membership.project_id = ""
+                await request.membership.asave(update_fields=["project_id"])
+            messages.success(request, f"Project “{project.name}” deleted.")
+            return _done(request, _url(request, "list"))
+    return render(
+        request, "projects/delete.html", {"project": project, "conflict": conflict}, partial="project-delete"
+    )
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def project_selector(request):
+    """The header's project picker: searchable, one page of matches."""
+    query = request.GET.get("q", "").strip()
+    page = await projects.list_projects(request.service, limit=20, query=query or None)
+    return render(
+        request,
+        "projects/selector.html",
+        {"page": page, "query": query, "current_project_id": request.membership.current_project_id},
+    )
+
+
+@require_http_methods(["POST"])
+@org_view("viewer")
+async def project_select(request):
+    """Every member picks the project they work in; it is sent as the project header from then on."""
+    project_id = request.POST.get("project_id", "").strip()
+    if project_id:
+        try:
+            project = await projects.get_project(request.service.with_project(None), project_id)
+        except NotFound:
+            messages.error(request, "That project no longer exists.")
+            return _done(request, request.POST.get("next") or _url(request, "list"))
+        project_id = project.id
+        messages.info(request, f"Now working in project “{project.name}”.")
+    else:
+        messages.info(request, "Now working in the organization's default project.")
+    request.membership.project_id = project_id
+    await request.membership.asave(update_fields=["project_id"])
+    # Back where the member was (the header sends HX-Current-URL): a path of this org only.
+    parsed = urlsplit(request.POST.get("next", ""))
+    next_url = parsed.path + (f"?{parsed.query}" if parsed.query else "")
+    if not next_url.startswith(f"/o/{request.org.slug}/"):
+        next_url = reverse("dashboard", kwargs={"org_slug": request.org.slug})
+    return _done(request, next_url)
