@@ -43,6 +43,7 @@ if not KEY_ENCRYPTION_KEYS:
 SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
 SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="sandbox-demo-key")
 DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
+EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)  # 10 MiB
 
 INSTALLED_APPS = [
     "django.contrib.admin",
