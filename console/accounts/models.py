@@ -67,6 +67,8 @@ class Membership(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
     # The service project this user works in for this org; empty means the org's default project.
     project_id = models.CharField(max_length=100, blank=True)
+    # Its name when it was picked, so the header can show it without asking the service.
+    project_name = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -20,4 +20,5 @@ org_urlpatterns = [
     path("members/<int:member_id>/remove/", views.member_remove, name="member-remove"),
     path("audit/", views.audit_log, name="audit"),
     path("settings/", views.org_settings, name="settings"),
+    path("settings/test-connection/", views.org_test_connection, name="settings-test-connection"),
 ]

@@ -302,3 +302,18 @@ async def org_settings(request):
             }
         )
     return render(request, "accounts/settings.html", {"form": form}, "settings-form")
+
+
+@require_http_methods(["POST"])
+@org_view("admin")
+async def org_test_connection(request):
+    """Call the service with the stored URL and key and report exactly what happened."""
+    from console.service import ServiceError, projects
+
+    try:
+        context = await projects.get_auth_context(request.service)
+    except ServiceError as exc:
+        result = {"ok": False, "error": exc}
+    else:
+        result = {"ok": True, "context": context}
+    return render(request, "accounts/settings.html", {"result": result}, "connection-result")

@@ -214,8 +214,8 @@ async def project_delete(request, project_id: str):
         else:
             await audit.record(request, "project.delete", target_id=project_id, detail=project.name)
             if request.membership.project_id == project_id:
-                request.membership.project_id = ""
-                await request.membership.asave(update_fields=["project_id"])
+                request.membership.project_id = request.membership.project_name = ""
+                await request.membership.asave(update_fields=["project_id", "project_name"])
             messages.success(request, f"Project “{project.name}” deleted.")
             return _done(request, _url(request, "list"))
     return render(
@@ -247,12 +247,14 @@ async def project_select(request):
         except NotFound:
             messages.error(request, "That project no longer exists.")
             return _done(request, request.POST.get("next") or _url(request, "list"))
-        project_id = project.id
-        messages.info(request, f"Now working in project “{project.name}”.")
+        project_id, project_name = project.id, project.name or project.id
+        messages.info(request, f"Now working in project “{project_name}”.")
     else:
+        project_name = ""
         messages.info(request, "Now working in the organization's default project.")
     request.membership.project_id = project_id
-    await request.membership.asave(update_fields=["project_id"])
+    request.membership.project_name = project_name
+    await request.membership.asave(update_fields=["project_id", "project_name"])
     # Back where the member was (the header sends HX-Current-URL): a path of this org only.
     parsed = urlsplit(request.POST.get("next", ""))
     next_url = parsed.path + (f"?{parsed.query}" if parsed.query else "")
