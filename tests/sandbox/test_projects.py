@@ -208,3 +208,13 @@ def test_it_injects_faults_for_the_next_n_requests(tenant):
     assert second.headers["Retry-After"] == "1"
     assert tenant.call("GET", "/org/projects").status_code == 200
     assert [r["status"] for r in tenant.requests()] == [503, 503, 200]
+
+
+def test_it_refuses_to_delete_a_project_holding_a_profile(tenant):
+    project = create(tenant, "holds-a-profile")
+    scope = {"X-Kernel-Project": project["id"]}
+    assert tenant.call("POST", "/profiles", json={"name": "kept"}, headers=scope).status_code == 201
+    response = tenant.call("DELETE", f"/org/projects/{project['id']}")
+    assert response.status_code == 409
+    assert error_shape(response)["code"] == "project_not_empty"
+    assert "profiles" in error_shape(response)["message"]

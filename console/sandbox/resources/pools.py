@@ -103,37 +103,59 @@ def _is_int(value) -> bool:
 
 
 # Browser sessions ---------------------------------------------------------------------------------
+# Sessions belong to the browsers module (another resource) once it is registered; until then the small
+# fallback below stores records of the same shape, so pools work on their own.
+
+
+def _sessions():
+    """The registered browser-sessions module, or None."""
+    from console.sandbox import resources
+
+    return next((m for m in resources.RESOURCES if m.__name__.endswith(".browsers")), None)
 
 
 def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
     """Store and return a BrowserSession record (notes §2) in the ``browsers`` table.
 
-    ``config`` takes the session's settings: headless, stealth, region, timeout_seconds, name, tags,
-    start_url, chrome_policy, kiosk_mode, viewport, profile (a profile record), proxy (a proxy record),
-    pool (``{id, name}``), telemetry, extensions (records). Private keys: ``_project``, ``_pool``.
+    ``config`` uses the browsers module's shape: headless, stealth, kiosk_mode, region, timeout_seconds,
+    viewport, name, tags, start_url, chrome_policy, network, profile (a profile record),
+    profile_save_changes, proxy (``{id, name}``), extensions (``[{id, name}]``), pool (``{id, name}``),
+    telemetry (a set of enabled categories, or None). The record keeps ``_project`` and ``_pool``.
     """
-    session_id = new_id(length=20)
+    module = _sessions()
+    if module is not None:
+        record = module.new_browser_record(tenant, project, **config)
+    else:
+        record = _fallback_record(tenant, project, **config)
+    if config.get("pool"):
+        record["_pool"] = config["pool"]["id"]
+    return record
+
+
+def _fallback_record(tenant: Tenant, project: str, **config) -> dict:
+    session_id = new_id(length=24)
     jwt = new_id(length=40)
     headless = bool(config.get("headless"))
-    host = f"{session_id}.browsers.sandbox.invalid"
+    host = f"{session_id}.vm.sandbox.invalid"
     record: dict = {
         "session_id": session_id,
-        "cdp_ws_url": f"wss://{host}/cdp/devtools/browser?jwt={jwt}",
-        "webdriver_ws_url": f"wss://{host}/webdriver/session?jwt={jwt}",
+        "cdp_ws_url": f"wss://{host}/cdp?jwt={jwt}",
+        "webdriver_ws_url": f"wss://{host}/session?jwt={jwt}",
         "created_at": rfc3339(tenant.now()),
         "headless": headless,
         "stealth": bool(config.get("stealth")),
         "memory": "8GiB",
         "region": config.get("region") or "us-east",
         "timeout_seconds": config.get("timeout_seconds") or 60,
-        "base_url": f"https://{host}",
+        "base_url": f"https://{host}/api",
         "gpu": False,
         "kiosk_mode": bool(config.get("kiosk_mode")),
         "viewport": config.get("viewport") or {"width": 1920, "height": 1080, "refresh_rate": 25},
+        "_project": project,
     }
     if not headless:
         record["browser_live_view_url"] = f"https://{host}/live?jwt={jwt}"
-    for key in ("name", "tags", "start_url", "chrome_policy"):
+    for key in ("name", "tags", "start_url", "chrome_policy", "network", "pool", "extensions"):
         if config.get(key):
             record[key] = config[key]
     profile = config.get("profile")
@@ -142,35 +164,54 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
             key: profile.get(key) for key in ("id", "name", "created_at", "updated_at", "last_used_at")
         }
         record["profile_save_changes"] = bool(config.get("profile_save_changes"))
-    proxy = config.get("proxy")
-    if proxy:
-        record["proxy"] = {"id": proxy["id"], "name": proxy.get("name")}
-        record["proxy_id"] = proxy["id"]
-    if config.get("extensions"):
-        record["extensions"] = [{"id": e["id"], "name": e.get("name")} for e in config["extensions"]]
-    if config.get("pool"):
-        record["pool"] = dict(config["pool"])
-        record["_pool"] = config["pool"]["id"]
-    telemetry = config.get("telemetry")
-    if telemetry and telemetry.get("enabled"):
-        record["telemetry"] = {"browser": telemetry["browser"]}
-    record["usage"] = {"uptime_ms": 0}
-    record["_project"] = project
+    if config.get("proxy"):
+        record["proxy"] = dict(config["proxy"])
+        record["proxy_id"] = config["proxy"]["id"]
+    if config.get("telemetry") is not None:
+        record["telemetry"] = {"browser": {c: {"enabled": c in config["telemetry"]} for c in CATEGORIES}}
     tenant.table("browsers")[session_id] = record
     return record
 
 
-def _end_session(tenant: Tenant, session: dict) -> None:
-    session["_deleted"] = True
-    session["deleted_at"] = rfc3339(tenant.now())
+def _active(tenant: Tenant, session: dict) -> bool:
+    module = _sessions()
+    if module is not None:
+        return module.is_active(tenant, session)
+    return not session.get("_deleted")
+
+
+def _end_session(tenant: Tenant, session: dict, reason: str) -> None:
+    module = _sessions()
+    if module is not None:
+        module.end(tenant, session, reason)
+    else:
+        session["_deleted"] = True
+        session["deleted_at"] = rfc3339(tenant.now())
+
+
+def render_session(request: Request, session: dict) -> dict:
+    module = _sessions()
+    if module is not None:
+        return module.render(session, request.state.tenant, str(request.base_url))
+    return public(session)
+
+
+def _pool_of(session: dict) -> str | None:
+    return session.get("_pool") or (session.get("pool") or {}).get("id")
 
 
 def _leased(tenant: Tenant, pool: dict) -> list[dict]:
     return [
-        s
-        for s in tenant.table("browsers").values()
-        if s.get("_pool") == pool["id"] and not s.get("_deleted") and not s.get("deleted_at")
+        s for s in list(tenant.table("browsers").values()) if _pool_of(s) == pool["id"] and _active(tenant, s)
     ]
+
+
+def _on_demand(tenant: Tenant, project: str) -> int:
+    return sum(
+        1
+        for s in list(tenant.table("browsers").values())
+        if s.get("_project") == project and not _pool_of(s) and _active(tenant, s)
+    )
 
 
 # Filling ------------------------------------------------------------------------------------------
@@ -529,7 +570,7 @@ def project_cap(tenant: Tenant, project: str) -> tuple[int, str]:
 def _check_capacity(tenant: Tenant, project: str, size: int, *, except_id: str | None = None) -> None:
     cap, source = project_cap(tenant, project)
     pooled = sum(p["_config"]["size"] for p in _live(tenant, TABLE, project) if p["id"] != except_id)
-    on_demand = sum(1 for s in _live(tenant, "browsers", project) if not s.get("_pool"))
+    on_demand = _on_demand(tenant, project)
     if pooled + on_demand + size > cap:
         raise ApiError(
             409,
@@ -648,7 +689,7 @@ async def delete_pool(request: Request):
             code="pool_in_use",
         )
     for session in leased:
-        _end_session(tenant, session)
+        _end_session(tenant, session, "pool_deleted")
     pool["_deleted"] = True
     return no_content()
 
@@ -701,9 +742,15 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
     profile = tenant.table("profiles").get(config["profile_id"]) if config.get("profile_id") else None
     if profile is not None:
         profile["last_used_at"] = rfc3339(tenant.now())
-    extensions = [tenant.table("extensions").get(i) or {"id": i} for i in config["extension_ids"]]
+    extensions = _extension_refs(tenant, config["extension_ids"])
     _mark_extensions_used(tenant, config["extension_ids"])
-    proxy = tenant.table("proxies").get(config["proxy_id"]) if config.get("proxy_id") else None
+    proxy = None
+    if config.get("proxy_id"):
+        proxy = {
+            "id": config["proxy_id"],
+            "name": (tenant.table("proxies").get(config["proxy_id"]) or {}).get("name"),
+        }
+    telemetry = overrides.get("telemetry") or config["telemetry"]
     return new_browser_record(
         tenant,
         project,
@@ -714,16 +761,23 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
         timeout_seconds=config["timeout_seconds"],
         viewport=config.get("viewport"),
         chrome_policy=config.get("chrome_policy"),
+        network=config.get("network"),
         start_url=overrides.get("start_url") or config.get("start_url"),
         name=overrides.get("name"),
         tags=overrides.get("tags"),
-        telemetry=overrides.get("telemetry") or config["telemetry"],
+        telemetry=_enabled_categories(telemetry),
         profile=profile,
         profile_save_changes=False,  # pooled browsers never write back to their profile
-        proxy=proxy or ({"id": config["proxy_id"]} if config.get("proxy_id") else None),
+        proxy=proxy,
         extensions=extensions,
         pool={"id": pool["id"], "name": pool.get("name")},
     )
+
+
+def _enabled_categories(telemetry: dict) -> set[str] | None:
+    if not telemetry.get("enabled"):
+        return None
+    return {name for name, setting in telemetry["browser"].items() if setting.get("enabled")}
 
 
 def _mark_extensions_used(tenant: Tenant, ids: list[str]) -> None:
@@ -746,7 +800,7 @@ async def acquire(request: Request):
             if pool.get("_deleted"):
                 raise not_found("browser pool", pool["id"])
             if _available(tenant, pool) >= 1:
-                return ok(public(lease(tenant, pool, **overrides)))
+                return ok(render_session(request, lease(tenant, pool, **overrides)))
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return Response(status_code=204, headers={"X-Request-Id": request.state.request_id})
@@ -777,7 +831,7 @@ async def release(request: Request):
     if session is None:
         raise not_found(f"leased browser of pool {pool.get('name') or pool['id']!r}", session_id)
     _settle(tenant, pool)
-    _end_session(tenant, session)
+    _end_session(tenant, session, "released")
     if reuse:
         pool["_idle"] += 1
     return no_content()

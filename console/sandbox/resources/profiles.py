@@ -119,7 +119,7 @@ async def update_profile(request: Request):
 
 
 def _pools_using(request: Request, profile_id: str) -> list[dict]:
-    return [p for p in scoped(request, "pools") if p.get("profile_id") == profile_id]
+    return [p for p in scoped(request, "pools") if p["_config"].get("profile_id") == profile_id]
 
 
 @endpoint
