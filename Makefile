@@ -10,7 +10,7 @@ export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
 .PHONY: run test lint format bench install install-dev chromium sandbox clean
 
 $(BIN)/.installed: requirements/base.txt
-	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements/base.txt
@@ -23,18 +23,40 @@ $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt
 install: $(BIN)/.installed
 install-dev: $(BIN)/.installed-dev
 
-## run: everything up (sandbox + console) with demo data; Ctrl-C stops both
+# run: everything up (sandbox + console) with demo data; Ctrl-C stops both.
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo
-	@bash scripts/run.sh "$(PORT)" "$(SANDBOX_PORT)"
+	@set -m; \
+	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
+	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning & console=$$!; \
+	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
+	for i in $$(seq 1 100); do \
+	  $(BIN)/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$(PORT)/healthz', timeout=1)" 2>/dev/null && break; sleep 0.2; \
+	done; \
+	echo; \
+	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
+	echo "  Sandbox:  http://127.0.0.1:$(SANDBOX_PORT)/  (a local Browser Automation Service)"; \
+	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
+	echo "  Ctrl-C stops both."; \
+	echo; \
+	wait $$console $$sandbox
 
-## test: installs what the tests need (Chromium included) and runs every test
+# test: installs what the tests need (Debian's Chromium included) and runs every test.
 test: install-dev chromium lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Browser tests drive Debian's Chromium: Playwright's own browser download cannot work here.
 chromium:
-	@bash scripts/ensure-chromium.sh
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; \
+	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	  else echo "Chromium is missing and this user cannot install it. As root, run: apt-get install -y chromium" >&2; exit 1; fi; \
+	  echo "Installing Debian's Chromium for the browser tests (apt-get install -y chromium)..."; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation >/dev/null; \
+	fi
+	@/usr/bin/chromium --version
 
 lint: install-dev
 	$(BIN)/ruff check .
@@ -44,12 +66,12 @@ format: install-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-## bench: side-by-side performance figures (see docs/benchmarks.md)
+# bench: side-by-side performance figures, written to docs/benchmarks.md.
 bench: install-dev
-	$(BIN)/python -m bench $(BENCH_ARGS)
+	$(BIN)/python -m tests.bench $(BENCH_ARGS)
 
 sandbox: install
 	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT)
 
 clean:
-	rm -rf $(VENV) staticfiles .run
+	rm -rf $(VENV) staticfiles

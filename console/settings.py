@@ -57,6 +57,8 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "console.accounts",
+    # Only for `manage.py sandbox`: the sandbox is its own ASGI app and never imports Django.
+    "console.sandbox",
 ]
 
 # Everything on the request path is async-capable: under ASGI a sync-only middleware costs a thread hop
