@@ -1,0 +1,222 @@
+"""Browser pools: warm, identically configured browsers to lease (spec: Browser pool; notes §7).
+
+``acquire`` long-polls: the service answers 204 when no browser became free within the timeout, which
+this client returns as None. Pooled browsers load their profile read-only (a ``save_changes`` setting is
+ignored by the service, so it is never sent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from datetime import datetime
+from typing import Any
+
+from console.service.http import READ_TIMEOUT, Service, path_segment, request
+from console.service.pagination import Page, fetch_page, iter_all
+from console.service.records import Record
+
+__all__ = [
+    "CATEGORIES",
+    "BrowserPool",
+    "BrowserSession",
+    "PoolConfig",
+    "acquire",
+    "create_pool",
+    "delete_pool",
+    "flush",
+    "get_pool",
+    "list_pools",
+    "pooled_capacity",
+    "release",
+    "update_pool",
+]
+
+CATEGORIES = (
+    "console",
+    "page",
+    "interaction",
+    "network",
+    "control",
+    "connection",
+    "system",
+    "screenshot",
+    "captcha",
+)
+DEFAULT_ACQUIRE_TIMEOUT = 10
+
+
+class Ref(Record):
+    """``{id, name}`` of a profile, extension or pool."""
+
+    id: str | None = None
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id or ""
+
+
+class Viewport(Record):
+    width: int | None = None
+    height: int | None = None
+    refresh_rate: int | None = None
+
+    def __str__(self) -> str:
+        rate = f" @ {self.refresh_rate} Hz" if self.refresh_rate else ""
+        return f"{self.width}\u00d7{self.height}{rate}"
+
+
+class PoolConfig(Record):
+    size: int | None = None
+    name: str | None = None
+    fill_rate_per_minute: int | None = None
+    timeout_seconds: int | None = None
+    stealth: bool = False
+    headless: bool = False
+    kiosk_mode: bool = False
+    profile: Ref | None = None
+    refresh_on_profile_update: bool = False
+    extensions: list[Ref] = field(default_factory=list)
+    proxy_id: str | None = None
+    viewport: Viewport | None = None
+    chrome_policy: dict[str, Any] | None = None
+    start_url: str | None = None
+    network: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
+
+    @property
+    def telemetry_categories(self) -> dict[str, bool]:
+        """Each category and whether it is captured (all off when telemetry is off)."""
+        telemetry = self.telemetry or {}
+        browser = telemetry.get("browser") or {}
+        enabled = telemetry.get("enabled", bool(browser))
+        return {c: bool(enabled and (browser.get(c) or {}).get("enabled")) for c in CATEGORIES}
+
+
+class BrowserPool(Record):
+    id: str
+    name: str | None = None
+    region: str | None = None
+    created_at: datetime | None = None
+    available_count: int = 0
+    acquired_count: int = 0
+    browser_pool_config: PoolConfig | None = None
+    profile_id: str | None = None
+    extension_ids: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+    @property
+    def config(self) -> PoolConfig:
+        return self.browser_pool_config or PoolConfig()
+
+    @property
+    def size(self) -> int:
+        return self.config.size or 0
+
+    @property
+    def warming(self) -> int:
+        """Browsers the pool is still starting to reach its size."""
+        return max(0, self.size - self.available_count - self.acquired_count)
+
+
+class BrowserSession(Record):
+    """The session a pool hands out (notes §2); the browsers pages show the rest of it."""
+
+    session_id: str
+    cdp_ws_url: str | None = None
+    webdriver_ws_url: str | None = None
+    created_at: datetime | None = None
+    headless: bool = False
+    stealth: bool = False
+    memory: str | None = None
+    region: str | None = None
+    timeout_seconds: int | None = None
+    base_url: str | None = None
+    browser_live_view_url: str | None = None
+    name: str | None = None
+    tags: dict[str, str] | None = None
+    pool: Ref | None = None
+    profile: dict[str, Any] | None = None
+    deleted_at: datetime | None = None
+
+
+def _path(id_or_name: str) -> str:
+    return f"/browser_pools/{path_segment(id_or_name)}"
+
+
+async def list_pools(
+    svc: Service,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    name: str | None = None,
+    query: str | None = None,
+    region: str | None = None,
+) -> Page[BrowserPool]:
+    params = {"name": name or None, "query": query or None, "region": region or None}
+    return await fetch_page(svc, "/browser_pools", BrowserPool, limit=limit, offset=offset, params=params)
+
+
+async def pooled_capacity(svc: Service) -> int:
+    """The sum of every pool's size in the project: what pools reserve against the concurrency cap.
+
+    It walks all pages (a total cannot come from one page); projects hold a handful of pools.
+    """
+    return sum([pool.size async for pool in iter_all(svc, "/browser_pools", BrowserPool)])
+
+
+async def get_pool(svc: Service, id_or_name: str) -> BrowserPool:
+    return BrowserPool.from_json((await request(svc, "GET", _path(id_or_name))).data)
+
+
+async def create_pool(svc: Service, *, size: int, **config: Any) -> BrowserPool:
+    """``config``: the other PoolConfig fields in their wire shape (``profile={"id": ...}``, ...)."""
+    body = {"size": size, **config}
+    return BrowserPool.from_json((await request(svc, "POST", "/browser_pools", json=body)).data)
+
+
+async def update_pool(
+    svc: Service, id_or_name: str, *, discard_all_idle: bool = False, **config: Any
+) -> BrowserPool:
+    """PATCH: only given fields change; ``""``/``[]``/``{}`` clear (``profile={"id": ""}`` too)."""
+    body = {**config, "discard_all_idle": True} if discard_all_idle else dict(config)
+    return BrowserPool.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
+
+
+async def delete_pool(svc: Service, id_or_name: str, *, force: bool = False) -> None:
+    """409 while browsers are leased, unless ``force`` (which terminates them)."""
+    await request(svc, "DELETE", _path(id_or_name), json={"force": force}, expect="none")
+
+
+async def acquire(
+    svc: Service,
+    id_or_name: str,
+    *,
+    timeout_seconds: int = DEFAULT_ACQUIRE_TIMEOUT,
+    name: str | None = None,
+    tags: dict[str, str] | None = None,
+    start_url: str | None = None,
+) -> BrowserSession | None:
+    """Lease a browser, waiting up to ``timeout_seconds``; None when none became free (204)."""
+    body: dict[str, Any] = {"acquire_timeout_seconds": timeout_seconds}
+    body.update({k: v for k, v in {"name": name, "tags": tags, "start_url": start_url}.items() if v})
+    reply = await request(
+        svc, "POST", _path(id_or_name) + "/acquire", json=body, timeout=timeout_seconds + READ_TIMEOUT
+    )
+    if reply.status == 204 or not reply.data:
+        return None
+    return BrowserSession.from_json(reply.data)
+
+
+async def release(svc: Service, id_or_name: str, session_id: str, *, reuse: bool = True) -> None:
+    """Give a leased browser back (``reuse``) or have it destroyed."""
+    body = {"session_id": session_id, "reuse": reuse}
+    await request(svc, "POST", _path(id_or_name) + "/release", json=body, expect="none")
+
+
+async def flush(svc: Service, id_or_name: str) -> None:
+    """Destroy idle browsers; leased ones are untouched."""
+    await request(svc, "POST", _path(id_or_name) + "/flush", expect="none")
