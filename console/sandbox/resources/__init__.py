@@ -4,6 +4,32 @@ Adding a resource: write ``resources/<name>.py`` like its siblings and add it to
 seeded in this order, so a resource that references another comes after it).
 """
 
-from console.sandbox.resources import credentials, extensions, pools, profiles, projects, proxies
+from console.sandbox.resources import (
+    apps,
+    auth_connections,
+    browsers,
+    credentials,
+    deployments,
+    extensions,
+    invocations,
+    pools,
+    profiles,
+    projects,
+    proxies,
+    telemetry,
+)
 
-RESOURCES = [projects, credentials, proxies, extensions, profiles, pools]
+RESOURCES = [
+    projects,
+    credentials,
+    proxies,
+    extensions,
+    profiles,
+    auth_connections,
+    pools,
+    deployments,
+    apps,
+    invocations,
+    browsers,
+    telemetry,
+]

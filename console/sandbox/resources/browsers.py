@@ -1,0 +1,843 @@
+"""Browser sessions (notes §2): create, get, update, list, soft delete, and the inactivity timeout.
+
+Choices where the notes leave room (the lead copies them into the docs):
+
+- The record has no ``status``; a session is "ended" once it has ``deleted_at``: after ``DELETE``, after the
+  control route ``POST /_sandbox/browsers/{id}/end``, or when the tenant clock passes its last activity plus
+  ``timeout_seconds``. Activity is the session's creation and every call that drives it (``PATCH`` and the
+  computer, filesystem and process operations, which call ``touch``). Reading it (GET, lists, telemetry
+  pages and streams) is not activity: an operator watching a session must not keep it alive (the real
+  service counts CDP and live-view connections, which the sandbox does not model).
+- The timeout is computed when state is read, so ``POST /_sandbox/clock`` moves it deterministically; an
+  ended session's ``deleted_at`` is the moment it ended, not the moment it was noticed.
+- Lists are newest first. ``query`` matches the name, session id, profile name or id, proxy id and pool
+  name (case-insensitive substring; ids exactly or as substrings).
+- ``gpu: true`` is refused (the demo plan's entitlements have ``gpu`` disabled); ``memory`` only on headful
+  sessions; ``profile``, ``extensions`` and ``proxy`` must name live records of the project (400 otherwise).
+- ``telemetry``: capture is on when ``enabled`` is true, or when ``browser`` categories are given without
+  ``enabled``; ``{}``, null or omitted means no capture; ``enabled: false`` with categories is refused. The
+  record echoes all nine configurable categories with their ``enabled`` flag.
+- Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
+  (``/_sandbox/live/{session_id}``, a small page), so the console can link to or embed it offline.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import datetime, timedelta
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from console.sandbox.errors import conflict, invalid, not_found
+from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+
+TABLE = "browsers"
+REGIONS = ("us-east", "eu-west")
+MEMORY = ("8GiB", "16GiB")
+STATUSES = ("active", "deleted", "all")
+DEFAULT_TIMEOUT = 60
+MIN_TIMEOUT = 10
+MAX_TIMEOUT = 259_200
+DEFAULT_VIEWPORT = {"width": 1920, "height": 1080, "refresh_rate": 25}
+MAX_TAGS = 50
+NAME_MAX = 255
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
+PROXY_MODES = ("direct", "default")
+# Kernel manages these itself (extensions, proxy, CDP); a session's chrome_policy cannot set them.
+BLOCKED_POLICIES = (
+    "ExtensionInstallForcelist",
+    "ExtensionInstallAllowlist",
+    "ExtensionInstallBlocklist",
+    "ExtensionSettings",
+    "ProxySettings",
+    "ProxyMode",
+    "ProxyServer",
+    "RemoteDebuggingAllowed",
+    "DeveloperToolsAvailability",
+)
+# §6.3: operational categories are on whenever telemetry is; CDP ones and screenshots are opt-in.
+OPERATIONAL = ("control", "connection", "system", "captcha")
+OPT_IN = ("console", "network", "page", "interaction", "screenshot")
+CATEGORIES = OPERATIONAL + OPT_IN
+CREATE_FIELDS = {
+    "name",
+    "tags",
+    "headless",
+    "stealth",
+    "kiosk_mode",
+    "gpu",
+    "memory",
+    "region",
+    "timeout_seconds",
+    "viewport",
+    "profile",
+    "extensions",
+    "proxy",
+    "proxy_id",
+    "network",
+    "chrome_policy",
+    "start_url",
+    "invocation_id",
+    "telemetry",
+}
+UPDATE_FIELDS = {
+    "name",
+    "tags",
+    "profile",
+    "proxy",
+    "proxy_id",
+    "disable_default_proxy",
+    "telemetry",
+    "viewport",
+}
+
+
+# Records ------------------------------------------------------------------------------------------
+
+
+def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
+    """Create a session from already-validated configuration (pools and invocations call this).
+
+    ``config`` holds create-body fields in their record shape: ``headless``, ``stealth``, ``kiosk_mode``,
+    ``memory``, ``region``, ``timeout_seconds``, ``viewport``, ``name``, ``tags``, ``start_url``,
+    ``chrome_policy``, ``network``, ``invocation_id``, ``profile`` (a profile record dict),
+    ``profile_save_changes``, ``proxy`` (``{id?, name?, mode?}``), ``extensions`` (``[{id, name}]``),
+    ``pool`` (``{id, name}``), ``telemetry`` (a set of enabled categories, or None for no capture).
+    """
+    from console.sandbox.resources import telemetry
+
+    now = tenant.now()
+    session_id = new_id(length=24)
+    headless = bool(config.get("headless", False))
+    record: dict = {
+        "session_id": session_id,
+        "created_at": rfc3339(now),
+        "headless": headless,
+        "stealth": bool(config.get("stealth", False)),
+        "kiosk_mode": bool(config.get("kiosk_mode", False)),
+        "gpu": False,
+        "memory": config.get("memory") or ("8GiB" if not headless else "2GiB"),
+        "region": config.get("region") or "us-east",
+        "timeout_seconds": int(config.get("timeout_seconds") or DEFAULT_TIMEOUT),
+        "viewport": dict(config.get("viewport") or DEFAULT_VIEWPORT),
+        "cdp_ws_url": "",
+        "webdriver_ws_url": "",
+        "base_url": f"https://{session_id}.vm.sandbox.invalid/api",
+        "_project": project,
+        "_tenant": tenant.api_key,
+        "_jwt": new_id(length=40),
+        "_last_activity": now,
+        "_ended_at": None,
+        "_ended_reason": None,
+    }
+    for key in ("name", "start_url", "chrome_policy", "network", "invocation_id", "pool"):
+        if config.get(key):
+            record[key] = config[key]
+    record["tags"] = dict(config.get("tags") or {})
+    profile = config.get("profile")
+    if profile:
+        record["profile"] = _profile_ref(profile)
+        record["profile_save_changes"] = bool(config.get("profile_save_changes", False))
+    if config.get("proxy"):
+        record["proxy"] = dict(config["proxy"])
+        if config["proxy"].get("id"):
+            record["proxy_id"] = config["proxy"]["id"]
+    elif record["stealth"]:
+        record["proxy"] = {"mode": "default"}
+    if config.get("extensions"):
+        record["extensions"] = [dict(e) for e in config["extensions"]]
+    record["_categories"] = set(config["telemetry"]) if config.get("telemetry") is not None else None
+    record["cdp_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/cdp?jwt={record['_jwt']}"
+    record["webdriver_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/session?jwt={record['_jwt']}"
+    tenant.table(TABLE)[session_id] = record
+    telemetry.start(tenant, record)
+    return record
+
+
+def _profile_ref(profile: dict) -> dict:
+    ref = {"id": profile["id"], "name": profile.get("name"), "created_at": profile.get("created_at")}
+    for key in ("updated_at", "last_used_at"):
+        if profile.get(key):
+            ref[key] = profile[key]
+    return ref
+
+
+def ended_at(tenant: Tenant, record: dict) -> datetime | None:
+    """When the session ended (deleted, ended, or timed out on the tenant clock), else None."""
+    if record.get("_ended_at") is not None:
+        return record["_ended_at"]
+    if record.get("_deleted"):
+        return parse_time(record.get("deleted_at") or record["created_at"])
+    deadline = record.get("_last_activity", parse_time(record["created_at"])) + timedelta(
+        seconds=record["timeout_seconds"]
+    )
+    if tenant.now() >= deadline:
+        end(tenant, record, "timeout", at=deadline)
+        return deadline
+    return None
+
+
+def is_active(tenant: Tenant, record: dict) -> bool:
+    return ended_at(tenant, record) is None
+
+
+def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None) -> None:
+    """Mark the session ended (a soft delete) and close its telemetry streams."""
+    from console.sandbox.resources import telemetry
+
+    if record.get("_ended_at") is not None:
+        return
+    moment = at or tenant.now()
+    record["_ended_at"] = moment
+    record["_ended_reason"] = reason
+    record["_deleted"] = True
+    record["deleted_at"] = rfc3339(moment)
+    telemetry.finish(tenant, record)
+
+
+def touch(tenant: Tenant, record: dict) -> None:
+    """Count a call that drives the session as activity (resets the inactivity timeout)."""
+    if is_active(tenant, record):
+        record["_last_activity"] = tenant.now()
+
+
+def categories(record: dict) -> set[str] | None:
+    """The enabled telemetry categories, or None when capture is off."""
+    return record.get("_categories")
+
+
+def render(record: dict, tenant: Tenant, base: str = "") -> dict:
+    """The BrowserSession record as the service sends it (private keys dropped, usage computed)."""
+    body = {k: v for k, v in record.items() if not k.startswith("_")}
+    end_moment = ended_at(tenant, record)
+    created = parse_time(record["created_at"])
+    until = end_moment or tenant.now()
+    body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
+    cats = categories(record)
+    if cats is not None:
+        body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
+    if not record["headless"] and end_moment is None:
+        body["browser_live_view_url"] = (
+            f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_jwt']}"
+        )
+    if not body.get("tags"):
+        body.pop("tags", None)
+    return body
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+# Lookup -------------------------------------------------------------------------------------------
+
+
+def _in_project(request: Request) -> list[dict]:
+    project = project_of(request)
+    return [r for r in request.state.tenant.table(TABLE).values() if r.get("_project") == project]
+
+
+def get_session(request: Request, id_or_name: str, *, include_deleted: bool = False) -> dict:
+    """A session of the request's project by id or (active) name; 404 when absent or ended."""
+    tenant = request.state.tenant
+    records = _in_project(request)
+    for record in records:
+        if record["session_id"] == id_or_name and (include_deleted or is_active(tenant, record)):
+            return record
+    for record in records:
+        if record.get("name") == id_or_name and is_active(tenant, record):
+            return record
+    if include_deleted:
+        for record in sorted(records, key=lambda r: r["created_at"], reverse=True):
+            if record.get("name") == id_or_name:
+                return record
+    raise not_found("browser session", id_or_name)
+
+
+# Validation ---------------------------------------------------------------------------------------
+
+
+def _bool(body: dict, key: str, errors: dict, default: bool = False) -> bool:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        errors[key] = "must be true or false"
+        return default
+    return value
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _name(value, errors: dict) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.strip():
+        errors["name"] = "must be a non-empty string"
+        return None
+    if len(value) > NAME_MAX:
+        errors["name"] = f"at most {NAME_MAX} characters"
+        return None
+    return value.strip()
+
+
+def _tags(value, errors: dict) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        errors["tags"] = "must map strings to strings"
+        return {}
+    if len(value) > MAX_TAGS:
+        errors["tags"] = f"at most {MAX_TAGS} tags"
+        return {}
+    if any(not k.strip() for k in value):
+        errors["tags"] = "tag keys cannot be empty"
+        return {}
+    return {k.strip(): v for k, v in value.items()}
+
+
+def _viewport(value, errors: dict, *, allow_force: bool = False) -> dict | None:
+    if value is None:
+        return None
+    allowed = {"width", "height", "refresh_rate"} | ({"force"} if allow_force else set())
+    if not isinstance(value, dict) or set(value) - allowed:
+        errors["viewport"] = "must be an object with width, height and optionally refresh_rate"
+        return None
+    width, height, rate = value.get("width"), value.get("height"), value.get("refresh_rate")
+    if not _int(width) or not _int(height):
+        errors["viewport"] = "width and height are required integers"
+    elif not (240 <= width <= 7680 and 240 <= height <= 4320):
+        errors["viewport"] = "width must be 240 to 7680 and height 240 to 4320 pixels"
+    elif rate is not None and (not _int(rate) or not 1 <= rate <= 60):
+        errors["viewport"] = "refresh_rate must be an integer from 1 to 60"
+    else:
+        viewport = {"width": width, "height": height, "refresh_rate": rate or 25}
+        return viewport
+    return None
+
+
+def _timeout(value, errors: dict) -> int:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if not _int(value) or not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        errors["timeout_seconds"] = f"must be an integer from {MIN_TIMEOUT} to {MAX_TIMEOUT} (72 hours)"
+        return DEFAULT_TIMEOUT
+    return value
+
+
+def _find_named(tenant: Tenant, table: str, project: str, ref) -> dict | None:
+    key = (ref.get("id") or ref.get("name")) if isinstance(ref, dict) else ref
+    if not isinstance(key, str) or not key:
+        return None
+    live = [r for r in tenant.table(table).values() if r.get("_project") == project and not r.get("_deleted")]
+    return next((r for r in live if r.get("id") == key), None) or next(
+        (r for r in live if (r.get("name") or "") == key), None
+    )
+
+
+def _profile(tenant: Tenant, project: str, value, errors: dict) -> tuple[dict | None, bool]:
+    if value is None:
+        return None, False
+    if not isinstance(value, dict) or not (value.get("id") or value.get("name")):
+        errors["profile"] = "give the profile's id or name"
+        return None, False
+    if value.get("name") and not PROFILE_NAME.match(str(value["name"])):
+        errors["profile"] = "a profile name is 1 to 255 letters, digits, dots, underscores or hyphens"
+        return None, False
+    save = value.get("save_changes", False)
+    if not isinstance(save, bool):
+        errors["profile"] = "save_changes must be true or false"
+        return None, False
+    found = _find_named(tenant, "profiles", project, value)
+    if found is None:
+        errors["profile"] = f"no profile {value.get('id') or value.get('name')!r} in this project"
+        return None, False
+    return found, save
+
+
+def _extensions(tenant: Tenant, project: str, value, errors: dict) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        errors["extensions"] = "must be a list of {id} or {name} objects"
+        return []
+    found = []
+    for ref in value:
+        record = _find_named(tenant, "extensions", project, ref)
+        if record is None:
+            errors["extensions"] = f"no extension {ref.get('id') or ref.get('name')!r} in this project"
+            return []
+        found.append({"id": record["id"], "name": record.get("name")})
+        record["last_used_at"] = rfc3339(tenant.now())
+    return found
+
+
+def _proxy(tenant: Tenant, project: str, body: dict, errors: dict, *, stealth: bool) -> dict | None:
+    value, legacy = body.get("proxy"), body.get("proxy_id")
+    if value is not None and legacy:
+        errors["proxy"] = "give proxy or the deprecated proxy_id, not both"
+        return None
+    if legacy:
+        value = {"id": legacy}
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) != 1:
+        errors["proxy"] = "exactly one of mode, id or name"
+        return None
+    if "mode" in value:
+        if value["mode"] not in PROXY_MODES:
+            errors["proxy"] = "mode must be direct or default"
+            return None
+        return {"mode": value["mode"]} if value["mode"] == "direct" or stealth else {"mode": "default"}
+    if set(value) - {"id", "name"}:
+        errors["proxy"] = "exactly one of mode, id or name"
+        return None
+    record = _find_named(tenant, "proxies", project, value)
+    if record is None:
+        errors["proxy"] = f"no proxy {value.get('id') or value.get('name')!r} in this project"
+        return None
+    return {"id": record["id"], "name": record.get("name")}
+
+
+def _telemetry(value, errors: dict) -> set[str] | None:
+    """The categories to capture from a create body's ``telemetry`` (None = no capture)."""
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict) or set(value) - {"enabled", "browser", "export"}:
+        errors["telemetry"] = "must be an object with enabled, browser and export"
+        return None
+    enabled = value.get("enabled")
+    browser = value.get("browser") or {}
+    if enabled is not None and not isinstance(enabled, bool):
+        errors["telemetry"] = "enabled must be true or false"
+        return None
+    if enabled is False:
+        if browser:
+            errors["telemetry"] = "enabled: false cannot be combined with categories"
+        return None
+    overrides = _categories(browser, errors)
+    if overrides is None:
+        return None
+    if enabled is None and not browser:
+        return None
+    chosen = set(OPERATIONAL)
+    for name, on in overrides.items():
+        (chosen.add if on else chosen.discard)(name)
+    return chosen
+
+
+def _categories(browser, errors: dict) -> dict[str, bool] | None:
+    if not isinstance(browser, dict):
+        errors["telemetry"] = "browser must map categories to {enabled}"
+        return None
+    result = {}
+    for name, entry in browser.items():
+        if name not in CATEGORIES:
+            errors["telemetry"] = f"unknown category {name!r}; one of {', '.join(CATEGORIES)}"
+            return None
+        if entry is None:
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("enabled", True), bool):
+            errors["telemetry"] = f"{name} must be {{enabled: true|false}}"
+            return None
+        result[name] = entry.get("enabled", True)
+    return result
+
+
+def _chrome_policy(value, errors: dict) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        errors["chrome_policy"] = "must be an object of Chrome enterprise policies"
+        return None
+    blocked = sorted(set(value) & set(BLOCKED_POLICIES))
+    if blocked:
+        errors["chrome_policy"] = f"managed by the service and cannot be set: {', '.join(blocked)}"
+        return None
+    return value or None
+
+
+def _start_url(value, errors: dict) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.match(r"^(https?|about|chrome|data):", value):
+        errors["start_url"] = "must be an http or https URL"
+        return None
+    return value
+
+
+def _network(value, errors: dict) -> dict | None:
+    if value is None:
+        return None
+    hosts = value.get("private_hosts") if isinstance(value, dict) else None
+    if (
+        not isinstance(value, dict)
+        or set(value) - {"private_hosts"}
+        or (hosts is not None and not (isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)))
+    ):
+        errors["network"] = "must be {private_hosts: [host patterns or CIDRs]}"
+        return None
+    return {"private_hosts": list(hosts)} if hosts is not None else {}
+
+
+def _unique_name(request: Request, name: str | None, *, except_id: str | None = None) -> None:
+    if not name:
+        return
+    tenant = request.state.tenant
+    for record in _in_project(request):
+        if record.get("name") == name and record["session_id"] != except_id and is_active(tenant, record):
+            raise conflict(
+                f"an active browser session named {name!r} already exists", code="browser_name_taken"
+            )
+
+
+def validate_create(request: Request, body: dict) -> dict:
+    """A create body → configuration for ``new_browser_record`` (400 with one detail per bad field)."""
+    tenant, project = request.state.tenant, project_of(request)
+    errors: dict[str, str] = {}
+    for key in sorted(set(body) - CREATE_FIELDS):
+        errors[key] = "not a browser session field"
+    config: dict = {
+        "name": _name(body.get("name"), errors),
+        "tags": _tags(body.get("tags"), errors),
+        "headless": _bool(body, "headless", errors),
+        "stealth": _bool(body, "stealth", errors),
+        "kiosk_mode": _bool(body, "kiosk_mode", errors),
+        "timeout_seconds": _timeout(body.get("timeout_seconds"), errors),
+        "viewport": _viewport(body.get("viewport"), errors),
+        "chrome_policy": _chrome_policy(body.get("chrome_policy"), errors),
+        "start_url": _start_url(body.get("start_url"), errors),
+        "network": _network(body.get("network"), errors),
+        "telemetry": _telemetry(body.get("telemetry"), errors),
+    }
+    if _bool(body, "gpu", errors):
+        errors["gpu"] = "GPU browsers are not enabled for this organization's plan"
+    region = body.get("region") or "us-east"
+    if region not in REGIONS:
+        errors["region"] = "must be us-east or eu-west"
+    config["region"] = region
+    memory = body.get("memory")
+    if memory is not None:
+        if memory not in MEMORY:
+            errors["memory"] = "must be 8GiB or 16GiB"
+        elif config["headless"]:
+            errors["memory"] = "memory can only be chosen for headful browsers"
+    config["memory"] = memory
+    invocation = body.get("invocation_id")
+    if invocation is not None and not isinstance(invocation, str):
+        errors["invocation_id"] = "must be a string"
+    config["invocation_id"] = invocation
+    profile, save = _profile(tenant, project, body.get("profile"), errors)
+    config["profile"], config["profile_save_changes"] = profile, save
+    config["extensions"] = _extensions(tenant, project, body.get("extensions"), errors)
+    config["proxy"] = _proxy(tenant, project, body, errors, stealth=config["stealth"])
+    if errors:
+        raise invalid("the browser session configuration is not valid", **errors)
+    _unique_name(request, config["name"])
+    return config
+
+
+# Endpoints ----------------------------------------------------------------------------------------
+
+
+@endpoint
+async def create_browser(request: Request):
+    config = validate_create(request, await read_json(request))
+    record = new_browser_record(request.state.tenant, project_of(request), **config)
+    return ok(render(record, request.state.tenant, _base(request)), status=201)
+
+
+@endpoint
+async def get_browser(request: Request):
+    include_deleted = request.query_params.get("include_deleted", "").lower() == "true"
+    record = get_session(request, request.path_params["id_or_name"], include_deleted=include_deleted)
+    return ok(render(record, request.state.tenant, _base(request)))
+
+
+@endpoint
+async def update_browser(request: Request):
+    tenant = request.state.tenant
+    record = get_session(request, request.path_params["id_or_name"])
+    body = await read_json(request)
+    errors: dict[str, str] = {}
+    for key in sorted(set(body) - UPDATE_FIELDS):
+        errors[key] = "cannot be changed after creation" if key in CREATE_FIELDS else "not a session field"
+    changes: dict = {}
+    if "name" in body:
+        changes["name"] = _name(body["name"], errors)
+    if "tags" in body and body["tags"] is not None:
+        changes["tags"] = _tags(body["tags"], errors)
+    viewport = _viewport(body.get("viewport"), errors, allow_force=True)
+    new_categories = _updated_categories(record, body.get("telemetry"), errors)
+    profile = None
+    if body.get("profile") is not None:
+        profile, save = _profile(tenant, record["_project"], body["profile"], errors)
+    proxy = None
+    if body.get("proxy") is not None or body.get("proxy_id"):
+        proxy = _proxy(tenant, record["_project"], body, errors, stealth=record["stealth"])
+    if errors:
+        raise invalid("the update is not valid", **errors)
+    if profile is not None and record.get("profile"):
+        raise conflict("a profile is already loaded in this session", code="profile_already_loaded")
+    if "name" in changes:
+        _unique_name(request, changes["name"], except_id=record["session_id"])
+        if changes["name"]:
+            record["name"] = changes["name"]
+        else:
+            record.pop("name", None)
+    if "tags" in changes:
+        record["tags"] = changes["tags"]
+    if viewport is not None:
+        record["viewport"] = viewport
+    if profile is not None:
+        record["profile"] = _profile_ref(profile)
+        record["profile_save_changes"] = save
+    if proxy is not None:
+        record["proxy"] = proxy
+        record.pop("proxy_id", None)
+        if proxy.get("id"):
+            record["proxy_id"] = proxy["id"]
+    elif body.get("proxy_id") == "":
+        record.pop("proxy", None)
+        record.pop("proxy_id", None)
+    if new_categories is not _UNCHANGED:
+        from console.sandbox.resources import telemetry
+
+        # Events due so far were captured under the old categories; the new ones apply from now.
+        telemetry.catch_up(tenant, record)
+        record["_categories"] = new_categories
+    touch(tenant, record)
+    return ok(render(record, tenant, _base(request)))
+
+
+_UNCHANGED = object()
+
+
+def _updated_categories(record: dict, value, errors: dict):
+    """§2 update rules: null/{} unchanged; enabled:true rebuilds; enabled:false stops; browser merges."""
+    if value is None or value == {}:
+        return _UNCHANGED
+    if not isinstance(value, dict) or set(value) - {"enabled", "browser", "export"}:
+        errors["telemetry"] = "must be an object with enabled, browser and export"
+        return _UNCHANGED
+    enabled, browser = value.get("enabled"), value.get("browser") or {}
+    if enabled is False:
+        if browser:
+            errors["telemetry"] = "enabled: false cannot be combined with categories"
+            return _UNCHANGED
+        return None
+    overrides = _categories(browser, errors)
+    if overrides is None:
+        return _UNCHANGED
+    if enabled is True:
+        chosen = set(OPERATIONAL)
+    elif browser:
+        chosen = set(categories(record) or OPERATIONAL)
+    else:
+        return _UNCHANGED
+    for name, on in overrides.items():
+        (chosen.add if on else chosen.discard)(name)
+    return chosen
+
+
+def _listed(request: Request) -> list[dict]:
+    tenant = request.state.tenant
+    params = request.query_params
+    status = params.get("status") or "active"
+    if params.get("include_deleted", "").lower() == "true" and not params.get("status"):
+        status = "all"
+    if status not in STATUSES:
+        raise invalid("status is not valid", status="must be active, deleted or all")
+    region = params.get("region")
+    if region and region not in REGIONS:
+        raise invalid("region is not valid", region="must be us-east or eu-west")
+    wanted_tags = {}
+    for key, value in params.multi_items():
+        match = re.fullmatch(r"tags\[(.+)\]", key)
+        if match:
+            wanted_tags[match.group(1)] = value
+    query = (params.get("query") or "").strip().casefold()
+    items = []
+    for record in _in_project(request):
+        active = is_active(tenant, record)
+        if (status == "active" and not active) or (status == "deleted" and active):
+            continue
+        if region and record["region"] != region:
+            continue
+        tags = record.get("tags") or {}
+        if any(tags.get(k) != v for k, v in wanted_tags.items()):
+            continue
+        if query and not any(query in str(text).casefold() for text in _searchable(record)):
+            continue
+        items.append(record)
+    items.sort(key=lambda r: (r["created_at"], r["session_id"]), reverse=True)
+    return items
+
+
+def _searchable(record: dict) -> list:
+    profile, proxy, pool = record.get("profile") or {}, record.get("proxy") or {}, record.get("pool") or {}
+    return [
+        record.get("name") or "",
+        record["session_id"],
+        profile.get("name") or "",
+        profile.get("id") or "",
+        proxy.get("id") or "",
+        record.get("proxy_id") or "",
+        pool.get("name") or "",
+    ]
+
+
+@endpoint
+async def list_browsers(request: Request):
+    tenant, base = request.state.tenant, _base(request)
+    return paginate(request, _listed(request), render=lambda r: render(r, tenant, base))
+
+
+@endpoint
+async def delete_browser(request: Request):
+    record = get_session(request, request.path_params["id_or_name"])
+    end(request.state.tenant, record, "deleted")
+    return no_content()
+
+
+@endpoint
+async def control_end(request: Request):
+    """``POST /_sandbox/browsers/{id}/end``: the session ends as if its VM went away (reason ``ended``)."""
+    record = get_session(request, request.path_params["id_or_name"])
+    end(request.state.tenant, record, "ended")
+    return ok({"session_id": record["session_id"], "deleted_at": record["deleted_at"]})
+
+
+async def live_view(request: Request):
+    """A stand-in for the live view page, so links and embeds work offline (no auth: the jwt is the key)."""
+    session_id = request.path_params["session_id"]
+    token = request.query_params.get("jwt", "")
+    for tenant in registry.tenants.values():
+        record = tenant.table(TABLE).get(session_id)
+        if record is not None and record["_jwt"] == token and is_active(tenant, record):
+            read_only = request.query_params.get("readOnly") == "true"
+            title = html.escape(record.get("name") or session_id)
+            mode = "view only" if read_only else "interactive"
+            viewport = record["viewport"]
+            return HTMLResponse(
+                "<!doctype html><html><head><meta charset='utf-8'><title>Live view: "
+                f"{title}</title></head><body style='margin:0;background:#111;color:#ddd;"
+                "font:14px system-ui;display:grid;place-items:center;height:100vh'>"
+                f"<main><h1>{title}</h1><p>Live view ({mode}) of a sandbox browser, "
+                f"{viewport['width']}x{viewport['height']}.</p></main></body></html>"
+            )
+    return HTMLResponse("<!doctype html><p>This live view has ended.</p>", status_code=404)
+
+
+# Demo data ----------------------------------------------------------------------------------------
+
+
+def seed(tenant: Tenant) -> None:
+    """Several sessions with telemetry history: headful, headless, pooled, one deleted; tags to filter."""
+    from console.sandbox.resources import telemetry
+
+    project = tenant.default_project_id
+    now = tenant.now()
+    profiles = [p for p in tenant.table("profiles").values() if p.get("_project") == project]
+    proxies = [
+        p for p in tenant.table("proxies").values() if p.get("_project") == project and not p.get("_deleted")
+    ]
+    pools = [p for p in tenant.table("browser_pools").values() if p.get("_project") == project]
+    full = set(CATEGORIES) - {"screenshot"}
+    specs = [
+        dict(
+            name="checkout-smoke",
+            tags={"team": "checkout", "env": "prod"},
+            stealth=True,
+            timeout_seconds=MAX_TIMEOUT,
+            start_url="https://shop.example.com/cart",
+            telemetry=full,
+            profile=profiles[0] if profiles else None,
+            profile_save_changes=bool(profiles),
+            _age=timedelta(hours=2, minutes=14),
+        ),
+        dict(
+            name="search-crawler-7",
+            tags={"team": "search", "env": "prod"},
+            headless=True,
+            timeout_seconds=MAX_TIMEOUT,
+            start_url="https://news.example.org/",
+            telemetry=set(OPERATIONAL) | {"network", "page"},
+            proxy={"id": proxies[0]["id"], "name": proxies[0].get("name")} if proxies else None,
+            _age=timedelta(minutes=48),
+        ),
+        dict(
+            name="checkout-eu-regression",
+            tags={"team": "checkout", "env": "staging"},
+            region="eu-west",
+            memory="16GiB",
+            viewport={"width": 1440, "height": 900, "refresh_rate": 25},
+            timeout_seconds=MAX_TIMEOUT,
+            kiosk_mode=True,
+            start_url="https://shop.example.com/de/checkout",
+            telemetry=set(OPERATIONAL) | {"console", "page", "interaction"},
+            _age=timedelta(minutes=25),
+        ),
+        dict(
+            name=None,
+            tags={"team": "growth"},
+            headless=True,
+            timeout_seconds=3600,
+            telemetry=None,
+            _age=timedelta(minutes=6),
+        ),
+    ]
+    if pools and not any(r.get("pool") for r in tenant.table(TABLE).values()):
+        pool = pools[0]
+        specs.append(
+            dict(
+                name=None,
+                tags={"team": "checkout", "env": "prod"},
+                timeout_seconds=MAX_TIMEOUT,
+                pool={"id": pool["id"], "name": pool.get("name")},
+                telemetry=set(OPERATIONAL) | {"console", "network"},
+                _age=timedelta(minutes=90),
+            )
+        )
+    for spec in specs:
+        age = spec.pop("_age")
+        record = new_browser_record(tenant, project, **{k: v for k, v in spec.items() if v is not None})
+        _backdate(tenant, record, now - age)
+    gone = new_browser_record(
+        tenant,
+        project,
+        name="login-debug",
+        tags={"team": "identity", "env": "prod"},
+        timeout_seconds=300,
+        telemetry=full,
+    )
+    _backdate(tenant, gone, now - timedelta(hours=5))
+    telemetry.catch_up(tenant, gone, until=now - timedelta(hours=4, minutes=50))
+    end(tenant, gone, "deleted", at=now - timedelta(hours=4, minutes=50))
+
+
+def _backdate(tenant: Tenant, record: dict, created: datetime) -> None:
+    from console.sandbox.resources import telemetry
+
+    record["created_at"] = rfc3339(created)
+    record["_last_activity"] = created
+    telemetry.backdate(tenant, record, created)
+
+
+routes = [
+    Route("/browsers", list_browsers, methods=["GET"]),
+    Route("/browsers", create_browser, methods=["POST"]),
+    Route("/browsers/{id_or_name}", get_browser, methods=["GET"]),
+    Route("/browsers/{id_or_name}", update_browser, methods=["PATCH"]),
+    Route("/browsers/{id_or_name}", delete_browser, methods=["DELETE"]),
+    Route("/_sandbox/browsers/{id_or_name}/end", control_end, methods=["POST"]),
+    Route("/_sandbox/live/{session_id}", live_view, methods=["GET"]),
+]
