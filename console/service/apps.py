@@ -1,0 +1,61 @@
+"""Apps: the app versions the service runs, with their actions and schemas (spec: App summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.service.http import Service
+from console.service.pagination import Page, fetch_page
+from console.service.records import Record
+
+__all__ = ["Action", "AppSummary", "get_app_version", "list_app_versions", "list_apps"]
+
+
+class Action(Record):
+    name: str
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+
+class AppSummary(Record):
+    """One app version. ``env_vars`` values are redacted by the service; only the names are used."""
+
+    id: str
+    app_name: str | None = None
+    version: str | None = None
+    region: str | None = None
+    deployment: str | None = None  # the id of the deployment that serves this version
+    actions: list[Action] | None = None
+    env_vars: dict[str, str] | None = None
+
+    @property
+    def env_var_names(self) -> list[str]:
+        return sorted(self.env_vars or {})
+
+    def action(self, name: str) -> Action | None:
+        return next((a for a in self.actions or () if a.name == name), None)
+
+
+async def list_apps(
+    svc: Service,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    query: str | None = None,
+    app_name: str | None = None,
+    version: str | None = None,
+) -> Page[AppSummary]:
+    """``GET /apps``: limit 1..100 (default 20), offset >= 0; ``query`` searches by name."""
+    params = {"query": query or None, "app_name": app_name or None, "version": version or None}
+    return await fetch_page(svc, "/apps", AppSummary, limit=limit, offset=offset, params=params)
+
+
+async def list_app_versions(svc: Service, app_name: str) -> list[AppSummary]:
+    """Every deployed version of one app (one page of 100: an app rarely runs more versions at once)."""
+    return (await list_apps(svc, app_name=app_name, limit=100)).items
+
+
+async def get_app_version(svc: Service, app_name: str, version: str) -> AppSummary | None:
+    """The summary of one app version, or None when no running deployment serves it."""
+    page = await list_apps(svc, app_name=app_name, version=version, limit=1)
+    return page.items[0] if page.items else None
