@@ -16,6 +16,8 @@ class Section(NamedTuple):
 SECTIONS = [
     Section("Dashboard", "dashboard", "viewer"),
     Section("Projects", "projects:list", "viewer"),
+    Section("Profiles", "profiles:list", "viewer"),
+    Section("Pools", "pools:list", "viewer"),
     Section("Members", "members", "viewer"),
     Section("Audit", "audit", "admin"),
     Section("Settings", "settings", "admin"),

@@ -1,0 +1,156 @@
+"""Profiles: saved browser state that sessions and pools load (notes §8)."""
+
+from __future__ import annotations
+
+import re
+from contextlib import AsyncExitStack
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.profiles.forms import ProfileForm
+from console.service import Conflict, Invalid, NotFound, profiles
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"profiles:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+async def _get(request, profile_id: str) -> profiles.Profile:
+    try:
+        return await profiles.get_profile(request.service, profile_id)
+    except NotFound:
+        raise Http404("No such profile") from None
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def profile_list(request):
+    form = ProfileForm(required=False)
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = ProfileForm(request.POST, required=False)
+        if form.is_valid():
+            try:
+                profile = await profiles.create_profile(request.service, form.cleaned_data["name"] or None)
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "profile.create", outcome="error", detail=exc.message)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+                await audit.record(request, "profile.create", outcome="error", detail=exc.message)
+            else:
+                await audit.record(request, "profile.create", target_id=profile.id, detail=profile.name or "")
+                messages.success(request, f"Profile “{profile.label}” created.")
+                return _done(request, _url(request, "list") + f"?q={profile.id}")
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await profiles.list_profiles(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    context = {"page": page, "query": query, "form": form, "pager": pager(request, page_params, page)}
+    return render(request, "profiles/list.html", context, partial="profiles-table")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def profile_rename(request, profile_id: str):
+    profile = await _get(request, profile_id)
+    form = ProfileForm(initial={"name": profile.name})
+    if request.method == "POST":
+        form = ProfileForm(request.POST)
+        if form.is_valid():
+            try:
+                profile = await profiles.rename_profile(
+                    request.service, profile.id, form.cleaned_data["name"]
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+            else:
+                await audit.record(request, "profile.rename", target_id=profile.id, detail=profile.name or "")
+                messages.success(request, f"Renamed to “{profile.label}”.")
+                return _done(request, _url(request, "list"))
+            await audit.record(request, "profile.rename", target_id=profile.id, outcome="error")
+    return render(
+        request, "profiles/rename.html", {"profile": profile, "form": form}, partial="profile-rename"
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def profile_delete(request, profile_id: str):
+    """Confirm, then delete; a profile still used by a pool is refused (409) and explained."""
+    profile = await _get(request, profile_id)
+    conflict = ""
+    if request.method == "POST":
+        try:
+            await profiles.delete_profile(request.service, profile.id)
+        except Conflict as exc:
+            conflict = exc.message
+            await audit.record(
+                request, "profile.delete", target_id=profile.id, outcome="error", detail=exc.message
+            )
+        else:
+            await audit.record(request, "profile.delete", target_id=profile.id, detail=profile.name or "")
+            messages.success(request, f"Profile “{profile.label}” deleted.")
+            return _done(request, _url(request, "list"))
+    return render(
+        request,
+        "profiles/delete.html",
+        {"profile": profile, "conflict": conflict},
+        partial="profile-delete",
+    )
+
+
+@require_http_methods(["GET"])
+@org_view("operator")
+async def profile_download(request, profile_id: str):
+    """Stream the archive straight through: the console never holds a whole profile in memory.
+
+    Operators only: a profile carries its sites' cookies, which are as good as a login.
+    """
+    fmt = request.GET.get("format", "tar")
+    if fmt not in profiles.FORMATS:
+        fmt = "tar"
+    stack = AsyncExitStack()
+    try:
+        reply, chunks = await stack.enter_async_context(
+            profiles.download_profile(request.service, profile_id, format=fmt)
+        )
+    except NotFound:
+        await stack.aclose()
+        raise Http404("No such profile") from None
+
+    async def body():
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await stack.aclose()
+
+    await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
+    response = StreamingHttpResponse(
+        body(), content_type=reply.headers.get("content-type") or "application/octet-stream"
+    )
+    filename = UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    if reply.headers.get("content-length"):
+        response["Content-Length"] = reply.headers["content-length"]
+    response["Cache-Control"] = "no-store"
+    return response
