@@ -294,14 +294,16 @@ class Stream:
 
 @asynccontextmanager
 async def stream(tenant, sid, headers=None, params=None):
-    async with httpx.AsyncClient(timeout=httpx.Timeout(10.0)) as client:
-        async with client.stream(
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(10.0)) as client,
+        client.stream(
             "GET",
             f"{tenant.url}/browsers/{sid}/telemetry/stream",
             headers={"Authorization": f"Bearer {tenant.api_key}", **(headers or {})},
             params=params,
-        ) as response:
-            yield response, Stream(response)
+        ) as response,
+    ):
+        yield response, Stream(response)
 
 
 async def test_it_streams_only_new_events_with_seq_as_the_id(quiet):
