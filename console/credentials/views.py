@@ -1,0 +1,205 @@
+"""The credential vault: list, detail, create, edit, delete, and the current TOTP code (notes §10).
+
+Values and TOTP secrets are write-only end to end: the service never returns them, the forms never
+render them back, and neither flash messages nor the audit log ever hold one (only value *names*).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.credentials.forms import (
+    SECRET_FIELDS,
+    SERVICE_FIELDS,
+    SSO_PROVIDERS,
+    CredentialEditForm,
+    CredentialForm,
+)
+from console.service import Conflict, Invalid, NotFound, ServiceError, credentials
+from console.web.decorators import org_view
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+TOTP_PERIOD = 30
+# The code refreshes itself at each expiry this many times, then hides until asked for again.
+MAX_REFRESHES = 10
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"credentials:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+def _scrub(error: ServiceError, secrets: list[str]) -> ServiceError:
+    """Blank out anything we sent as a secret, should the service ever quote it back in an error."""
+    secrets = [s for s in secrets if s and len(s) >= 3]
+
+    def clean(text):
+        if not isinstance(text, str):
+            return text
+        for secret in secrets:
+            text = text.replace(secret, "•••")
+        return text
+
+    error.message = clean(error.message)
+    error.args = (error.message,)
+    error.details = [{k: clean(v) for k, v in d.items()} if isinstance(d, dict) else d for d in error.details]
+    if isinstance(error.inner_error, dict):
+        error.inner_error = {k: clean(v) for k, v in error.inner_error.items()}
+    return error
+
+
+async def _credential(request, credential_id: str):
+    try:
+        return await credentials.get_credential(request.service, credential_id)
+    except NotFound:
+        raise Http404("No such credential") from None
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def credential_list(request):
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    domain = request.GET.get("domain", "").strip()
+    page = await credentials.list_credentials(
+        request.service,
+        limit=page_params.limit,
+        offset=page_params.offset,
+        query=query or None,
+        domain=domain or None,
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "domain": domain,
+        "pager": pager(request, page_params, page),
+    }
+    return render(request, "credentials/list.html", context, partial="credentials-table")
+
+
+@sensitive_post_parameters(*SECRET_FIELDS)
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def credential_create(request):
+    form = CredentialForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            credential = await credentials.create_credential(request.service, **form.payload())
+        except Invalid as exc:
+            apply_service_errors(form, _scrub(exc, form.secrets()), SERVICE_FIELDS)
+            await audit.record(request, "credential.create", outcome="error", detail=exc.message)
+        except Conflict as exc:
+            form.add_error("name", f"{_scrub(exc, form.secrets()).message}. Choose another name.")
+            await audit.record(request, "credential.create", outcome="error", detail=exc.message)
+        except ServiceError as exc:
+            raise _scrub(exc, form.secrets()) from None
+        else:
+            await audit.record(request, "credential.create", target_id=credential.id, detail=form.summary())
+            messages.success(request, f"Credential “{credential.name}” saved.")
+            return _done(request, _url(request, "detail", credential_id=credential.id))
+    context = {"form": form, "sso_providers": SSO_PROVIDERS}
+    return render(request, "credentials/new.html", context, partial="credential-form")
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def credential_detail(request, credential_id: str):
+    credential = await _credential(request, credential_id)
+    return render(request, "credentials/detail.html", {"credential": credential})
+
+
+@sensitive_post_parameters(*SECRET_FIELDS)
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def credential_edit(request, credential_id: str):
+    credential = await _credential(request, credential_id)
+    form = CredentialEditForm(request.POST if request.method == "POST" else None, credential=credential)
+    if request.method == "POST" and form.is_valid():
+        body = form.changes()
+        try:
+            updated = await credentials.update_credential(request.service, credential.id, **body)
+        except Invalid as exc:
+            apply_service_errors(form, _scrub(exc, form.secrets()), SERVICE_FIELDS)
+            await audit.record(
+                request, "credential.update", target_id=credential.id, outcome="error", detail=exc.message
+            )
+        except Conflict as exc:
+            form.add_error("name", f"{_scrub(exc, form.secrets()).message}. Choose another name.")
+            await audit.record(
+                request, "credential.update", target_id=credential.id, outcome="error", detail=exc.message
+            )
+        except NotFound:
+            raise Http404("No such credential") from None
+        except ServiceError as exc:
+            raise _scrub(exc, form.secrets()) from None
+        else:
+            await audit.record(request, "credential.update", target_id=updated.id, detail=form.summary(body))
+            messages.success(request, f"Credential “{updated.name}” updated.")
+            return _done(request, _url(request, "detail", credential_id=updated.id))
+    context = {"credential": credential, "form": form, "sso_providers": SSO_PROVIDERS}
+    return render(request, "credentials/edit.html", context, partial="credential-form")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def credential_delete(request, credential_id: str):
+    credential = await _credential(request, credential_id)
+    if request.method == "POST":
+        try:
+            await credentials.delete_credential(request.service, credential.id)
+        except NotFound:
+            messages.info(request, f"Credential “{credential.name}” was already deleted.")
+        else:
+            await audit.record(request, "credential.delete", target_id=credential.id, detail=credential.name)
+            messages.success(request, f"Credential “{credential.name}” deleted.")
+        return _done(request, _url(request, "list"))
+    return render(request, "credentials/delete.html", {"credential": credential})
+
+
+def _seconds_left(expires_at) -> int:
+    """Seconds until the code expires, by our clock; a full period when the clocks visibly disagree."""
+    if not isinstance(expires_at, datetime):
+        return TOTP_PERIOD
+    left = (expires_at - datetime.now(UTC)).total_seconds()
+    return math.ceil(left) if 0 < left <= TOTP_PERIOD else TOTP_PERIOD
+
+
+@require_http_methods(["GET"])
+@org_view("operator")
+async def credential_totp(request, credential_id: str):
+    """The current TOTP code, on request; the partial re-fetches itself when the code expires."""
+    try:
+        refreshes = max(int(request.GET.get("n", "0")), 0)
+    except ValueError:
+        refreshes = 0
+    context = {"credential_id": credential_id, "refreshes": refreshes, "next_refresh": refreshes + 1}
+    if refreshes >= MAX_REFRESHES:
+        context["stopped"] = True
+        return render(request, "credentials/totp.html", context, partial="totp-code")
+    try:
+        totp = await credentials.get_totp_code(request.service, credential_id)
+    except NotFound:
+        if not request.htmx:
+            raise Http404("No such credential") from None
+        context["problem"] = "This credential no longer exists."
+    except Invalid:
+        context["problem"] = "This credential has no TOTP secret, so there is no code to show."
+    else:
+        context.update(totp=totp, seconds_left=_seconds_left(totp.expires_at), period=TOTP_PERIOD)
+        if refreshes == 0:
+            await audit.record(request, "credential.totp_code", target_id=credential_id, detail="code shown")
+    return render(request, "credentials/totp.html", context, partial="totp-code")
