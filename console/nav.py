@@ -16,6 +16,7 @@ class Section(NamedTuple):
 SECTIONS = [
     Section("Dashboard", "dashboard", "viewer"),
     Section("Projects", "projects:list", "viewer"),
+    Section("Proxies", "proxies:list", "viewer"),
     Section("Credentials", "credentials:list", "viewer"),
     Section("Profiles", "profiles:list", "viewer"),
     Section("Pools", "pools:list", "viewer"),

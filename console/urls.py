@@ -15,6 +15,7 @@ org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
     *accounts_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
+    path("proxies/", include("console.proxies.urls")),
     path("credentials/", include("console.credentials.urls")),
     path("profiles/", include("console.profiles.urls")),
 ]

@@ -1,0 +1,182 @@
+"""Proxies: list, create per type, rename inline, soft delete, health checks (notes §11).
+
+A custom proxy's password is write-only: it is posted once, sent to the service and never rendered,
+logged or audited (``sensitive_post_parameters`` keeps it out of error reports too).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+
+from console.accounts import audit
+from console.proxies.forms import FIELD_MAP, TYPE_LABELS, CheckForm, ProxyForm, RenameForm, type_choices
+from console.service import Invalid, NotFound, proxies
+from console.web.decorators import org_view
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"proxies:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+async def _get(request, proxy_id: str) -> proxies.Proxy:
+    try:
+        return await proxies.get_proxy(request.service, proxy_id)
+    except NotFound:
+        raise Http404("No such proxy") from None
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def proxy_list(request):
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await proxies.list_proxies(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "pager": pager(request, page_params, page),
+        "labels": TYPE_LABELS,
+    }
+    return render(request, "proxies/list.html", context, partial="proxies-table")
+
+
+@require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("password", "ca_bundle")
+@org_view("admin")
+async def proxy_create(request):
+    """``?type=`` picks the form; switching type swaps only ``#proxy-create``."""
+    kind = request.POST.get("type") or request.GET.get("type") or "datacenter"
+    if kind not in TYPE_LABELS:
+        kind = "datacenter"
+    form = ProxyForm(kind=kind)
+    if request.method == "POST":
+        form = ProxyForm(request.POST, kind=kind)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                proxy = await proxies.create_proxy(
+                    request.service,
+                    type=kind,
+                    name=data["name"] or None,
+                    protocol=data["protocol"],
+                    bypass_hosts=data["bypass_hosts"],
+                    config=form.config(),
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc, {**FIELD_MAP, "type": "name"})
+                await audit.record(
+                    request, "proxy.create", outcome="error", detail=f"type={kind}: {exc.message}"
+                )
+            else:
+                await audit.record(
+                    request, "proxy.create", target_id=proxy.id, detail=f"type={kind} name={proxy.name or ''}"
+                )
+                messages.success(request, f"{TYPE_LABELS[kind]} proxy “{proxy.name or proxy.id}” created.")
+                return _done(request, _url(request, "detail", proxy_id=proxy.id))
+    context = {"form": form, "kind": kind, "types": type_choices(), "labels": TYPE_LABELS}
+    return render(request, "proxies/create.html", context, partial="proxy-create")
+
+
+def _detail_context(proxy, **extra) -> dict:
+    return {
+        "proxy": proxy,
+        "labels": TYPE_LABELS,
+        "rename_form": RenameForm(initial={"name": proxy.name}),
+        "check_form": CheckForm(),
+        "editing": False,
+        "result": None,
+        **extra,
+    }
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def proxy_detail(request, proxy_id: str):
+    proxy = await _get(request, proxy_id)
+    return render(request, "proxies/detail.html", _detail_context(proxy), partial="proxy-health")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def proxy_rename(request, proxy_id: str):
+    """Inline: GET swaps the name for a form, POST saves it and swaps the name back."""
+    proxy = await _get(request, proxy_id)
+    form = RenameForm(initial={"name": proxy.name})
+    editing = request.GET.get("cancel") != "1"
+    if request.method == "POST":
+        form = RenameForm(request.POST)
+        if form.is_valid():
+            try:
+                proxy = await proxies.rename_proxy(request.service, proxy_id, form.cleaned_data["name"])
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except NotFound:
+                raise Http404("No such proxy") from None
+            else:
+                await audit.record(request, "proxy.rename", target_id=proxy_id, detail=proxy.name or "")
+                messages.success(request, f"Renamed to “{proxy.name}”.")
+                if not request.htmx:
+                    return HttpResponseRedirect(_url(request, "detail", proxy_id=proxy_id))
+                form, editing = RenameForm(initial={"name": proxy.name}), False
+    context = _detail_context(proxy, rename_form=form, editing=editing)
+    return render(request, "proxies/detail.html", context, partial="proxy-name")
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def proxy_check(request, proxy_id: str):
+    """Run a health check; a check with a target URL leaves the recorded health as it was."""
+    proxy = await _get(request, proxy_id)
+    form = CheckForm(request.POST)
+    result = None
+    if form.is_valid():
+        target = form.cleaned_data["url"] or None
+        try:
+            result = await proxies.check_proxy(request.service, proxy_id, url=target)
+        except Invalid as exc:
+            apply_service_errors(form, exc)
+            await audit.record(
+                request, "proxy.check", target_id=proxy_id, outcome="error", detail=exc.message
+            )
+        except NotFound:
+            raise Http404("No such proxy") from None
+        else:
+            detail = f"status={result.status} ip={result.ip_address or '-'}" + (" target" if target else "")
+            await audit.record(request, "proxy.check", target_id=proxy_id, detail=detail)
+            if not target:
+                proxy = result
+    context = _detail_context(proxy, check_form=form, result=result, target=form.cleaned_data.get("url", ""))
+    response = render(request, "proxies/detail.html", context, partial="proxy-check")
+    if result is not None and not context["target"]:
+        # The recorded health changed: the health panel refreshes itself.
+        trigger_client_event(response, "proxy-checked")
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def proxy_delete(request, proxy_id: str):
+    proxy = await _get(request, proxy_id)
+    if request.method == "POST":
+        try:
+            await proxies.delete_proxy(request.service, proxy_id)
+        except NotFound:
+            raise Http404("No such proxy") from None
+        await audit.record(request, "proxy.delete", target_id=proxy_id, detail=proxy.name or "")
+        messages.success(request, f"Proxy “{proxy.name or proxy.id}” deleted.")
+        return _done(request, _url(request, "list"))
+    return render(request, "proxies/delete.html", {"proxy": proxy, "labels": TYPE_LABELS})
