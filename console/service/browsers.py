@@ -1,0 +1,170 @@
+"""Browser sessions (notes §2): create, get, update, list, delete.
+
+The record has no status: a session is ended once it carries ``deleted_at`` (deleted, or timed out after
+``timeout_seconds`` of inactivity). ``tags`` filters travel deepObject style (``tags[team]=checkout``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from console.service.http import Service, path_segment, request
+from console.service.pagination import Page, fetch_page
+from console.service.records import Record
+
+__all__ = [
+    "CATEGORIES",
+    "CDP_CATEGORIES",
+    "OPERATIONAL_CATEGORIES",
+    "Ref",
+    "Session",
+    "Viewport",
+    "create_session",
+    "delete_session",
+    "get_session",
+    "list_sessions",
+    "update_session",
+]
+
+# notes §6.3: operational categories are on whenever telemetry is; the others are opt-in.
+OPERATIONAL_CATEGORIES = ("control", "connection", "system", "captcha")
+CDP_CATEGORIES = ("console", "network", "page", "interaction")
+CATEGORIES = (*CDP_CATEGORIES, *OPERATIONAL_CATEGORIES, "screenshot")
+STATUSES = ("active", "deleted", "all")
+
+
+class Ref(Record):
+    """``{id, name}`` of a profile, proxy, extension or pool."""
+
+    id: str | None = None
+    name: str | None = None
+    mode: str | None = None  # proxies only: direct | default
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id or self.mode or ""
+
+
+class Viewport(Record):
+    width: int | None = None
+    height: int | None = None
+    refresh_rate: int | None = None
+
+    def __str__(self) -> str:
+        rate = f" @ {self.refresh_rate} Hz" if self.refresh_rate else ""
+        return f"{self.width}\u00d7{self.height}{rate}"
+
+
+class Session(Record):
+    session_id: str
+    created_at: datetime | None = None
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    headless: bool = False
+    stealth: bool = False
+    kiosk_mode: bool = False
+    gpu: bool = False
+    memory: str | None = None
+    region: str | None = None
+    timeout_seconds: int | None = None
+    viewport: Viewport | None = None
+    profile: Ref | None = None
+    profile_save_changes: bool | None = None
+    proxy: Ref | None = None
+    proxy_id: str | None = None
+    extensions: list[Ref] = field(default_factory=list)
+    pool: Ref | None = None
+    start_url: str | None = None
+    invocation_id: str | None = None
+    telemetry: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    browser_live_view_url: str | None = None
+    cdp_ws_url: str | None = None
+    webdriver_ws_url: str | None = None
+    base_url: str | None = None
+    chrome_policy: dict[str, Any] | None = None
+    network: dict[str, Any] | None = None
+    deleted_at: datetime | None = None
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    @property
+    def label(self) -> str:
+        return self.name or self.session_id
+
+    @property
+    def ended(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
+    def uptime(self) -> timedelta | None:
+        ms = (self.usage or {}).get("uptime_ms")
+        if isinstance(ms, int | float):
+            return timedelta(milliseconds=ms)
+        if isinstance(self.created_at, datetime):
+            end = self.deleted_at if isinstance(self.deleted_at, datetime) else datetime.now(UTC)
+            return end - self.created_at
+        return None
+
+    @property
+    def telemetry_categories(self) -> list[str]:
+        """The captured categories, in display order (empty when telemetry is off)."""
+        browser = (self.telemetry or {}).get("browser") or {}
+        return [c for c in CATEGORIES if (browser.get(c) or {}).get("enabled")]
+
+    @property
+    def telemetry_enabled(self) -> bool:
+        return bool(self.telemetry_categories)
+
+    @property
+    def proxy_label(self) -> str:
+        if self.proxy is not None:
+            return self.proxy.label
+        return self.proxy_id or ""
+
+
+def _path(id_or_name: str) -> str:
+    return f"/browsers/{path_segment(id_or_name)}"
+
+
+def tag_params(tags: dict[str, str] | None) -> dict[str, str]:
+    """``{"team": "checkout"}`` → ``{"tags[team]": "checkout"}`` (deepObject; pairs are ANDed)."""
+    return {f"tags[{key}]": value for key, value in (tags or {}).items()}
+
+
+async def list_sessions(
+    svc: Service,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    query: str | None = None,
+    status: str = "active",
+    region: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> Page[Session]:
+    params = {"query": query or None, "status": status, "region": region or None, **tag_params(tags)}
+    return await fetch_page(svc, "/browsers", Session, limit=limit, offset=offset, params=params)
+
+
+async def get_session(svc: Service, id_or_name: str, *, include_deleted: bool = False) -> Session:
+    params = {"include_deleted": True} if include_deleted else None
+    return Session.from_json((await request(svc, "GET", _path(id_or_name), params=params)).data)
+
+
+async def create_session(svc: Service, **body: Any) -> Session:
+    """``body``: the create fields of notes §2 in their wire shape (``profile={"name": ..}``, ...)."""
+    return Session.from_json((await request(svc, "POST", "/browsers", json=body)).data)
+
+
+async def update_session(svc: Service, id_or_name: str, **body: Any) -> Session:
+    """PATCH: name (``""`` clears), tags (replace the whole set), telemetry, proxy, profile, viewport."""
+    return Session.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
+
+
+async def delete_session(svc: Service, id_or_name: str) -> None:
+    """Ends the session (soft delete: it keeps ``deleted_at``); its streams close."""
+    await request(svc, "DELETE", _path(id_or_name), expect="none")

@@ -1,0 +1,163 @@
+"""Browser telemetry (spec: Telemetry page query parameters, Telemetry stream; notes §6).
+
+Pages: ``offset`` is an opaque cursor from ``X-Next-Offset`` (never a seq); ``since`` is ignored once a
+cursor is given; ``order="desc"`` reads newest first and cannot be combined with ``since`` (400);
+categories are sent comma-joined (as the SDK does). The category filter applies within a page, so a page
+can be empty while ``has_more`` is true.
+
+Stream: ``GET /browsers/{id}/telemetry/stream``; each frame is one envelope with ``id: <seq>``; resume
+with ``Last-Event-ID``; ``replay=all`` starts at the oldest retained event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from console.service.http import Service, path_segment
+from console.service.pagination import Page, fetch_page
+from console.service.records import Record
+from console.service.sse import ServerEvent, events
+
+__all__ = [
+    "CATEGORIES",
+    "TYPES",
+    "Envelope",
+    "TelemetryEvent",
+    "envelope_from_event",
+    "list_events",
+    "stream",
+    "stream_path",
+]
+
+CATEGORIES = (
+    "console",
+    "network",
+    "page",
+    "interaction",
+    "control",
+    "connection",
+    "system",
+    "captcha",
+    "screenshot",
+    "monitor",
+)
+# notes §6.4: the 31 event types and their categories.
+TYPES = {
+    "console_log": "console",
+    "console_error": "console",
+    "network_request": "network",
+    "network_response": "network",
+    "network_loading_failed": "network",
+    "network_idle": "network",
+    "proxy_error": "network",
+    "page_navigation": "page",
+    "page_dom_content_loaded": "page",
+    "page_load": "page",
+    "page_tab_opened": "page",
+    "page_layout_shift": "page",
+    "page_lcp": "page",
+    "page_layout_settled": "page",
+    "page_navigation_settled": "page",
+    "interaction_click": "interaction",
+    "interaction_key": "interaction",
+    "interaction_scroll_settled": "interaction",
+    "monitor_screenshot": "screenshot",
+    "monitor_disconnected": "monitor",
+    "monitor_reconnected": "monitor",
+    "monitor_reconnect_failed": "monitor",
+    "monitor_init_failed": "monitor",
+    "api_call": "control",
+    "cdp_connect": "connection",
+    "cdp_disconnect": "connection",
+    "live_view_connect": "connection",
+    "live_view_disconnect": "connection",
+    "captcha_solve_result": "captcha",
+    "system_oom_kill": "system",
+    "service_crashed": "system",
+}
+
+
+class TelemetryEvent(Record):
+    ts: int | None = None  # Unix microseconds
+    type: str | None = None
+    category: str | None = None
+    source: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    truncated: bool = False
+
+    @property
+    def time(self) -> datetime | None:
+        if not isinstance(self.ts, int | float):
+            return None
+        return datetime.fromtimestamp(self.ts / 1_000_000, tz=UTC)
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return self.data if isinstance(self.data, dict) else {}
+
+
+class Envelope(Record):
+    seq: int | None = None
+    event: TelemetryEvent | None = None
+
+    @property
+    def kind(self) -> str:
+        return (self.event.type if self.event else None) or "unknown"
+
+    @property
+    def category(self) -> str:
+        return (self.event.category if self.event else None) or "unknown"
+
+
+def _events_path(session_id: str) -> str:
+    return f"/browsers/{path_segment(session_id)}/telemetry/events"
+
+
+def stream_path(session_id: str) -> str:
+    return f"/browsers/{path_segment(session_id)}/telemetry/stream"
+
+
+async def list_events(
+    svc: Service,
+    session_id: str,
+    *,
+    limit: int = 20,
+    offset: int | str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    categories: list[str] | tuple[str, ...] | None = None,
+    order: str = "asc",
+) -> Page[Envelope]:
+    """One page of archived events; ``since``/``until`` take RFC 3339 or a duration such as ``5m``."""
+    params = {
+        "since": since or None,
+        "until": until or None,
+        "category": list(categories) if categories else None,
+        "order": order,
+    }
+    return await fetch_page(
+        svc, _events_path(session_id), Envelope, limit=limit, offset=offset or None, params=params
+    )
+
+
+def envelope_from_event(event: ServerEvent) -> Envelope | None:
+    """The envelope in one stream frame (None for a frame that is not one)."""
+    if not isinstance(event.data, dict):
+        return None
+    envelope = Envelope.from_json(event.data)
+    if envelope.seq is None and event.int_id is not None:
+        envelope = Envelope.from_json({**event.data, "seq": event.int_id})
+    return envelope
+
+
+async def stream(
+    svc: Service, session_id: str, *, last_event_id: str | int | None = None, replay: bool = False
+) -> AsyncIterator[Envelope]:
+    """The live events of one connection (ends when the session ends; ``StreamDropped`` on a drop)."""
+    params = {"replay": "all"} if replay else None
+    async for event in events(svc, stream_path(session_id), params=params, last_event_id=last_event_id):
+        envelope = envelope_from_event(event)
+        if envelope is not None:
+            yield envelope
