@@ -17,6 +17,7 @@ SECTIONS = [
     Section("Dashboard", "dashboard", "viewer"),
     Section("Projects", "projects:list", "viewer"),
     Section("Proxies", "proxies:list", "viewer"),
+    Section("Extensions", "extensions:list", "viewer"),
     Section("Credentials", "credentials:list", "viewer"),
     Section("Profiles", "profiles:list", "viewer"),
     Section("Pools", "pools:list", "viewer"),

@@ -16,6 +16,7 @@ org_urlpatterns = [
     *accounts_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
     path("proxies/", include("console.proxies.urls")),
+    path("extensions/", include("console.extensions.urls")),
     path("credentials/", include("console.credentials.urls")),
     path("profiles/", include("console.profiles.urls")),
 ]

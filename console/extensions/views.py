@@ -1,0 +1,145 @@
+"""Extensions: upload with progress, list, download (streamed), delete by id or name (notes §12).
+
+The upload is read by Django's upload handlers (a temporary file once it passes
+FILE_UPLOAD_MAX_MEMORY_SIZE), checked here, then streamed to the service from that file object.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import AsyncExitStack
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+
+from console.accounts import audit
+from console.extensions.forms import UploadForm
+from console.service import Conflict, Invalid, NotFound, ServiceError, extensions
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"extensions:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+async def _upload(request, form: UploadForm) -> extensions.Extension | None:
+    """Send a valid form's archive; on a refusal the form carries the reason and None is returned."""
+    upload = form.cleaned_data["file"]
+    name = form.cleaned_data["name"] or None
+    try:
+        record = await extensions.upload_extension(
+            request.service, upload.file, name=name, filename=upload.name
+        )
+    except Invalid as exc:
+        apply_service_errors(form, exc)
+    except Conflict as exc:
+        form.add_error("name", f"{exc.message}. Pick another name, or delete the existing extension first.")
+    except ServiceError as exc:
+        if exc.status != 413:
+            raise
+        form.add_error("file", f"The service refused the file as too large: {exc.message}")
+    else:
+        detail = f"name={record.name or ''} size={record.size_bytes} sha256={record.checksum or ''}"
+        await audit.record(request, "extension.upload", target_id=record.id, detail=detail)
+        return record
+    await audit.record(request, "extension.upload", outcome="error", detail=f"name={name or ''}")
+    return None
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def extension_list(request):
+    form = UploadForm()
+    uploaded = None
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            uploaded = await _upload(request, form)
+            if uploaded is not None:
+                label = uploaded.name or uploaded.id
+                messages.success(
+                    request, f"Extension “{label}” uploaded ({filesizeformat(uploaded.size_bytes)})."
+                )
+                if not request.htmx:
+                    return HttpResponseRedirect(_url(request, "list"))
+                form = UploadForm()
+        if request.htmx:
+            context = {"form": form, "max_bytes": UploadForm.max_bytes()}
+            response = render(request, "extensions/list.html", context, partial="extensions-upload")
+            if uploaded is not None:
+                trigger_client_event(response, "extensions-changed")
+            return response
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await extensions.list_extensions(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "form": form,
+        "pager": pager(request, page_params, page),
+        "max_bytes": UploadForm.max_bytes(),
+    }
+    return render(request, "extensions/list.html", context, partial="extensions-table")
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def extension_download(request, id_or_name: str):
+    """Stream the zip from the service to the browser, chunk by chunk."""
+    stack = AsyncExitStack()
+    try:
+        reply, chunks = await stack.enter_async_context(
+            extensions.download_extension(request.service, id_or_name)
+        )
+    except NotFound:
+        await stack.aclose()
+        raise Http404("No such extension") from None
+    except BaseException:
+        await stack.aclose()
+        raise
+
+    async def body():
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await stack.aclose()
+
+    filename = re.sub(r"[^A-Za-z0-9._-]+", "-", id_or_name).strip("-") or "extension"
+    response = StreamingHttpResponse(body(), content_type="application/zip")
+    response["Content-Disposition"] = reply.headers.get(
+        "content-disposition", f'attachment; filename="{filename}.zip"'
+    )
+    if reply.headers.get("content-length"):
+        response["Content-Length"] = reply.headers["content-length"]
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def extension_delete(request, id_or_name: str):
+    """Confirm, then delete; the URL takes the extension's id or its name."""
+    try:
+        extension = await extensions.get_extension(request.service, id_or_name)
+    except NotFound:
+        raise Http404("No such extension") from None
+    if request.method == "POST":
+        try:
+            await extensions.delete_extension(request.service, extension.id)
+        except NotFound:
+            raise Http404("No such extension") from None
+        await audit.record(request, "extension.delete", target_id=extension.id, detail=extension.name or "")
+        messages.success(request, f"Extension “{extension.label}” deleted.")
+        url = _url(request, "list")
+        return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+    return render(request, "extensions/delete.html", {"extension": extension})
