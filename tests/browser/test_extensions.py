@@ -1,0 +1,89 @@
+"""Uploading an extension in Chromium: a real progress bar while the zip goes up, then the new row."""
+
+import os
+import re
+import secrets
+import zipfile
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DEMO_PASSWORD
+
+pytestmark = pytest.mark.browser
+
+# Upload bandwidth for the test, so the upload lasts a few seconds and progress events fire mid-way.
+UPLOAD_BYTES_PER_SECOND = 1_000_000
+
+
+def extension_zip(path, size: int) -> None:
+    """A real extension archive made big with incompressible random bytes."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", '{"manifest_version": 3, "name": "Big", "version": "1.0"}')
+        archive.writestr("assets/blob.bin", os.urandom(size))
+
+
+def log_in(page, base_url: str) -> None:
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Username or e-mail").fill("demo@example.com")
+    page.get_by_label("Password").fill(DEMO_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base_url}/o/demo/")
+
+
+def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(console_server, browser_page, tmp_path):
+    page = browser_page
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    archive = tmp_path / "big-extension.zip"
+    extension_zip(archive, 3 * 1024 * 1024)
+    name = f"big-ext-{secrets.token_hex(3)}"
+
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/extensions/")
+    expect(page.get_by_role("heading", name="Upload an extension")).to_be_visible()
+
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": 0,
+            "downloadThroughput": -1,
+            "uploadThroughput": UPLOAD_BYTES_PER_SECOND,
+        },
+    )
+
+    page.get_by_label("Extension archive (.zip)").set_input_files(str(archive))
+    page.get_by_label("Name (optional)").fill(name)
+    page.get_by_role("button", name="Upload", exact=True).click()
+
+    bar = page.locator("#extension-upload-progress")
+    expect(bar).to_be_visible()
+    status = page.locator("#extension-upload-status")
+    expect(status).to_have_text(re.compile(r"Uploading… ([1-9]|[1-9]\d)% \("))
+    assert 0 < bar.evaluate("el => el.value") < 100
+
+    row = page.locator("#extensions-table tr", has_text=name)
+    expect(row).to_be_visible(timeout=30_000)
+    expect(row).to_contain_text("3.0\xa0MB")
+    expect(page.locator("#flash")).to_contain_text(f"Extension “{name}” uploaded")
+    # The form came back fresh, ready for the next upload.
+    expect(page.get_by_label("Name (optional)")).to_have_value("")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+    assert errors == []
+
+
+def test_it_shows_why_a_file_is_refused_next_to_the_field(console_server, browser_page, tmp_path):
+    page = browser_page
+    archive = tmp_path / "not-a-zip.zip"
+    archive.write_bytes(b"plain text, not a zip")
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/extensions/")
+    page.get_by_label("Extension archive (.zip)").set_input_files(str(archive))
+    page.get_by_role("button", name="Upload", exact=True).click()
+    expect(page.locator("#extensions-upload .errorlist")).to_contain_text("not a zip archive")
