@@ -4,6 +4,16 @@ Values and the TOTP secret go in and never come out: they live in the record's p
 ``_totp_secret`` keys, which ``public()`` drops, and no error message ever quotes them. The TOTP code is
 RFC 6238 (HMAC-SHA1, six digits, 30-second period) computed on read from the tenant clock, so advancing
 the clock moves it deterministically.
+
+Choices where neither the contract nor the notes say (what an operator would expect):
+- ``GET /credentials/{id}/totp-code`` without a stored secret: 400 ``totp_not_configured`` (a 404 would
+  read as "no such credential").
+- The domain is fixed after create (the notes' PATCH has no ``domain``): sending another one is a 400.
+- ``totp_secret`` and ``sso_provider`` set to ``""`` or null on PATCH remove them.
+- A TOTP secret is base32 (spaces, dashes, padding and case are normalized) of at least 16 characters.
+- Value names: 1-64 of letters, digits, ``_ . -``, starting alphanumeric; at most 50 values of at most
+  4096 characters each. Names are unique per project (case-sensitive, like the lookup by name).
+- DELETE forgets the record outright, values included (no soft delete for secrets).
 """
 
 from __future__ import annotations
