@@ -61,18 +61,22 @@ INSTALLED_APPS = [
     "console.sandbox",
 ]
 
-# Everything on the request path is async-capable: under ASGI a sync-only middleware costs a thread hop
-# per request. Static files are served by an async wrapper around WhiteNoise for the same reason.
+# Everything on the request path runs on the event loop: under ASGI a sync-only middleware hook costs a
+# thread hop per request (console/web/inline.py runs Django's own hooks inline). Static files are served by an async wrapper around WhiteNoise for the same reason.
+# Django's checks for its own security, clickjacking and CSRF middleware paths; console/web/checks.py checks
+# the inline subclasses that replace them instead.
+SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]
+
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "console.web.inline.SecurityMiddleware",
     "console.web.middleware.SecurityHeadersMiddleware",
     "console.web.middleware.StaticFilesMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.web.inline.SessionMiddleware",
+    "console.web.inline.CommonMiddleware",
+    "console.web.inline.CsrfViewMiddleware",
+    "console.web.inline.AuthenticationMiddleware",
+    "console.web.inline.MessageMiddleware",
+    "console.web.inline.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.web.middleware.ServiceErrorMiddleware",
     # Axes documents itself as the last middleware: it replaces the response of a locked-out login.

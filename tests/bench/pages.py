@@ -1,0 +1,77 @@
+"""Issue "Service client and sandbox core": a proxied console page against a trivial view and the sandbox.
+
+(a) the projects list page (session, membership, one service call, a template) against `/healthz` (the
+same middleware, no work); (b) the same list fetched from the sandbox directly. Then 20 concurrent page
+loads against an upstream with 200 ms injected latency: they should overlap, finishing in about 200 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import httpx
+
+from tests.bench import harness
+
+
+def run(rounds: int = 2, seconds: int = 5) -> str:
+    with harness.sandbox() as (sandbox_url, _):
+        tenant = harness.tenant_with_projects(sandbox_url)
+        with harness.console(sandbox_url, tenant.api_key) as console:
+            cookie = {"Cookie": console.cookie_header}
+            page_url = f"{console.url}/o/{console.org_slug}/projects/"
+            check = harness.get(page_url, headers=cookie)
+            assert check.status_code == 200 and "bench-00" in check.text, check.status_code
+            results = {"trivial": [], "page": [], "direct": []}
+            for _ in range(rounds):
+                results["trivial"].append(
+                    harness.wrk(f"{console.url}/healthz", headers=cookie, seconds=seconds)
+                )
+                results["page"].append(harness.wrk(page_url, headers=cookie, seconds=seconds))
+                results["direct"].append(
+                    harness.wrk(
+                        f"{sandbox_url}/org/projects",
+                        headers={"Authorization": f"Bearer {tenant.api_key}"},
+                        seconds=seconds,
+                    )
+                )
+            overlap = asyncio.run(_concurrent_loads(page_url, cookie, tenant))
+    return _report(results, overlap)
+
+
+async def _concurrent_loads(page_url: str, cookie: dict, tenant, n: int = 20, latency_ms: int = 200) -> dict:
+    tenant.fault(method="GET", path="^/org/projects$", latency_ms=latency_ms, count=n)
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=n)) as client:
+        started = time.perf_counter()
+        responses = await asyncio.gather(*(client.get(page_url, headers=cookie) for _ in range(n)))
+        wall = time.perf_counter() - started
+    assert all(r.status_code == 200 for r in responses)
+    return {"n": n, "latency_ms": latency_ms, "wall_ms": wall * 1000}
+
+
+def _best(samples):
+    return max(samples, key=lambda r: r.rps)
+
+
+def _report(results: dict, overlap: dict) -> str:
+    trivial, page, direct = (_best(results[k]) for k in ("trivial", "page", "direct"))
+    rows = [
+        ("trivial view (`/healthz`, same middleware)", trivial),
+        ("projects page (proxied: session, membership, service call, template)", page),
+        ("sandbox `GET /org/projects` directly", direct),
+    ]
+    lines = [
+        "| request | requests/s | p50 ms | p99 ms | errors |",
+        "|---|---:|---:|---:|---:|",
+        *(f"| {name} | {r.rps:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} |" for name, r in rows),
+        "",
+        f"- **page / trivial view: {page.rps / trivial.rps:.2f}** of the requests/s (budget ≥ 0.70)",
+        f"- page / sandbox direct: {page.rps / direct.rps:.2f}",
+        f"- rounds: {len(results['page'])} of each, interleaved; best round shown; spread of the page's rounds: "
+        f"{', '.join(f'{r.rps:,.0f}' for r in results['page'])} req/s (median {statistics.median(r.rps for r in results['page']):,.0f})",
+        f"- {overlap['n']} concurrent page loads against an upstream with {overlap['latency_ms']} ms injected latency "
+        f"finished in **{overlap['wall_ms']:.0f} ms** (serialised would be {overlap['n'] * overlap['latency_ms']} ms)",
+    ]
+    return "\n".join(lines)
