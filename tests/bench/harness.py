@@ -154,7 +154,8 @@ def machine() -> str:
         [
             PY,
             "-c",
-            "import django, httpx, uvicorn; print(django.__version__, httpx.__version__, uvicorn.__version__)",
+            "import django, httpx, uvicorn; "
+            "print(django.__version__, httpx.__version__, uvicorn.__version__)",
         ],
         capture_output=True,
         text=True,
