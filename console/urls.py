@@ -19,6 +19,7 @@ org_urlpatterns = [
     path("extensions/", include("console.extensions.urls")),
     path("credentials/", include("console.credentials.urls")),
     path("profiles/", include("console.profiles.urls")),
+    path("pools/", include("console.pools.urls")),
 ]
 
 urlpatterns = [

@@ -7,6 +7,7 @@ ignored by the service, so it is never sent).
 
 from __future__ import annotations
 
+import json
 from dataclasses import field
 from datetime import datetime
 from typing import Any
@@ -85,6 +86,10 @@ class PoolConfig(Record):
     telemetry: dict[str, Any] | None = None
 
     @property
+    def chrome_policy_json(self) -> str:
+        return json.dumps(self.chrome_policy, indent=2, sort_keys=True) if self.chrome_policy else ""
+
+    @property
     def telemetry_categories(self) -> dict[str, bool]:
         """Each category and whether it is captured (all off when telemetry is off)."""
         telemetry = self.telemetry or {}
@@ -120,6 +125,17 @@ class BrowserPool(Record):
     def warming(self) -> int:
         """Browsers the pool is still starting to reach its size."""
         return max(0, self.size - self.available_count - self.acquired_count)
+
+    @property
+    def acquired_permille(self) -> int:
+        """Share of the size that is leased, in thousandths (for a capacity bar)."""
+        return min(1000, round(1000 * self.acquired_count / self.size)) if self.size else 0
+
+    @property
+    def available_permille(self) -> int:
+        if not self.size:
+            return 0
+        return min(1000 - self.acquired_permille, round(1000 * self.available_count / self.size))
 
 
 class BrowserSession(Record):

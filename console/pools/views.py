@@ -1,0 +1,324 @@
+"""Browser pools: live capacity, configuration, acquire/release/flush, delete (notes §7)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
+from console.service import Conflict, Invalid, NotFound, extensions, pools, profiles, projects, proxies
+from console.service.pools import CATEGORIES
+from console.web.decorators import org_view
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+POLL_SECONDS = 3
+CHOICES_LIMIT = 100
+# Service field names (400 details) → form fields.
+FIELD_MAP = {
+    "viewport.width": "viewport_width",
+    "viewport.height": "viewport_height",
+    "viewport.refresh_rate": "viewport_refresh_rate",
+    "telemetry": "telemetry_enabled",
+    "telemetry.enabled": "telemetry_enabled",
+    "telemetry.browser": "telemetry_enabled",
+    **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CATEGORIES},
+}
+CONFLICT_FIELDS = {"pool_name_taken": "name", "session_limit_exceeded": "size"}
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"pools:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+async def _get(request, pool_id: str) -> pools.BrowserPool:
+    try:
+        return await pools.get_pool(request.service, pool_id)
+    except NotFound:
+        raise Http404("No such pool") from None
+
+
+async def _capacity(svc) -> dict:
+    """Pooled capacity beside the concurrency cap that applies to the current project (notes §1)."""
+    project = svc.project
+    pooled, org_limits, limits = await asyncio.gather(
+        pools.pooled_capacity(svc),
+        projects.get_org_limits(svc),
+        projects.get_limits(svc, project) if project else _none(),
+    )
+    if limits is not None and limits.max_concurrent_sessions:
+        cap, source = limits.max_concurrent_sessions, "this project's cap"
+    elif org_limits.default_project_max_concurrent_sessions:
+        cap, source = (
+            org_limits.default_project_max_concurrent_sessions,
+            "the organization's default per project",
+        )
+    else:
+        cap, source = org_limits.max_concurrent_sessions, "the organization's limit"
+    return {
+        "pooled": pooled,
+        "cap": cap,
+        "cap_source": source,
+        "org_cap": org_limits.max_concurrent_sessions,
+        "headroom": None if cap is None else max(0, cap - pooled),
+        "over": 0 if cap is None else max(0, pooled - cap),
+        "permille": min(1000, round(1000 * pooled / cap)) if cap else 0,
+    }
+
+
+async def _none():
+    return None
+
+
+async def _choices(svc) -> dict:
+    """The pickers' options: profiles, extensions and proxies of the project (first 100 of each)."""
+    profile_page, extension_page, proxy_page = await asyncio.gather(
+        profiles.list_profiles(svc, limit=CHOICES_LIMIT),
+        extensions.list_extensions(svc, limit=CHOICES_LIMIT),
+        proxies.list_proxies(svc, limit=CHOICES_LIMIT),
+    )
+    return {
+        "profiles": profile_page.items,
+        "extensions": extension_page.items,
+        "proxies": proxy_page.items,
+        "choices_truncated": any(p.has_more for p in (profile_page, extension_page, proxy_page)),
+    }
+
+
+def _apply_errors(form, exc) -> None:
+    if isinstance(exc, Invalid):
+        apply_service_errors(form, exc, FIELD_MAP)
+    elif exc.code in CONFLICT_FIELDS:
+        form.add_error(CONFLICT_FIELDS[exc.code], exc.message)
+    else:
+        form.add_error(None, exc.message)
+
+
+def session_url(request, session_id: str) -> str:
+    """The browsers page of a session, when that page exists in this console."""
+    for kwarg in ("session_id", "id", "browser_id"):
+        try:
+            return reverse("browsers:detail", kwargs={"org_slug": request.org.slug, kwarg: session_id})
+        except NoReverseMatch:
+            continue
+    return ""
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def pool_list(request):
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page, capacity = await asyncio.gather(
+        pools.list_pools(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        ),
+        _capacity(request.service),
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "capacity": capacity,
+        "pager": pager(request, page_params, page),
+        "poll_seconds": POLL_SECONDS,
+    }
+    return render(request, "pools/list.html", context, partial="pools-live")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def pool_create(request):
+    choices = await _choices(request.service)
+    form = PoolForm(initial={"fill_rate_per_minute": 25, "timeout_seconds": 600}, **_form_choices(choices))
+    if request.method == "POST":
+        form = PoolForm(request.POST, **_form_choices(choices))
+        if form.is_valid():
+            try:
+                pool = await pools.create_pool(request.service, **form.create_body())
+            except (Invalid, Conflict) as exc:
+                _apply_errors(form, exc)
+                await audit.record(request, "pool.create", outcome="error", detail=exc.message)
+            else:
+                await audit.record(
+                    request, "pool.create", target_id=pool.id, detail=f"{pool.label} size={pool.size}"
+                )
+                messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
+                return _done(request, _url(request, "detail", pool_id=pool.id))
+    context = {"form": form, "pool": None, **choices}
+    return render(request, "pools/form.html", context, partial="pool-form")
+
+
+def _form_choices(choices: dict) -> dict:
+    return {k: choices[k] for k in ("profiles", "extensions", "proxies")}
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def pool_detail(request, pool_id: str):
+    pool = await _get(request, pool_id)
+    context = {
+        "pool": pool,
+        "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
+        "release_form": ReleaseForm(),
+        "poll_seconds": POLL_SECONDS,
+    }
+    return render(request, "pools/detail.html", context, partial="pool-counts")
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def pool_acquire(request, pool_id: str):
+    """Lease a browser (long poll); the page shows the session and links to it."""
+    form = AcquireForm(request.POST)
+    session = None
+    waited = False
+    timeout = 10
+    if form.is_valid():
+        data = form.cleaned_data
+        timeout = data["timeout_seconds"] if data["timeout_seconds"] is not None else 10
+        try:
+            session = await pools.acquire(
+                request.service,
+                pool_id,
+                timeout_seconds=timeout,
+                name=data["name"] or None,
+                start_url=data["start_url"] or None,
+            )
+        except NotFound:
+            raise Http404("No such pool") from None
+        except (Invalid, Conflict) as exc:
+            if isinstance(exc, Invalid):
+                apply_service_errors(form, exc)
+            else:
+                form.add_error("name", exc.message)
+            await audit.record(
+                request, "pool.acquire", target_id=pool_id, outcome="error", detail=exc.message
+            )
+        else:
+            waited = session is None
+            detail = f"session {session.session_id}" if session else f"none free within {timeout} s"
+            await audit.record(request, "pool.acquire", target_id=pool_id, detail=detail)
+    pool = await _get(request, pool_id)
+    context = {
+        "pool": pool,
+        "acquire_form": form,
+        "release_form": ReleaseForm(initial={"session_id": session.session_id} if session else None),
+        "session": session,
+        "session_url": session_url(request, session.session_id) if session else "",
+        "waited": waited,
+        "waited_seconds": timeout,
+        "poll_seconds": POLL_SECONDS,
+    }
+    return render(request, "pools/detail.html", context, partial="pool-lease")
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def pool_release(request, pool_id: str):
+    form = ReleaseForm(request.POST)
+    if form.is_valid():
+        session_id, reuse = form.cleaned_data["session_id"], form.cleaned_data["reuse"]
+        try:
+            await pools.release(request.service, pool_id, session_id, reuse=reuse)
+        except NotFound as exc:
+            form.add_error("session_id", f"Not a browser leased from this pool: {exc.message}")
+            await audit.record(
+                request, "pool.release", target_id=pool_id, outcome="error", detail=exc.message
+            )
+        except Invalid as exc:
+            apply_service_errors(form, exc)
+        else:
+            what = "returned to the pool" if reuse else "destroyed; the pool warms a new one"
+            await audit.record(
+                request, "pool.release", target_id=pool_id, detail=f"session {session_id} reuse={reuse}"
+            )
+            messages.success(request, f"Session {session_id} released: the browser was {what}.")
+            return _done(request, _url(request, "detail", pool_id=pool_id))
+    pool = await _get(request, pool_id)
+    context = {
+        "pool": pool,
+        "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
+        "release_form": form,
+        "poll_seconds": POLL_SECONDS,
+    }
+    return render(request, "pools/detail.html", context, partial="pool-lease")
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def pool_flush(request, pool_id: str):
+    try:
+        await pools.flush(request.service, pool_id)
+    except NotFound:
+        raise Http404("No such pool") from None
+    await audit.record(request, "pool.flush", target_id=pool_id)
+    messages.success(request, "Idle browsers flushed; leased ones are untouched. The pool warms up again.")
+    return _done(request, _url(request, "detail", pool_id=pool_id))
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def pool_edit(request, pool_id: str):
+    pool, choices = await asyncio.gather(_get(request, pool_id), _choices(request.service))
+    initial = initial_from(pool)
+    form = PoolForm(initial=initial, **_form_choices(choices))
+    if request.method == "POST":
+        form = PoolForm(request.POST, initial=initial, **_form_choices(choices))
+        if form.is_valid():
+            body = form.update_body()
+            discard = form.cleaned_data["discard_all_idle"]
+            if not body and not discard:
+                form.add_error(None, "Nothing changed.")
+            else:
+                try:
+                    pool = await pools.update_pool(request.service, pool.id, discard_all_idle=discard, **body)
+                except (Invalid, Conflict) as exc:
+                    _apply_errors(form, exc)
+                    await audit.record(
+                        request, "pool.update", target_id=pool.id, outcome="error", detail=exc.message
+                    )
+                else:
+                    changed = ", ".join(sorted(body)) + (" discard_all_idle" if discard else "")
+                    await audit.record(request, "pool.update", target_id=pool.id, detail=changed.strip())
+                    messages.success(request, f"Pool “{pool.label}” saved.")
+                    return _done(request, _url(request, "detail", pool_id=pool.id))
+    context = {"form": form, "pool": pool, **choices}
+    return render(request, "pools/form.html", context, partial="pool-form")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def pool_delete(request, pool_id: str):
+    """Confirm; while browsers are leased the service refuses unless forced, which terminates them."""
+    pool = await _get(request, pool_id)
+    form = DeleteForm()
+    conflict = ""
+    if request.method == "POST":
+        form = DeleteForm(request.POST)
+        form.is_valid()
+        force = bool(form.cleaned_data.get("force"))
+        try:
+            await pools.delete_pool(request.service, pool.id, force=force)
+        except Conflict as exc:
+            conflict = exc.message
+            await audit.record(request, "pool.delete", target_id=pool.id, outcome="error", detail=exc.message)
+            pool = await _get(request, pool_id)
+        else:
+            await audit.record(
+                request, "pool.delete", target_id=pool.id, detail=f"{pool.label} force={force}"
+            )
+            messages.success(request, f"Pool “{pool.label}” deleted.")
+            return _done(request, _url(request, "list"))
+    context = {"pool": pool, "form": form, "conflict": conflict}
+    return render(request, "pools/delete.html", context, partial="pool-delete")
