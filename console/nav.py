@@ -15,6 +15,7 @@ class Section(NamedTuple):
 
 SECTIONS = [
     Section("Dashboard", "dashboard", "viewer"),
+    Section("Browsers", "browsers:list", "viewer"),
     Section("Projects", "projects:list", "viewer"),
     Section("Proxies", "proxies:list", "viewer"),
     Section("Extensions", "extensions:list", "viewer"),

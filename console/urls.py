@@ -13,6 +13,7 @@ from console.web import views as web_views
 
 org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
+    path("browsers/", include("console.browsers.urls")),
     *accounts_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
     path("proxies/", include("console.proxies.urls")),

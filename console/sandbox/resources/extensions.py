@@ -20,6 +20,7 @@ import io
 import json
 import re
 import zipfile
+from datetime import timedelta
 
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
@@ -271,10 +272,12 @@ DEMO_EXTENSIONS = [
 
 
 def seed(tenant: Tenant) -> None:
-    for name, manifest, files, folder, used in DEMO_EXTENSIONS:
+    now = tenant.now()
+    for age_days, (name, manifest, files, folder, used) in zip((41, 12, 3), DEMO_EXTENSIONS, strict=True):
         record = store(tenant, tenant.default_project_id, demo_zip(manifest, files, folder), name)
+        record["created_at"] = rfc3339(now - timedelta(days=age_days, hours=age_days % 7))
         if used:
-            mark_used(tenant, record["id"])
+            record["last_used_at"] = rfc3339(now - timedelta(hours=age_days * 2, minutes=17))
 
 
 routes = [
