@@ -21,6 +21,9 @@ org_urlpatterns = [
     path("credentials/", include("console.credentials.urls")),
     path("profiles/", include("console.profiles.urls")),
     path("pools/", include("console.pools.urls")),
+    path("apps/", include("console.apps.urls")),
+    path("invocations/", include("console.invocations.urls")),
+    path("deployments/", include("console.deployments.urls")),
 ]
 
 urlpatterns = [

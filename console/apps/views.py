@@ -1,0 +1,117 @@
+"""Apps: the deployed app versions, their actions and schemas, and the invoke form (notes §13)."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.apps import schema
+from console.apps.forms import InvokeForm
+from console.service import Invalid, NotFound, apps, invocations
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def app_list(request):
+    page_params = paging(request)
+    filters = {key: request.GET.get(key, "").strip() for key in ("query", "app_name", "version")}
+    page = await apps.list_apps(
+        request.service, limit=page_params.limit, offset=page_params.offset, **filters
+    )
+    context = {"page": page, "filters": filters, "pager": pager(request, page_params, page)}
+    return render(request, "apps/list.html", context, partial="apps-table")
+
+
+def _action_rows(summary) -> list[dict]:
+    return [
+        {
+            "action": action,
+            "input_rows": schema.rows(action.input_schema),
+            "output_rows": schema.rows(action.output_schema),
+            "input_json": schema.pretty(action.input_schema or {}),
+            "output_json": schema.pretty(action.output_schema or {}),
+        }
+        for action in summary.actions or []
+    ]
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def app_detail(request, app_name: str, version: str | None = None):
+    """One app: its deployed versions, and the chosen version's actions (newest version by default)."""
+    versions = await apps.list_app_versions(request.service, app_name)
+    if not versions:
+        raise Http404("No deployed version of this app")
+    chosen = next((v for v in versions if v.version == version), None) if version else versions[0]
+    if chosen is None:
+        raise Http404("This version of the app is not deployed")
+    context = {"app_name": app_name, "versions": versions, "chosen": chosen, "actions": _action_rows(chosen)}
+    return render(request, "apps/detail.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def invoke(request, app_name: str, version: str, action_name: str):
+    """The form generated from the action's input schema; a valid one starts an async invocation."""
+    require_role(request, "operator")
+    summary = await apps.get_app_version(request.service, app_name, version)
+    action = summary.action(action_name) if summary else None
+    if action is None:
+        raise Http404("No such action in this app version")
+    form = InvokeForm(action.input_schema)
+    if request.method == "POST":
+        form = InvokeForm(action.input_schema, request.POST)
+        if form.is_valid():
+            target = f"{app_name}@{version} {action_name}"
+            try:
+                started = await invocations.invoke(
+                    request.service,
+                    app_name=app_name,
+                    action_name=action_name,
+                    version=version,
+                    payload=form.payload(),
+                    async_timeout_seconds=form.cleaned_data.get("async_timeout_seconds"),
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(
+                    request,
+                    "invocation.create",
+                    outcome="error",
+                    request_id=exc.request_id or "",
+                    detail=f"{target}: {exc.message}",
+                )
+            except NotFound as exc:
+                form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
+                await audit.record(
+                    request,
+                    "invocation.create",
+                    outcome="error",
+                    request_id=exc.request_id or "",
+                    detail=f"{target}: {exc.message}",
+                )
+            else:
+                await audit.record(request, "invocation.create", target_id=started.id, detail=target)
+                url = reverse(
+                    "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": started.id}
+                )
+                return _done(request, url)
+    context = {
+        "summary": summary,
+        "action": action,
+        "form": form,
+        "input_rows": schema.rows(action.input_schema),
+        "input_json": schema.pretty(action.input_schema or {}),
+    }
+    return render(request, "apps/invoke.html", context, partial="invoke-form")

@@ -1,0 +1,232 @@
+"""Invocations: list, detail with live logs and state, cancel, and the browsers a run created (notes §13)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.invocations.forms import FilterForm
+from console.live import Channel, Frame, relay_response, service_stream
+from console.service import Conflict, NotFound, invocations
+from console.service.invocations import Invocation
+from console.service.records import parse_datetime
+from console.web.decorators import org_view, require_role
+from console.web.paging import pager, paging
+from console.web.render import render
+
+# Outputs longer than this (characters or lines) start collapsed in a <details>.
+LARGE_CHARS = 2000
+LARGE_LINES = 40
+SUMMARY = "invocations/detail.html#invocation-summary"
+LOG_LINE = "invocations/detail.html#log-line"
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"invocations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+def json_block(value: Any, raw: str | None) -> dict | None:
+    """A JSON value pretty-printed for a <pre>, and whether it is large enough to start collapsed."""
+    if raw is None or raw == "":
+        return None
+    text = json.dumps(value, indent=2, ensure_ascii=False) if not isinstance(value, str) else value
+    return {
+        "text": text,
+        "large": len(text) > LARGE_CHARS or text.count("\n") > LARGE_LINES,
+        "size": len(raw),
+    }
+
+
+def summary_context(invocation: Invocation, org_slug: str) -> dict:
+    """What the summary partial needs; the same for every viewer (live frames are rendered once)."""
+    return {
+        "inv": invocation,
+        "org_slug": org_slug,
+        "output": json_block(invocation.output_value, invocation.output),
+    }
+
+
+def browser_url(org_slug: str, session_id: str) -> str:
+    """The console page of a browser session, when the browsers section is installed."""
+    for kwarg in ("session_id", "browser_id", "id_or_name"):
+        try:
+            return reverse("browsers:detail", kwargs={"org_slug": org_slug, kwarg: session_id})
+        except NoReverseMatch:
+            continue
+    return ""
+
+
+async def _get(request, invocation_id: str) -> Invocation:
+    try:
+        return await invocations.get_invocation(request.service, invocation_id)
+    except NotFound:
+        raise Http404("No such invocation") from None
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def invocation_list(request):
+    page_params = paging(request)
+    form = FilterForm(request.GET)
+    page = None
+    if form.is_valid():
+        page = await invocations.list_invocations(
+            request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
+        )
+    context = {
+        "form": form,
+        "page": page,
+        "pager": pager(request, page_params, page) if page is not None else None,
+    }
+    return render(request, "invocations/list.html", context, partial="invocations-table")
+
+
+async def _browsers(request, invocation_id: str) -> list[dict]:
+    found = await invocations.list_browsers(request.service, invocation_id)
+    return [{"browser": b, "url": browser_url(request.org.slug, b.session_id)} for b in found]
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def invocation_detail(request, invocation_id: str):
+    invocation = await _get(request, invocation_id)
+    browsers = await _browsers(request, invocation_id)
+    context = {
+        **summary_context(invocation, request.org.slug),
+        "payload": json_block(invocation.payload_value, invocation.payload),
+        "browsers": browsers,
+    }
+    return render(request, "invocations/detail.html", context)
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def invocation_browsers(request, invocation_id: str):
+    """The browsers partial, refreshed when the run finishes (and by its Refresh link)."""
+    invocation = await _get(request, invocation_id)
+    context = {"inv": invocation, "browsers": await _browsers(request, invocation_id)}
+    return render(request, "invocations/detail.html", context, partial="invocation-browsers")
+
+
+def _log_frame(line: dict) -> Frame:
+    return Frame(html=render_to_string(LOG_LINE, {"line": line}), event="log")
+
+
+def render_event(org_slug: str):
+    """Turn one upstream event into frames: log lines for the log pane, the summary on state changes."""
+
+    def render_one(event) -> list[Frame] | None:
+        data = event.data if isinstance(event.data, dict) else {}
+        kind = data.get("event")
+        at = parse_datetime(data.get("timestamp"))
+        if kind == "log":
+            return [_log_frame({"at": at, "kind": "log", "text": str(data.get("message", ""))})]
+        if kind == "invocation_state":
+            invocation = Invocation.from_json(data.get("invocation"))
+            text = f"State: {invocation.status}" + (
+                f" ({invocation.status_reason})" if invocation.status_reason else ""
+            )
+            summary = render_to_string(SUMMARY, summary_context(invocation, org_slug))
+            return [
+                _log_frame({"at": at, "kind": f"state state-{invocation.status}", "text": text}),
+                Frame(html=summary, event="state"),
+            ]
+        if kind == "error":
+            error = data.get("error") if isinstance(data.get("error"), dict) else {}
+            text = f"Error from the service: {error.get('message') or error.get('code') or 'unknown'}"
+            return [_log_frame({"at": at, "kind": "error", "text": text})]
+        return None  # sse_heartbeat and kinds this console does not know
+
+    return render_one
+
+
+def is_terminal(event) -> bool:
+    data = event.data if isinstance(event.data, dict) else {}
+    if data.get("event") != "invocation_state":
+        return False
+    return (data.get("invocation") or {}).get("status") in invocations.TERMINAL
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def invocation_events(request, invocation_id: str):
+    """Log lines and state changes, relayed from the invocation's events stream until a terminal state.
+
+    The upstream replays the run from its start on every connection, so new viewers get the history from
+    the hub's buffer; it is not resumable (the hub numbers the frames).
+    """
+    svc = request.service
+    channel = Channel(
+        key=("invocation", request.org.pk, svc.project, invocation_id),
+        open=service_stream(svc, invocations.events_path(invocation_id)),
+        render=render_event(request.org.slug),
+        is_terminal=is_terminal,
+        replay_to_new_viewers=True,
+        ended_message="The invocation has finished.",
+    )
+    return relay_response(request, channel)
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def invocation_cancel(request, invocation_id: str):
+    """Confirm, then cancel (the service marks the invocation failed); a finished one is explained."""
+    require_role(request, "operator")
+    invocation = await _get(request, invocation_id)
+    conflict = ""
+    if request.method == "POST":
+        try:
+            invocation = await invocations.cancel_invocation(request.service, invocation_id)
+        except Conflict as exc:
+            conflict = exc.message
+            await audit.record(
+                request,
+                "invocation.cancel",
+                target_id=invocation_id,
+                outcome="error",
+                request_id=exc.request_id or "",
+                detail=exc.message,
+            )
+            invocation = await _get(request, invocation_id)
+        else:
+            await audit.record(request, "invocation.cancel", target_id=invocation_id)
+            messages.success(request, "Invocation cancelled: it is marked failed.")
+            return _done(request, _url(request, "detail", invocation_id=invocation_id))
+    context = {"inv": invocation, "conflict": conflict}
+    return render(request, "invocations/cancel.html", context, partial="invocation-cancel")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def invocation_delete_browsers(request, invocation_id: str):
+    """Confirm, then delete every browser session the invocation created."""
+    require_role(request, "operator")
+    invocation, browsers = await asyncio.gather(
+        _get(request, invocation_id), _browsers(request, invocation_id)
+    )
+    if request.method == "POST":
+        try:
+            await invocations.delete_browsers(request.service, invocation_id)
+        except NotFound:
+            raise Http404("No such invocation") from None
+        count = len(browsers)
+        await audit.record(
+            request, "invocation.delete_browsers", target_id=invocation_id, detail=f"{count} session(s)"
+        )
+        messages.success(request, f"Deleted the invocation's browser sessions ({count}).")
+        return _done(request, _url(request, "detail", invocation_id=invocation_id))
+    context = {"inv": invocation, "browsers": browsers}
+    return render(request, "invocations/delete_browsers.html", context, partial="invocation-delete-browsers")

@@ -1,0 +1,171 @@
+"""Invocation pages: list with filters, detail with live events, cancel, and the browsers a run created."""
+
+import json
+
+import pytest
+
+from console.accounts.models import AuditLog
+from tests.sandbox_fixtures import new_tenant
+
+
+@pytest.fixture
+def tenant(sandbox_url):
+    """The demo tenant: invocations in every state, apps to invoke."""
+    return new_tenant(sandbox_url, demo=True)
+
+
+def url(path=""):
+    return f"/o/acme/invocations/{path}"
+
+
+def start(tenant, action="get-page-title", **payload):
+    body = {
+        "app_name": "web-scraper",
+        "action_name": action,
+        "version": "1.2.0",
+        "payload": json.dumps({"url": "https://example.com", **payload}),
+        "async": True,
+    }
+    response = tenant.call("POST", "/invocations", json=body)
+    assert response.status_code == 202, response.text
+    return response.json()["id"]
+
+
+async def read_stream(client, path) -> str:
+    """The relayed event stream until the relay ends it (the run is finished, so it ends promptly)."""
+    response = await client.get(path)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/event-stream")
+    chunks = []
+    async for chunk in response.streaming_content:
+        chunks.append(chunk.decode())
+        if "event: ended" in chunks[-1]:
+            break
+    return "".join(chunks)
+
+
+async def test_it_lists_invocations_with_filters(viewer_client, tenant):
+    body = (await viewer_client.get(url())).content.decode()
+    for status in ("queued", "running", "succeeded", "failed"):
+        assert f"status-{status}" in body
+    failed = (await viewer_client.get(url(), {"status": "failed", "limit": 100})).content.decode()
+    assert "status-failed" in failed and "status-succeeded" not in failed
+    scoped = (
+        await viewer_client.get(
+            url(), {"app_name": "checkout-bot", "action_name": "place-order", "since": "7d"}
+        )
+    ).content.decode()
+    assert "place-order" in scoped and "get-page-title" not in scoped
+
+
+async def test_it_refuses_a_bad_since_without_asking_the_service(viewer_client, tenant):
+    response = await viewer_client.get(url(), {"since": "last tuesday"})
+    assert response.status_code == 200
+    assert "Use a duration" in response.content.decode()
+    assert [r for r in tenant.requests() if r["path"] == "/invocations"] == []
+
+
+async def test_it_corrects_out_of_range_paging(viewer_client, tenant):
+    body = (await viewer_client.get(url(), {"limit": "0", "offset": "x"})).content.decode()
+    assert "between 1 and 100" in body and "0 or more" in body
+    assert all(r["status"] == 200 for r in tenant.requests())
+
+
+async def test_it_serves_the_table_partial_to_htmx(viewer_client):
+    headers = {"HX-Request": "true", "HX-Target": "invocations-table"}
+    body = (await viewer_client.get(url(), {"status": "running"}, headers=headers)).content.decode()
+    assert body.lstrip().startswith('<section id="invocations-table">')
+
+
+async def test_it_shows_status_timings_payload_and_output(viewer_client, tenant):
+    invocation_id = start(tenant)
+    tenant.advance(5)
+    response = await viewer_client.get(url(f"{invocation_id}/"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "status-succeeded" in body and 'data-terminal="true"' in body
+    assert "&quot;title&quot;: &quot;Example Domain&quot;" in body  # output, pretty-printed
+    assert "&quot;url&quot;: &quot;https://example.com&quot;" in body  # payload
+    assert f'sse-connect="/o/acme/invocations/{invocation_id}/events/"' in body
+    assert "Cancel invocation" not in body  # viewers read only
+
+
+async def test_it_collapses_a_large_output(viewer_client, tenant):
+    body = {
+        "app_name": "report-builder",
+        "action_name": "build-report",
+        "version": "latest",
+        "payload": json.dumps({"format": "json", "rows": 300}),
+        "async": True,
+    }
+    invocation_id = tenant.call("POST", "/invocations", json=body).json()["id"]
+    tenant.advance(5)
+    page = (await viewer_client.get(url(f"{invocation_id}/"))).content.decode()
+    assert '<details class="json"><summary>Output' in page
+
+
+async def test_it_relays_log_lines_and_states_until_the_run_ends(viewer_client, tenant):
+    invocation_id = start(tenant, fail=True)
+    tenant.advance(5)
+    stream = await read_stream(viewer_client, url(f"{invocation_id}/events/"))
+    assert "event: log" in stream and "Navigating to https://example.com" in stream
+    assert "State: queued" in stream and "State: running" in stream and "State: failed" in stream
+    assert "event: state" in stream and 'id="invocation-summary"' in stream
+    assert "event: ended" in stream
+
+
+async def test_it_cancels_a_running_invocation_after_confirmation(operator_client, tenant, operator):
+    invocation_id = start(tenant, duration_seconds=600)
+    confirm = await operator_client.get(url(f"{invocation_id}/cancel/"))
+    assert "marks it <strong>failed</strong>" in confirm.content.decode()
+    response = await operator_client.post(url(f"{invocation_id}/cancel/"))
+    assert response.status_code == 302
+    cancelled = tenant.call("GET", f"/invocations/{invocation_id}").json()
+    assert (cancelled["status"], cancelled["status_reason"]) == ("failed", "cancelled")
+    entry = await AuditLog.objects.aget(action="invocation.cancel")
+    assert (entry.target_id, entry.actor_id, entry.outcome) == (invocation_id, operator.pk, "ok")
+
+
+async def test_it_explains_that_a_finished_invocation_cannot_be_cancelled(operator_client, tenant):
+    invocation_id = start(tenant)
+    tenant.advance(5)
+    response = await operator_client.post(url(f"{invocation_id}/cancel/"))
+    assert response.status_code == 200
+    assert "Nothing to cancel: this invocation already succeeded" in response.content.decode()
+    assert (await AuditLog.objects.aget(action="invocation.cancel")).outcome == "error"
+
+
+async def test_it_lists_and_deletes_the_browsers_it_created(operator_client, tenant):
+    invocation_id = start(tenant)
+    (browser,) = tenant.call("GET", f"/invocations/{invocation_id}/browsers").json()["browsers"]
+    page = (await operator_client.get(url(f"{invocation_id}/"))).content.decode()
+    assert browser["session_id"] in page and "Delete its browsers…" in page
+    confirm = (await operator_client.get(url(f"{invocation_id}/browsers/delete/"))).content.decode()
+    assert browser["session_id"] in confirm and "Delete 1 browser session" in confirm
+    response = await operator_client.post(url(f"{invocation_id}/browsers/delete/"))
+    assert response.status_code == 302
+    assert tenant.call("GET", f"/invocations/{invocation_id}/browsers").json() == {"browsers": []}
+    assert (await AuditLog.objects.aget(action="invocation.delete_browsers")).target_id == invocation_id
+    partial = await operator_client.get(
+        url(f"{invocation_id}/browsers/"), headers={"HX-Request": "true", "HX-Target": "invocation-browsers"}
+    )
+    assert "No active browser session" in partial.content.decode()
+
+
+async def test_it_forbids_viewers_to_cancel_or_delete_browsers(viewer_client, tenant):
+    invocation_id = start(tenant, duration_seconds=600)
+    for path in (f"{invocation_id}/cancel/", f"{invocation_id}/browsers/delete/"):
+        assert (await viewer_client.get(url(path))).status_code == 403
+        assert (await viewer_client.post(url(path))).status_code == 403
+    assert tenant.call("GET", f"/invocations/{invocation_id}").json()["status"] != "failed"
+
+
+async def test_it_answers_404_for_an_unknown_invocation(viewer_client, operator_client):
+    assert (await viewer_client.get(url("inv_missing/"))).status_code == 404
+    assert (await operator_client.post(url("inv_missing/cancel/"))).status_code == 404
+
+
+async def test_it_hides_the_org_from_outsiders(outsider_client, tenant):
+    invocation_id = start(tenant)
+    for path in ("", f"{invocation_id}/", f"{invocation_id}/events/", f"{invocation_id}/browsers/"):
+        assert (await outsider_client.get(url(path))).status_code == 404
