@@ -1,4 +1,4 @@
-// Invocation page: when the live summary reports a finished run, hide the controls that only make sense
+// Invocation page: when the live summary reports a finished run, remove the controls that only make sense
 // while it runs, and tell the browsers panel to refresh (hx-trigger="invocation-finished from:body").
 (function () {
   "use strict";
@@ -13,7 +13,7 @@
     if (!finished() || announced) return;
     announced = true;
     document.querySelectorAll("[data-while-active]").forEach(function (el) {
-      el.hidden = true;
+      el.remove();
     });
     if (window.htmx) window.htmx.trigger(document.body, "invocation-finished");
   });
