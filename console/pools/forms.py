@@ -213,12 +213,6 @@ class PoolForm(forms.Form):
             for name in ("viewport_width", "viewport_height"):
                 if cleaned.get(name) is None and name not in self.errors:
                     self.add_error(name, "Required for a custom viewport.")
-        categories = [c for c in CATEGORIES if cleaned.get(f"telemetry_{c}")]
-        if categories and not cleaned.get("telemetry_enabled"):
-            self.add_error(
-                "telemetry_enabled",
-                "Turn telemetry on to capture the categories ticked below, or untick them.",
-            )
         return cleaned
 
     # --- the wire shape -------------------------------------------------------------------------

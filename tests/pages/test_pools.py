@@ -160,7 +160,6 @@ async def test_it_creates_a_pool_with_the_whole_configuration(admin_client, tena
         ({"chrome_policy": '{"ProxyMode": "direct"}'}, "Managed by the service"),
         ({"start_url": "javascript:alert(1)"}, "http:// or https://"),
         ({"viewport": "custom"}, "Required for a custom viewport."),
-        ({"telemetry_console": "on"}, "Turn telemetry on"),
         ({"name": "a/b"}, "cannot contain /"),
     ],
 )
