@@ -130,6 +130,8 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
         "_project": project,
         "_tenant": tenant.api_key,
         "_jwt": new_id(length=40),
+        # Its own token: a live-view link must not carry the CDP token (full control of the browser).
+        "_live_token": new_id(length=40),
         "_last_activity": now,
         "_ended_at": None,
         "_ended_reason": None,
@@ -222,7 +224,7 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
     if not record["headless"] and end_moment is None:
         body["browser_live_view_url"] = (
-            f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_jwt']}"
+            f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_live_token']}"
         )
     if not body.get("tags"):
         body.pop("tags", None)
@@ -722,7 +724,7 @@ async def live_view(request: Request):
     token = request.query_params.get("jwt", "")
     for tenant in registry.tenants.values():
         record = tenant.table(TABLE).get(session_id)
-        if record is not None and record["_jwt"] == token and is_active(tenant, record):
+        if record is not None and record.get("_live_token") == token and is_active(tenant, record):
             read_only = request.query_params.get("readOnly") == "true"
             title = html.escape(record.get("name") or session_id)
             mode = "view only" if read_only else "interactive"

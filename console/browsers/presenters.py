@@ -1,0 +1,257 @@
+"""How one telemetry envelope reads in the pane: a one-line summary, a severity, the console details
+(level, text, URL, stack trace) and the full JSON behind an expander (notes §6.4 shapes)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from console.service.telemetry import Envelope
+
+SCREENSHOT_PREVIEW = 120
+
+
+@dataclass(frozen=True)
+class StackFrame:
+    function: str
+    url: str
+    line: int | None
+    column: int | None
+
+    def __str__(self) -> str:
+        where = self.url or "<anonymous>"
+        if self.line is not None:
+            # CDP numbers lines and columns from 0; people (and editors) count from 1.
+            where += f":{self.line + 1}:{(self.column or 0) + 1}"
+        return f"at {self.function or '(anonymous)'} ({where})"
+
+
+@dataclass(frozen=True)
+class Row:
+    seq: int | None
+    time: Any
+    type: str
+    category: str
+    severity: str  # info | warn | error
+    summary: str
+    level: str = ""
+    text: str = ""
+    url: str = ""
+    stack: tuple[tuple[str, tuple[StackFrame, ...]], ...] = ()
+    screenshot: str = ""
+    truncated: bool = False
+    json: str = ""
+
+
+def raw(envelope: Envelope) -> dict:
+    """The envelope as the service sent it (unknown fields included)."""
+    event = envelope.event
+    body: dict[str, Any] = {**envelope.extra, "seq": envelope.seq}
+    if event is not None:
+        body["event"] = {
+            "ts": event.ts,
+            "type": event.type,
+            "category": event.category,
+            "source": event.source,
+            "data": event.data,
+            "truncated": event.truncated,
+            **event.extra,
+        }
+    return body
+
+
+def _pretty(envelope: Envelope) -> str:
+    body = raw(envelope)
+    data = (body.get("event") or {}).get("data")
+    if isinstance(data, dict) and isinstance(data.get("png"), str) and len(data["png"]) > SCREENSHOT_PREVIEW:
+        # A screenshot's base64 would dwarf the page; the image itself is shown above the JSON.
+        png = data["png"]
+        body["event"]["data"] = {**data, "png": f"{png[:SCREENSHOT_PREVIEW]}… ({len(png)} characters)"}
+    return json.dumps(body, indent=2, ensure_ascii=False, default=str)
+
+
+def _stack(trace: Any) -> tuple[tuple[str, tuple[StackFrame, ...]], ...]:
+    """A CDP stack trace and its async parents as (description, frames) groups."""
+    groups = []
+    depth = 0
+    while isinstance(trace, dict) and depth < 8:
+        frames = tuple(
+            StackFrame(
+                function=str(f.get("functionName") or ""),
+                url=str(f.get("url") or ""),
+                line=f.get("lineNumber") if isinstance(f.get("lineNumber"), int) else None,
+                column=f.get("columnNumber") if isinstance(f.get("columnNumber"), int) else None,
+            )
+            for f in trace.get("callFrames") or []
+            if isinstance(f, dict)
+        )
+        groups.append((str(trace.get("description") or ""), frames))
+        trace, depth = trace.get("parent"), depth + 1
+    return tuple(g for g in groups if g[1])
+
+
+def _ms(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return ""
+    return f"{value / 1000:.1f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+def _summary(kind: str, d: dict) -> str:
+    url = str(d.get("url") or "")
+    if kind in ("console_log", "console_error"):
+        return str(d.get("text") or "")
+    if kind == "network_request":
+        return f"{d.get('method', 'GET')} {url}".strip() + (
+            f"  ({d['resource_type']})" if d.get("resource_type") else ""
+        )
+    if kind == "network_response":
+        mime = f"  {d['mime_type']}" if d.get("mime_type") else ""
+        return f"{d.get('status', '')} {d.get('method', '')} {url}{mime}".strip()
+    if kind == "network_loading_failed":
+        return f"{d.get('error_text', 'failed')} {url}".strip() + (
+            "  (canceled)" if d.get("canceled") else ""
+        )
+    if kind == "network_idle":
+        return f"network idle  {url}".strip()
+    if kind == "proxy_error":
+        return f"proxy error {d.get('code', '')} ({d.get('status', 502)}) {d.get('method', '')} {url}".strip()
+    if kind == "page_navigation":
+        return f"→ {url}"
+    if kind == "page_dom_content_loaded":
+        return f"DOMContentLoaded  {url}".strip()
+    if kind == "page_load":
+        return f"load  {url}".strip()
+    if kind == "page_tab_opened":
+        return f"new tab “{d.get('title') or ''}” {url}".strip()
+    if kind == "page_layout_shift":
+        value = (d.get("layout_shift_details") or {}).get("value")
+        return f"layout shift {value}" if value is not None else "layout shift"
+    if kind == "page_lcp":
+        return f"largest contentful paint at {_ms(d.get('time'))}".strip()
+    if kind == "page_layout_settled":
+        return "layout settled"
+    if kind == "page_navigation_settled":
+        return f"navigation settled  {url}".strip()
+    if kind == "interaction_click":
+        text = f" “{d['text']}”" if d.get("text") else ""
+        return f"click {d.get('selector', '')}{text} at ({d.get('x')}, {d.get('y')})"
+    if kind == "interaction_key":
+        return f"key {d.get('key', '')} in {d.get('selector', '')}".strip()
+    if kind == "interaction_scroll_settled":
+        return f"scrolled to ({d.get('to_x')}, {d.get('to_y')}) in {d.get('target_selector', '')}".strip()
+    if kind == "monitor_screenshot":
+        return f"screenshot ({len(str(d.get('png') or '')) * 3 // 4 // 1024} KiB)"
+    if kind == "monitor_disconnected":
+        return f"telemetry collector disconnected: {d.get('reason', '')}"
+    if kind == "monitor_reconnected":
+        return f"telemetry collector reconnected after {_ms(d.get('reconnect_duration_ms'))}"
+    if kind == "monitor_reconnect_failed":
+        return f"telemetry collector gave up: {d.get('reason', '')}; no further events will follow"
+    if kind == "monitor_init_failed":
+        return f"telemetry collector failed to start at {d.get('step', '?')}"
+    if kind == "api_call":
+        return f"{d.get('operation_id', '')} → {d.get('status', '')} in {_ms(d.get('duration_ms'))}"
+    if kind == "cdp_connect":
+        return "CDP client connected"
+    if kind == "cdp_disconnect":
+        return (
+            f"CDP client disconnected ({d.get('reason', '')}) after {_ms(d.get('duration_ms'))}, "
+            f"{d.get('message_count', 0)} messages"
+        )
+    if kind == "live_view_connect":
+        return "live view attached"
+    if kind == "live_view_disconnect":
+        return f"live view detached after {_ms(d.get('duration_ms'))}"
+    if kind == "captcha_solve_result":
+        site = f" on {d['website_host']}" if d.get("website_host") else ""
+        error = f" ({d['error_code']})" if d.get("error_code") else ""
+        took = _ms(d.get("duration_ms"))
+        return f"{d.get('captcha_type', 'captcha')}: {d.get('status', '')}{error} in {took}{site}"
+    if kind == "system_oom_kill":
+        rss = d.get("rss_kb")
+        size = f", {rss // 1024} MiB" if isinstance(rss, int) else ""
+        return f"out of memory: killed {d.get('process_name', '?')} (pid {d.get('pid', '?')}{size})"
+    if kind == "service_crashed":
+        return f"{d.get('service_name', 'a service')} crashed ({d.get('phase', '')})"
+    compact = json.dumps(d, separators=(",", ":"), default=str)
+    return compact[:200] + ("…" if len(compact) > 200 else "")
+
+
+def _severity(kind: str, d: dict) -> str:
+    level = str(d.get("level") or "").lower()
+    status = d.get("status")
+    if kind in (
+        "console_error",
+        "network_loading_failed",
+        "proxy_error",
+        "system_oom_kill",
+        "service_crashed",
+    ):
+        return "error"
+    if kind in ("monitor_reconnect_failed", "monitor_init_failed"):
+        return "error"
+    if level in ("error", "assert"):
+        return "error"
+    if kind == "network_response" and isinstance(status, int) and status >= 500:
+        return "error"
+    if kind == "captcha_solve_result" and d.get("status") != "success":
+        return "warn"
+    if level in ("warning", "warn") or (
+        kind == "network_response" and isinstance(status, int) and status >= 400
+    ):
+        return "warn"
+    if kind in ("monitor_disconnected", "cdp_disconnect") and d.get("reason") not in (None, "client_close"):
+        return "warn"
+    if kind == "page_layout_shift" and ((d.get("layout_shift_details") or {}).get("value") or 0) > 0.1:
+        return "warn"
+    return "info"
+
+
+def row(envelope: Envelope) -> Row:
+    event = envelope.event
+    data = event.fields if event else {}
+    kind = envelope.kind
+    level = (
+        str(data.get("level") or ("error" if kind == "console_error" else ""))
+        if kind.startswith("console")
+        else ""
+    )
+    url = (
+        str(data.get("source_url") or data.get("url") or "")
+        if kind.startswith("console")
+        else str(data.get("url") or "")
+    )
+    return Row(
+        seq=envelope.seq,
+        time=event.time if event else None,
+        type=kind,
+        category=envelope.category,
+        severity=_severity(kind, data),
+        summary=_summary(kind, data),
+        level=level,
+        text=str(data.get("text") or "") if kind.startswith("console") else "",
+        url=url,
+        stack=_stack(data.get("stack_trace")),
+        screenshot=str(data.get("png") or "") if kind == "monitor_screenshot" else "",
+        truncated=bool(event.truncated) if event else False,
+        json=_pretty(envelope),
+    )
+
+
+def duration(value: timedelta | None) -> str:
+    """``2 d 3 h``, ``2 h 14 min``, ``48 min 3 s``, ``12 s``."""
+    if value is None:
+        return ""
+    seconds = max(0, int(value.total_seconds()))
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"

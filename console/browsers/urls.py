@@ -1,0 +1,15 @@
+from django.urls import path
+
+from console.browsers import views
+
+app_name = "browsers"
+
+urlpatterns = [
+    path("", views.session_list, name="list"),
+    path("new/", views.session_create, name="create"),
+    path("<str:session_id>/", views.session_detail, name="detail"),
+    path("<str:session_id>/delete/", views.session_delete, name="delete"),
+    path("<str:session_id>/telemetry/", views.telemetry_history, name="telemetry"),
+    path("<str:session_id>/telemetry/stream/", views.telemetry_stream, name="telemetry-stream"),
+    path("<str:session_id>/telemetry/enable/", views.telemetry_enable, name="telemetry-enable"),
+]

@@ -1,0 +1,411 @@
+"""Browser sessions: list, create, the session page with its panes, delete; the telemetry pane's history
+and its live stream relayed through ``console.live`` (notes §2, §6).
+
+The telemetry pane opens with the newest events (a ``desc`` page, shown oldest first), then follows the
+live stream. The stream URL carries ``last_event_id`` = the newest seq of that history, so the relay
+resumes the upstream right after it: nothing is lost between the page load and the stream, and the pane's
+JavaScript drops any row whose seq it already shows. Filters live in the URL: ``category`` goes to the
+service; ``type`` (the service has no such parameter) is applied here for history and in the browser for
+live rows (one upstream per session serves every viewer, whatever their filter).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.template import TemplateDoesNotExist
+from django.template.loader import get_template, render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from console.accounts import audit
+from console.browsers import presenters
+from console.browsers.forms import FIELD_MAP, SessionForm
+from console.live import Channel, Frame, relay_response, service_stream
+from console.service import (
+    Invalid,
+    NotFound,
+    ServiceError,
+    browsers,
+    extensions,
+    profiles,
+    proxies,
+    telemetry,
+)
+from console.service.http import Service
+from console.service.sse import ServerEvent
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import render
+
+STATUSES = ("active", "deleted", "all")
+HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
+HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
+MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
+# Panes other resources add to the session page, in tab order (rendered when their template exists).
+PANES = [
+    ("processes", "Processes", "browsers/_processes.html"),
+    ("files", "Files", "browsers/_files.html"),
+    ("computer", "Computer", "browsers/_computer.html"),
+]
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _done(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+async def _get(request, session_id: str, *, include_deleted: bool = True) -> browsers.Session:
+    try:
+        return await browsers.get_session(request.service, session_id, include_deleted=include_deleted)
+    except NotFound:
+        raise Http404("No such browser session") from None
+
+
+# List ---------------------------------------------------------------------------------------------
+
+
+def _tag_filters(request) -> dict[str, str]:
+    """``?tag=team:checkout`` (repeatable) → ``{"team": "checkout"}``."""
+    tags = {}
+    for item in request.GET.getlist("tag"):
+        key, sep, value = item.partition(":")
+        if sep and key:
+            tags[key] = value
+    return tags
+
+
+def _with(request, **changes) -> str:
+    """The current list URL with some parameters changed (None removes one); paging restarts."""
+    params = request.GET.copy()
+    params.pop("offset", None)
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value is not None:
+            params.setlist(key, value if isinstance(value, list) else [value])
+    query = urlencode(sorted(params.lists()), doseq=True)
+    return f"{request.path}?{query}" if query else request.path
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def session_list(request):
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    status = request.GET.get("status", "active")
+    if status not in STATUSES:
+        status = "active"
+    tags = _tag_filters(request)
+    page = await browsers.list_sessions(
+        request.service,
+        limit=page_params.limit,
+        offset=page_params.offset,
+        query=query or None,
+        status=status,
+        tags=tags,
+    )
+    chosen = [f"{k}:{v}" for k, v in tags.items()]
+    context = {
+        "page": page,
+        "query": query,
+        "status": status,
+        "statuses": STATUSES,
+        "pager": pager(request, page_params, page),
+        "active_tags": [
+            {"key": k, "value": v, "remove_url": _with(request, tag=[t for t in chosen if t != f"{k}:{v}"])}
+            for k, v in tags.items()
+        ],
+    }
+    context["rows"] = [
+        {
+            "session": s,
+            "uptime": presenters.duration(s.uptime),
+            "tags": [
+                {"key": k, "value": v, "url": _with(request, tag=sorted({*chosen, f"{k}:{v}"}))}
+                for k, v in (s.tags or {}).items()
+            ],
+        }
+        for s in page.items
+    ]
+    return render(request, "browsers/list.html", context, partial="browsers-table")
+
+
+# Create -------------------------------------------------------------------------------------------
+
+
+async def _choices(svc: Service) -> dict:
+    """Profiles, proxies and extensions to pick from (one page each; the form still works without)."""
+    found: dict = {"profiles": [], "proxies": [], "extensions": []}
+    for key, call in (
+        ("profiles", profiles.list_profiles),
+        ("proxies", proxies.list_proxies),
+        ("extensions", extensions.list_extensions),
+    ):
+        with contextlib.suppress(ServiceError):
+            found[key] = (await call(svc, limit=100)).items
+    return found
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("operator")
+async def session_create(request):
+    choices = await _choices(request.service)
+    form = SessionForm(**choices)
+    if request.method == "POST":
+        form = SessionForm(request.POST, **choices)
+        if form.is_valid():
+            try:
+                session = await browsers.create_session(request.service, **form.body())
+            except Invalid as exc:
+                apply_service_errors(form, exc, FIELD_MAP)
+                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
+            except ServiceError as exc:
+                if exc.status != 409:
+                    raise
+                form.add_error("name", exc.message)
+                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
+            else:
+                detail = f"name={session.name or ''} headless={session.headless} region={session.region}"
+                await audit.record(request, "browser.create", target_id=session.session_id, detail=detail)
+                messages.success(request, f"Browser session “{session.label}” started.")
+                return _done(request, _url(request, "detail", session_id=session.session_id))
+    return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
+
+
+# Session page -------------------------------------------------------------------------------------
+
+
+def _panes() -> list[dict]:
+    """The other engineers' panes whose templates exist."""
+    found = []
+    for key, label, template in PANES:
+        try:
+            get_template(template)
+        except TemplateDoesNotExist:
+            continue
+        found.append({"key": key, "label": label, "template": template})
+    return found
+
+
+def _live_view(request, session: browsers.Session) -> str:
+    """The live view URL; read-only for viewers (they watch, they don't drive)."""
+    url = session.browser_live_view_url or ""
+    if url and not request.membership.has_role("operator"):
+        url += ("&" if "?" in url else "?") + "readOnly=true"
+    return url
+
+
+def _filters(request) -> tuple[list[str], list[str]]:
+    def listed(name: str, allowed) -> list[str]:
+        values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
+        return [v for v in dict.fromkeys(values) if v in allowed]
+
+    return listed("category", telemetry.CATEGORIES), listed("type", telemetry.TYPES)
+
+
+async def _history(
+    svc: Service, session_id: str, categories: list[str], types: list[str], before: str | None
+) -> tuple[list[presenters.Row], str | None]:
+    """Up to HISTORY_ROWS matching rows ending at ``before`` (or the newest), oldest first, and the
+    cursor for older ones. The category filter applies within a service page, so pages may be thin."""
+    wanted = list(categories)
+    if types:
+        of_types = {telemetry.TYPES[t] for t in types}
+        wanted = [c for c in (wanted or of_types) if c in of_types]
+    found: list[telemetry.Envelope] = []
+    cursor = before
+    for _ in range(HISTORY_PAGES):
+        page = await telemetry.list_events(
+            svc, session_id, order="desc", limit=100, offset=cursor, categories=wanted or None
+        )
+        found += [e for e in page.items if not types or e.kind in types]
+        cursor = page.next_offset if page.has_more else None
+        if cursor is None or len(found) >= HISTORY_ROWS:
+            break
+    # A page may take the count past HISTORY_ROWS: all of it is shown, since the next cursor only
+    # reaches below the whole page.
+    return [presenters.row(e) for e in reversed(found)], (str(cursor) if cursor is not None else None)
+
+
+def _filter_url(request, session_id: str, categories: list[str], types: list[str]) -> str:
+    params = []
+    if categories:
+        params.append(("category", ",".join(categories)))
+    if types:
+        params.append(("type", ",".join(types)))
+    base = _url(request, "detail", session_id=session_id)
+    return f"{base}?{urlencode(params)}" if params else base
+
+
+def _chips(request, session_id: str, categories: list[str], types: list[str]) -> list[dict]:
+    chips = []
+    for category in telemetry.CATEGORIES:
+        on = category in categories
+        toggled = [c for c in categories if c != category] if on else [*categories, category]
+        chips.append({"name": category, "on": on, "url": _filter_url(request, session_id, toggled, types)})
+    return chips
+
+
+async def _pane_context(request, session: browsers.Session, before: str | None = None) -> dict:
+    categories, types = _filters(request)
+    rows, older = await _history(request.service, session.session_id, categories, types, before)
+    sid = session.session_id
+    last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
+    stream_url = _url(request, "telemetry-stream", session_id=sid)
+    if last_seq is not None:
+        stream_url += f"?last_event_id={last_seq}"
+    older_url = None
+    if older is not None:
+        params = [("before", older)]
+        if categories:
+            params.append(("category", ",".join(categories)))
+        if types:
+            params.append(("type", ",".join(types)))
+        older_url = f"{_url(request, 'telemetry', session_id=sid)}?{urlencode(params)}"
+    return {
+        "session": session,
+        "rows": rows,
+        "older_url": older_url,
+        "older_page_url": older_url and older_url.replace("/telemetry/?", "/?", 1),
+        "stream_url": stream_url,
+        "live": not session.ended and not before,
+        "categories": categories,
+        "types": types,
+        "all_types": list(telemetry.TYPES),
+        "chips": _chips(request, sid, categories, types),
+        "clear_filters_url": _url(request, "detail", session_id=sid),
+        "filtered": bool(categories or types),
+        "max_rows": MAX_ROWS,
+        "before": before,
+    }
+
+
+def _frame_src(response, live_view_url: str) -> None:
+    """Allow the live view's origin in a frame on this response only (the CSP otherwise forbids it)."""
+    parts = urlsplit(live_view_url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        policy = settings.CONTENT_SECURITY_POLICY
+        response.headers["Content-Security-Policy"] = f"{policy}; frame-src {parts.scheme}://{parts.netloc}"
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def session_detail(request, session_id: str):
+    """The session page; with ``HX-Target: telemetry-pane`` (filters changed) the pane alone."""
+    session = await _get(request, session_id)
+    before = request.GET.get("before") or None
+    pane = await _pane_context(request, session, before)
+    if request.htmx and request.htmx.target == "telemetry-pane":
+        return render(request, "browsers/_telemetry.html#telemetry-pane", pane)
+    context = {
+        **pane,
+        "live_view_url": _live_view(request, session),
+        "embed": request.GET.get("view") == "embed",
+        "panes": _panes(),
+        "uptime": presenters.duration(session.uptime),
+        "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
+    }
+    response = render(request, "browsers/detail.html", context)
+    if context["embed"] and context["live_view_url"]:
+        _frame_src(response, context["live_view_url"])
+    return response
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def telemetry_history(request, session_id: str):
+    """Older rows for "load older" (``before`` = the cursor); without htmx, the page ending there."""
+    if not request.htmx:
+        return HttpResponseRedirect(_url(request, "detail", session_id=session_id) + _query(request))
+    session = await _get(request, session_id)
+    context = await _pane_context(request, session, request.GET.get("before") or None)
+    return render(request, "browsers/_telemetry.html#telemetry-older", context)
+
+
+def _query(request) -> str:
+    return f"?{request.GET.urlencode()}" if request.GET else ""
+
+
+# Live stream --------------------------------------------------------------------------------------
+
+
+def _render_event(event) -> Frame | None:
+    if not isinstance(event, ServerEvent):
+        return None
+    envelope = telemetry.envelope_from_event(event)
+    if envelope is None:
+        return None
+    html = render_to_string("browsers/_telemetry.html#telemetry-row", {"row": presenters.row(envelope)})
+    return Frame(html=html, event="telemetry", id=envelope.seq)
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def telemetry_stream(request, session_id: str):
+    # A plain Service (not the request's lazy object): the upstream outlives this request.
+    svc: Service = request.service.with_project(request.service.project)
+
+    async def still_running() -> bool:
+        # A clean close means the session ended, unless it is still there (then a proxy cut us off).
+        try:
+            return not (await browsers.get_session(svc, session_id)).ended
+        except ServiceError:
+            return False
+
+    channel = Channel(
+        key=("telemetry", request.org.pk, svc.project, session_id),
+        open=service_stream(svc, telemetry.stream_path(session_id)),
+        render=_render_event,
+        resumable=True,
+        should_reconnect=still_running,
+        ended_message="The session has ended: no more events will arrive.",
+    )
+    return relay_response(request, channel)
+
+
+# Actions ------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def telemetry_enable(request, session_id: str):
+    """Turn capture on (operational categories plus console, network and page) for a session without it."""
+    session = await _get(request, session_id, include_deleted=False)
+    body = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
+    try:
+        await browsers.update_session(request.service, session_id, telemetry=body)
+    except (Invalid, NotFound) as exc:
+        await audit.record(
+            request, "browser.telemetry", target_id=session_id, outcome="error", detail=exc.message
+        )
+        messages.error(request, f"Telemetry could not be turned on: {exc.message}")
+    else:
+        await audit.record(request, "browser.telemetry", target_id=session_id, detail="enabled")
+        messages.success(request, f"Telemetry is on for “{session.label}”.")
+    return _done(request, _url(request, "detail", session_id=session_id))
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("operator")
+async def session_delete(request, session_id: str):
+    session = await _get(request, session_id)
+    if request.method == "POST":
+        require_role(request, "operator")
+        if not session.ended:
+            # NotFound: it ended on its own meanwhile, the outcome the operator wanted.
+            with contextlib.suppress(NotFound):
+                await browsers.delete_session(request.service, session_id)
+        await audit.record(request, "browser.delete", target_id=session_id, detail=session.name or "")
+        messages.success(request, f"Browser session “{session.label}” ended.")
+        return _done(request, _url(request, "list"))
+    return render(request, "browsers/delete.html", {"session": session})

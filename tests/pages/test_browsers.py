@@ -1,0 +1,352 @@
+"""Browser session pages: list, create, session page with the telemetry pane, history, stream, delete."""
+
+import asyncio
+import re
+
+import pytest
+
+from console.accounts.models import AuditLog
+
+LONG = 259_200
+ON = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
+
+
+def url(path=""):
+    return f"/o/acme/browsers/{path}"
+
+
+def hx(target):
+    return {"HX-Request": "true", "HX-Target": target}
+
+
+def mutations(tenant):
+    return [
+        r
+        for r in tenant.requests()
+        if r["method"] in ("POST", "PATCH", "DELETE") and r["path"].startswith("/browsers")
+    ]
+
+
+@pytest.fixture
+def quiet(tenant):
+    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
+    return tenant
+
+
+def create(tenant, **body):
+    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def emit(tenant, sid, *events):
+    body = {"session_id": sid, "events": [e if isinstance(e, dict) else {"type": e} for e in events]}
+    return tenant.control("POST", "telemetry/emit", body).json()["seqs"]
+
+
+# List ----------------------------------------------------------------------------------------------
+
+
+async def test_it_lists_sessions_with_their_configuration(viewer_client, quiet):
+    create(quiet, name="checkout-smoke", tags={"team": "checkout"}, stealth=True)
+    create(quiet, name="crawler", headless=True, region="eu-west")
+    body = (await viewer_client.get(url())).content.decode()
+    assert "checkout-smoke" in body and "crawler" in body
+    assert "stealth" in body and "headless" in body and "eu-west" in body
+    assert "team=checkout" in body and "?tag=team%3Acheckout" in body
+    assert "New session" not in body and "Delete…" not in body
+
+
+async def test_it_filters_by_search_status_and_tag(viewer_client, quiet):
+    create(quiet, name="alpha", tags={"team": "checkout", "env": "prod"})
+    create(quiet, name="beta", tags={"team": "search"})
+    gone = create(quiet, name="gamma", tags={"team": "checkout"})
+    quiet.call("DELETE", f"/browsers/{gone['session_id']}")
+
+    async def names(**params):
+        response = await viewer_client.get(url(), params, headers=hx("browsers-table"))
+        body = response.content.decode()
+        assert body.lstrip().startswith('<section id="browsers-table">')
+        return [n for n in ("alpha", "beta", "gamma") if f">{n}<" in body]
+
+    assert await names() == ["alpha", "beta"]
+    assert await names(q="alp") == ["alpha"]
+    assert await names(status="deleted") == ["gamma"]
+    assert await names(status="all", tag="team:checkout") == ["alpha", "gamma"]
+    assert await names(tag=["team:checkout", "env:prod"]) == ["alpha"]
+    body = (await viewer_client.get(url(), {"tag": "team:checkout"})).content.decode()
+    assert "chip--on" in body and "team=checkout \u00d7" in body
+
+
+async def test_it_pages_through_sessions(viewer_client, quiet):
+    for n in range(3):
+        create(quiet, name=f"s{n}")
+    body = (await viewer_client.get(url(), {"limit": 2})).content.decode()
+    assert "Next →" in body and "offset=2" in body
+
+
+# Create --------------------------------------------------------------------------------------------
+
+
+async def test_it_refuses_the_create_form_to_viewers(viewer_client):
+    assert (await viewer_client.get(url("new/"))).status_code == 403
+    assert (await viewer_client.post(url("new/"), {"region": "us-east"})).status_code == 403
+
+
+FORM = {
+    "name": "from-console",
+    "tags": "team=checkout\nenv=prod",
+    "viewport": "1440x900@25",
+    "region": "eu-west",
+    "timeout_seconds": "600",
+    "memory": "16GiB",
+    "stealth": "on",
+    "proxy": "mode:direct",
+    "start_url": "https://shop.example.com/",
+    "categories": ["control", "console", "network"],
+}
+
+
+async def test_it_creates_a_session_and_audits_it(operator_client, quiet, operator):
+    quiet.call("POST", "/profiles", json={"name": "shop-login"})
+    profile = quiet.call("GET", "/profiles/shop-login").json()
+    form = {**FORM, "profile": profile["id"], "profile_save_changes": "on"}
+    response = await operator_client.post(url("new/"), form)
+    assert response.status_code == 302
+    session = quiet.call("GET", "/browsers/from-console").json()
+    assert response["Location"] == url(f"{session['session_id']}/")
+    assert session["tags"] == {"team": "checkout", "env": "prod"}
+    assert session["viewport"] == {"width": 1440, "height": 900, "refresh_rate": 25}
+    assert (session["region"], session["memory"], session["timeout_seconds"]) == ("eu-west", "16GiB", 600)
+    assert session["stealth"] is True and session["proxy"] == {"mode": "direct"}
+    assert session["profile"]["name"] == "shop-login" and session["profile_save_changes"] is True
+    enabled = {k for k, v in session["telemetry"]["browser"].items() if v["enabled"]}
+    assert enabled == {"control", "console", "network"}
+    entry = await AuditLog.objects.aget(action="browser.create")
+    assert entry.target_id == session["session_id"] and entry.outcome == "ok"
+
+
+async def test_it_creates_without_telemetry_when_no_category_is_checked(operator_client, quiet):
+    form = {**FORM, "categories": []}
+    assert (await operator_client.post(url("new/"), form)).status_code == 302
+    assert "telemetry" not in quiet.call("GET", "/browsers/from-console").json()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"tags": "team checkout"}, "tags", "is not key=value"),
+        ({"headless": "on", "memory": "16GiB"}, "memory", "headful browsers"),
+        ({"timeout_seconds": "5"}, "timeout_seconds", "greater than or equal to 10"),
+        ({"start_url": "ftp://example.com"}, "start_url", "http:// or https://"),
+        ({"profile_save_changes": "on"}, "profile_save_changes", "Choose a profile"),
+    ],
+)
+async def test_it_validates_the_form_before_sending_anything(operator_client, quiet, change, field, message):
+    response = await operator_client.post(url("new/"), {**FORM, **change}, headers=hx("browser-create"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<section id="browser-create"')
+    assert message in body
+    assert mutations(quiet) == []
+
+
+async def test_it_explains_a_name_conflict_next_to_the_name(operator_client, quiet):
+    create(quiet, name="from-console")
+    response = await operator_client.post(url("new/"), FORM)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert re.search(r"already exists", body)
+    entry = await AuditLog.objects.aget(action="browser.create")
+    assert entry.outcome == "error"
+
+
+async def test_it_shows_the_service_validation_errors(operator_client, quiet):
+    quiet.fault(
+        method="POST", path="^/browsers$", status=400, code="invalid_request", message="region is full"
+    )
+    response = await operator_client.post(url("new/"), FORM)
+    assert response.status_code == 200
+    assert "region is full" in response.content.decode()
+
+
+# Session page ----------------------------------------------------------------------------------------
+
+
+async def test_it_shows_the_configuration_and_a_read_only_live_view_to_viewers(viewer_client, quiet):
+    session = create(quiet, name="watch", tags={"team": "checkout"}, kiosk_mode=True, telemetry=ON)
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    assert "watch" in body and session["session_id"] in body and "kiosk" in body
+    assert "1920\u00d71080 @ 25 Hz" in body and "3 d 0 h" in body  # the 72 h timeout
+    assert "console, network, page, control" in body
+    assert "readOnly=true" in body and "(view only)" in body
+    jwt = session["cdp_ws_url"].split("jwt=")[1]
+    assert jwt not in body  # the CDP token gives full control: never on a page
+    assert "Delete…" not in body
+
+
+async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):
+    session = create(quiet, name="drive")
+    response = await operator_client.get(url(f"{session['session_id']}/"), {"view": "embed"})
+    body = response.content.decode()
+    assert "readOnly=true" not in body and "<iframe" in body and "Delete…" in body
+    assert f"frame-src {quiet.url}" in response["Content-Security-Policy"]
+    plain = await operator_client.get(url(f"{session['session_id']}/"))
+    assert "frame-src" not in plain["Content-Security-Policy"]
+
+
+async def test_it_opens_the_pane_with_recent_history_and_a_resumable_stream(viewer_client, quiet):
+    session = create(quiet, telemetry=ON)
+    sid = session["session_id"]
+    seqs = emit(
+        quiet,
+        sid,
+        {"type": "page_navigation", "data": {"url": "https://shop.example.com/cart"}},
+        "network_response",
+        {
+            "type": "console_error",
+            "data": {
+                "text": "TypeError: cart is undefined",
+                "level": "error",
+                "url": "https://shop.example.com/cart",
+                "stack_trace": {
+                    "callFrames": [
+                        {
+                            "functionName": "renderCart",
+                            "scriptId": "7",
+                            "url": "https://shop.example.com/app.js",
+                            "lineNumber": 41,
+                            "columnNumber": 9,
+                        }
+                    ],
+                    "parent": {
+                        "description": "Promise.then",
+                        "callFrames": [
+                            {
+                                "functionName": "load",
+                                "scriptId": "7",
+                                "url": "https://shop.example.com/app.js",
+                                "lineNumber": 3,
+                                "columnNumber": 0,
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+    )
+    body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
+    assert body.index(f'data-seq="{seqs[0]}"') < body.index(f'data-seq="{seqs[2]}"')  # oldest first
+    assert "→ https://shop.example.com/cart" in body
+    assert "TypeError: cart is undefined" in body and "level--error" in body
+    assert "at renderCart (https://shop.example.com/app.js:42:10)" in body
+    assert "--- Promise.then ---" in body
+    assert "Copy JSON" in body and "&quot;seq&quot;: " in body
+    assert f'sse-connect="/o/acme/browsers/{sid}/telemetry/stream/?last_event_id={seqs[2]}"' in body
+    assert 'sse-swap="telemetry"' in body and 'sse-swap="status"' in body
+    assert "telemetry.js" in body
+
+
+async def test_it_says_so_when_telemetry_is_off(operator_client, viewer_client, quiet):
+    sid = create(quiet)["session_id"]
+    body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
+    assert "Telemetry is off for this session" in body
+    assert "Turn telemetry on" not in body
+    body = (await operator_client.get(url(f"{sid}/"))).content.decode()
+    assert "Turn telemetry on" in body
+    response = await operator_client.post(url(f"{sid}/telemetry/enable/"))
+    assert response.status_code == 302
+    assert quiet.call("GET", f"/browsers/{sid}").json()["telemetry"]["browser"]["console"]["enabled"]
+    assert (await viewer_client.post(url(f"{sid}/telemetry/enable/"))).status_code == 403
+
+
+async def test_it_filters_the_pane_by_category_and_type_from_the_url(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    seqs = emit(quiet, sid, "console_log", "console_error", "network_request", "page_load")
+    response = await viewer_client.get(
+        url(f"{sid}/"), {"category": "console,network"}, headers=hx("telemetry-pane")
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="telemetry-pane"')
+    assert f'data-seq="{seqs[3]}"' not in body and f'data-seq="{seqs[2]}"' in body
+    assert 'data-categories="console,network"' in body
+    typed = (await viewer_client.get(url(f"{sid}/"), {"type": "console_error"})).content.decode()
+    assert f'data-seq="{seqs[1]}"' in typed and f'data-seq="{seqs[0]}"' not in typed
+    assert 'data-types="console_error"' in typed and "Clear filters" in typed
+    nothing = (await viewer_client.get(url(f"{sid}/"), {"category": "captcha"})).content.decode()
+    assert "No recent events match these filters" in nothing
+
+
+async def test_it_loads_older_history_with_the_cursor(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    quiet.control("POST", "telemetry/emit", {"session_id": sid, "count": 120})
+    newest = quiet.call("GET", f"/browsers/{sid}/telemetry/events", params={"order": "desc", "limit": 100})
+    seqs = [e["seq"] for e in newest.json()]
+    body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
+    assert f'data-seq="{seqs[0]}"' in body and "Load older events" in body
+    older_url = re.search(r'hx-get="([^"]+/telemetry/\?before=[^"]+)"', body).group(1).replace("&amp;", "&")
+    older = (await viewer_client.get(older_url, headers=hx("telemetry-older"))).content.decode()
+    assert older.lstrip().startswith('<li id="telemetry-older"')
+    assert "Start of the retained history." in older
+    assert f'data-seq="{seqs[-1] - 1}"' in older and f'data-seq="{seqs[0]}"' not in older
+    # Without htmx the same link shows the page ending there.
+    plain = await viewer_client.get(older_url)
+    assert plain.status_code == 302 and "before=" in plain["Location"]
+
+
+async def test_it_shows_an_ended_session_without_a_stream(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    emit(quiet, sid, "page_load")
+    quiet.call("DELETE", f"/browsers/{sid}")
+    body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
+    assert "Session ended" in body and "no more events will arrive" in body
+    assert "sse-connect" not in body and "page_load" in body
+
+
+async def test_it_answers_404_for_a_missing_session_and_outsiders(viewer_client, outsider_client, quiet):
+    sid = create(quiet)["session_id"]
+    assert (await viewer_client.get(url("nope/"))).status_code == 404
+    for path in ("", f"{sid}/", f"{sid}/telemetry/", f"{sid}/telemetry/stream/", f"{sid}/delete/"):
+        assert (await outsider_client.get(url(path))).status_code == 404
+
+
+# Live stream ---------------------------------------------------------------------------------------------
+
+
+async def next_chunk(stream, timeout=5.0) -> str:
+    return (await asyncio.wait_for(anext(stream), timeout)).decode()
+
+
+async def test_it_relays_live_events_as_rendered_rows(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    first = emit(quiet, sid, "page_load")[0]
+    response = await viewer_client.get(url(f"{sid}/telemetry/stream/"), {"last_event_id": first})
+    assert response["Content-Type"].startswith("text/event-stream")
+    stream = aiter(response.streaming_content)
+    received = ""
+    new = await asyncio.to_thread(
+        emit, quiet, sid, {"type": "console_log", "data": {"text": "live-marker-7"}}
+    )
+    while "live-marker-7" not in received:
+        received += await next_chunk(stream)
+    assert "event: telemetry" in received and f"id: {new[0]}" in received
+    assert f"id: {first}\n" not in received  # resumed after the history's last event
+    await response.streaming_content.aclose()
+
+
+# Delete ------------------------------------------------------------------------------------------------
+
+
+async def test_it_deletes_a_session_after_confirmation(operator_client, viewer_client, quiet):
+    sid = create(quiet, name="doomed")["session_id"]
+    assert (await viewer_client.get(url(f"{sid}/delete/"))).status_code == 403
+    confirm = (await operator_client.get(url(f"{sid}/delete/"))).content.decode()
+    assert "End browser session “doomed”?" in confirm
+    assert [r for r in mutations(quiet) if r["method"] == "DELETE"] == []
+    response = await operator_client.post(url(f"{sid}/delete/"))
+    assert response.status_code == 302 and response["Location"] == url()
+    assert quiet.call("GET", f"/browsers/{sid}").status_code == 404
+    entry = await AuditLog.objects.aget(action="browser.delete")
+    assert entry.target_id == sid
+    htmx = await operator_client.post(url(f"{sid}/delete/"), headers={"HX-Request": "true"})
+    assert htmx["HX-Redirect"] == url()
