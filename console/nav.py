@@ -20,6 +20,7 @@ SECTIONS = [
     Section("Proxies", "proxies:list", "viewer"),
     Section("Extensions", "extensions:list", "viewer"),
     Section("Credentials", "credentials:list", "viewer"),
+    Section("Auth", "auth:list", "viewer"),
     Section("Profiles", "profiles:list", "viewer"),
     Section("Pools", "pools:list", "viewer"),
     Section("Apps", "apps:list", "viewer"),

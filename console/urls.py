@@ -19,6 +19,7 @@ org_urlpatterns = [
     path("proxies/", include("console.proxies.urls")),
     path("extensions/", include("console.extensions.urls")),
     path("credentials/", include("console.credentials.urls")),
+    path("auth/", include("console.auth.urls")),
     path("profiles/", include("console.profiles.urls")),
     path("pools/", include("console.pools.urls")),
     path("apps/", include("console.apps.urls")),
