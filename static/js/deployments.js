@@ -14,12 +14,11 @@
   }
 
   function send(form) {
-    var box = form.querySelector(".upload-progress");
+    var box = progressBox(form);
     var bar = box.querySelector("progress");
     var text = box.querySelector(".upload-progress__text");
     var button = form.querySelector("button[type=submit]");
     var xhr = new XMLHttpRequest();
-    box.hidden = false;
     button.disabled = true;
     text.textContent = "Starting upload…";
 
@@ -59,6 +58,25 @@
     xhr.setRequestHeader("HX-Request", "true");
     xhr.setRequestHeader("HX-Target", "deployment-create");
     xhr.send(new FormData(form));
+  }
+
+  // The progress bar exists only while uploading (and only with JavaScript).
+  function progressBox(form) {
+    var box = form.querySelector(".upload-progress");
+    if (box) return box;
+    box = document.createElement("div");
+    box.className = "upload-progress";
+    var bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = 0;
+    bar.setAttribute("aria-label", "Upload progress");
+    var text = document.createElement("span");
+    text.className = "upload-progress__text";
+    text.setAttribute("aria-live", "polite");
+    box.append(bar, text);
+    var actions = form.querySelector(".actions");
+    form.insertBefore(box, actions);
+    return box;
   }
 
   function replace(html) {
