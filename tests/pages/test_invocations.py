@@ -139,7 +139,8 @@ async def test_it_lists_and_deletes_the_browsers_it_created(operator_client, ten
     invocation_id = start(tenant)
     (browser,) = tenant.call("GET", f"/invocations/{invocation_id}/browsers").json()["browsers"]
     page = (await operator_client.get(url(f"{invocation_id}/"))).content.decode()
-    assert browser["session_id"] in page and "Delete its browsers…" in page
+    assert f'href="/o/acme/browsers/{browser["session_id"]}/"' in page  # its session page
+    assert "Delete its browsers…" in page
     confirm = (await operator_client.get(url(f"{invocation_id}/browsers/delete/"))).content.decode()
     assert browser["session_id"] in confirm and "Delete 1 browser session" in confirm
     response = await operator_client.post(url(f"{invocation_id}/browsers/delete/"))
