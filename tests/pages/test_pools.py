@@ -260,8 +260,9 @@ async def test_it_acquires_a_browser_and_links_to_the_session(operator_client, t
     entry = await AuditLog.objects.aget(action="pool.acquire")
     session_id = entry.detail.removeprefix("session ")
     assert session_id in body
-    # The release form is filled in with the session just acquired.
+    # The release form is filled in with the session just acquired, and the session's page is linked.
     assert f'value="{session_id}"' in body
+    assert f'href="/o/acme/browsers/{session_id}/"' in body
 
 
 async def test_it_says_when_no_browser_became_free(operator_client, pool):

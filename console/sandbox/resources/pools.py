@@ -44,11 +44,11 @@ from console.sandbox.http import (
     ok,
     paginate,
     project_of,
-    public,
     read_json,
     scoped,
     text_filter,
 )
+from console.sandbox.resources import browsers as sessions
 from console.sandbox.resources import profiles as profile_store
 from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
 from console.sandbox.state import Tenant, new_id, rfc3339
@@ -103,97 +103,19 @@ def _is_int(value) -> bool:
 
 
 # Browser sessions ---------------------------------------------------------------------------------
-# Sessions belong to the browsers module (another resource) once it is registered; until then the small
-# fallback below stores records of the same shape, so pools work on their own.
-
-
-def _sessions():
-    """The registered browser-sessions module, or None."""
-    from console.sandbox import resources
-
-    return next((m for m in resources.RESOURCES if m.__name__.endswith(".browsers")), None)
-
-
-def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
-    """Store and return a BrowserSession record (notes §2) in the ``browsers`` table.
-
-    ``config`` uses the browsers module's shape: headless, stealth, kiosk_mode, region, timeout_seconds,
-    viewport, name, tags, start_url, chrome_policy, network, profile (a profile record),
-    profile_save_changes, proxy (``{id, name}``), extensions (``[{id, name}]``), pool (``{id, name}``),
-    telemetry (a set of enabled categories, or None). The record keeps ``_project`` and ``_pool``.
-    """
-    module = _sessions()
-    if module is not None:
-        record = module.new_browser_record(tenant, project, **config)
-    else:
-        record = _fallback_record(tenant, project, **config)
-    if config.get("pool"):
-        record["_pool"] = config["pool"]["id"]
-    return record
-
-
-def _fallback_record(tenant: Tenant, project: str, **config) -> dict:
-    session_id = new_id(length=24)
-    jwt = new_id(length=40)
-    headless = bool(config.get("headless"))
-    host = f"{session_id}.vm.sandbox.invalid"
-    record: dict = {
-        "session_id": session_id,
-        "cdp_ws_url": f"wss://{host}/cdp?jwt={jwt}",
-        "webdriver_ws_url": f"wss://{host}/session?jwt={jwt}",
-        "created_at": rfc3339(tenant.now()),
-        "headless": headless,
-        "stealth": bool(config.get("stealth")),
-        "memory": "8GiB",
-        "region": config.get("region") or "us-east",
-        "timeout_seconds": config.get("timeout_seconds") or 60,
-        "base_url": f"https://{host}/api",
-        "gpu": False,
-        "kiosk_mode": bool(config.get("kiosk_mode")),
-        "viewport": config.get("viewport") or {"width": 1920, "height": 1080, "refresh_rate": 25},
-        "_project": project,
-    }
-    if not headless:
-        record["browser_live_view_url"] = f"https://{host}/live?jwt={jwt}"
-    for key in ("name", "tags", "start_url", "chrome_policy", "network", "pool", "extensions"):
-        if config.get(key):
-            record[key] = config[key]
-    profile = config.get("profile")
-    if profile:
-        record["profile"] = {
-            key: profile.get(key) for key in ("id", "name", "created_at", "updated_at", "last_used_at")
-        }
-        record["profile_save_changes"] = bool(config.get("profile_save_changes"))
-    if config.get("proxy"):
-        record["proxy"] = dict(config["proxy"])
-        record["proxy_id"] = config["proxy"]["id"]
-    if config.get("telemetry") is not None:
-        record["telemetry"] = {"browser": {c: {"enabled": c in config["telemetry"]} for c in CATEGORIES}}
-    tenant.table("browsers")[session_id] = record
-    return record
+# Leases are sessions of the browsers module (notes §2); a leased session also keeps ``_pool``.
 
 
 def _active(tenant: Tenant, session: dict) -> bool:
-    module = _sessions()
-    if module is not None:
-        return module.is_active(tenant, session)
-    return not session.get("_deleted")
+    return sessions.is_active(tenant, session)
 
 
 def _end_session(tenant: Tenant, session: dict, reason: str) -> None:
-    module = _sessions()
-    if module is not None:
-        module.end(tenant, session, reason)
-    else:
-        session["_deleted"] = True
-        session["deleted_at"] = rfc3339(tenant.now())
+    sessions.end(tenant, session, reason)
 
 
 def render_session(request: Request, session: dict) -> dict:
-    module = _sessions()
-    if module is not None:
-        return module.render(session, request.state.tenant, str(request.base_url))
-    return public(session)
+    return sessions.render(session, request.state.tenant, str(request.base_url))
 
 
 def _pool_of(session: dict) -> str | None:
@@ -751,7 +673,7 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
             "name": (tenant.table("proxies").get(config["proxy_id"]) or {}).get("name"),
         }
     telemetry = overrides.get("telemetry") or config["telemetry"]
-    return new_browser_record(
+    session = sessions.new_browser_record(
         tenant,
         project,
         headless=config["headless"],
@@ -772,6 +694,8 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
         extensions=extensions,
         pool={"id": pool["id"], "name": pool.get("name")},
     )
+    session["_pool"] = pool["id"]
+    return session
 
 
 def _enabled_categories(telemetry: dict) -> set[str] | None:
@@ -847,7 +771,8 @@ async def flush(request: Request):
 # Demo data ----------------------------------------------------------------------------------------
 
 DEMO_POOLS = [
-    # name, size, fill rate, options, minutes since creation, leases
+    # name, size, fill rate, options, minutes since creation, leases (long timeouts keep the demo's
+    # leases alive for a day's demo; the inactivity timeout runs on the tenant clock)
     (
         "checkout-warm",
         10,
@@ -855,7 +780,7 @@ DEMO_POOLS = [
         {
             "profile": {"name": "checkout-bot"},
             "stealth": True,
-            "timeout_seconds": 900,
+            "timeout_seconds": 14_400,
             "start_url": "https://shop.example.com/cart",
             "telemetry": {"enabled": True, "browser": {"console": {"enabled": True}}},
         },
@@ -869,6 +794,7 @@ DEMO_POOLS = [
         {
             "headless": True,
             "stealth": True,
+            "timeout_seconds": 259_200,
             "viewport": {"width": 1280, "height": 800, "refresh_rate": 60},
             "chrome_policy": {"BlockThirdPartyCookies": True, "DefaultNotificationsSetting": 2},
         },
@@ -882,6 +808,7 @@ DEMO_POOLS = [
         {
             "profile": {"name": "support-gmail"},
             "kiosk_mode": True,
+            "timeout_seconds": 86_400,
             "viewport": {"width": 1440, "height": 900, "refresh_rate": 25},
         },
         600,
