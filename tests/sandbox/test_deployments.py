@@ -154,6 +154,7 @@ def test_it_stops_a_running_deployment_and_marks_it_for_deletion(tenant):
     assert stopped["status"] == "stopped"
     assert "marked for deletion" in stopped["status_reason"]
     assert tenant.call("GET", "/apps", params={"app_name": "hello-app"}).json() == []
+    assert tenant.call("GET", "/deployments").json() == []  # marked for deletion: gone from lists
 
 
 @pytest.mark.parametrize("terminal", ["stopped", "failed"])

@@ -5,7 +5,7 @@ import json
 import httpx
 import pytest
 
-from tests.sandbox.test_deployments import created, error
+from tests.sandbox.test_deployments import app_zip, created, error
 
 
 @pytest.fixture
@@ -269,3 +269,17 @@ def test_it_seeds_invocations_in_every_state(demo_tenant):
     listed = demo_tenant.call("GET", "/invocations", params={"limit": 100}).json()
     assert {i["status"] for i in listed} == {"queued", "running", "succeeded", "failed"}
     assert any(i["status_reason"] == "cancelled" for i in listed)
+
+
+def test_it_never_keeps_a_project_from_being_deleted_by_run_history(tenant):
+    project = tenant.call("POST", "/org/projects", json={"name": "short-lived"}).json()
+    scoped = {"X-Kernel-Project": project["id"]}
+    files = {"file": ("app.zip", app_zip(), "application/zip")}
+    data = {"version": "1.0.0", "entrypoint_rel_path": "main.py"}
+    deployment = tenant.call("POST", "/deployments", data=data, files=files, headers=scoped).json()
+    tenant.advance(10)
+    body = {"app_name": "hello-app", "action_name": "greet", "version": "1.0.0", "async": True}
+    assert tenant.call("POST", "/invocations", json=body, headers=scoped).status_code == 202
+    assert tenant.call("DELETE", f"/org/projects/{project['id']}").status_code == 409  # still deployed
+    tenant.call("DELETE", f"/deployments/{deployment['id']}", headers=scoped)
+    assert tenant.call("DELETE", f"/org/projects/{project['id']}").status_code == 204

@@ -15,7 +15,8 @@ Choices where the notes leave room:
 - Deploying an app version that already has an active deployment (queued, in_progress or running) is
   409 ``version_exists`` unless ``force`` is true; with ``force`` the older deployment is stopped.
 - ``DELETE`` on an active deployment stops it at once and marks it for deletion (``status_reason`` says
-  so); on a stopped or failed one it changes nothing and answers 204 at once. The record stays readable.
+  so): it leaves lists and no longer counts as a resource of its project, but stays readable by id. On a
+  stopped or failed one it changes nothing and answers 204 at once.
 - ``env_vars`` values are stored but always answered as ``""`` (the service redacts them for API keys).
 - The deployment record also carries ``app_name`` and ``version`` once known (the service may add
   fields; the console treats them as optional).
@@ -401,8 +402,9 @@ async def get_deployment(request: Request):
 @endpoint
 async def delete_deployment(request: Request):
     record = _get(request, request.path_params["id"])
-    stop(request.state.tenant, record, "stopped and marked for deletion")
-    record["_marked_for_deletion"] = True
+    if stop(request.state.tenant, record, "stopped and marked for deletion"):
+        # Marked for deletion: gone from lists (and from the project's resources), still readable by id.
+        record["_deleted"] = True
     return no_content()
 
 
@@ -733,7 +735,7 @@ def seed(tenant: Tenant) -> None:
     old = deploy("web-scraper", "1.0.0", ago(days=30), env=scraper_env)
     old_stop = old["_created"] + timedelta(days=9)
     interrupt(old, old_stop, [state_entry(old_stop, "stopped", "stopped and marked for deletion")])
-    old["_marked_for_deletion"] = True
+    old["_deleted"] = True
     deploy("web-scraper", "1.1.0", ago(days=21), env=scraper_env)
     deploy("web-scraper", "1.2.0", ago(days=3), env=scraper_env)
     deploy(
@@ -749,7 +751,11 @@ def seed(tenant: Tenant) -> None:
         env={"STORE_URL": "https://shop.example.com", "STORE_PASSWORD": "x"},
         repo="https://github.com/acme/checkout-bot",
     )
-    deploy("report-builder", "latest", ago(days=6), env={"DATABASE_URL": "postgres://demo"})
+    replaced = deploy("report-builder", "latest", ago(days=20), env={"DATABASE_URL": "postgres://demo"})
+    when = ago(days=6)
+    reason = "replaced by a forced deployment of the same version"
+    interrupt(replaced, when, [log_entry(when, f"Stopping: {reason}"), state_entry(when, "stopped", reason)])
+    deploy("report-builder", "latest", when, env={"DATABASE_URL": "postgres://demo"})
     deploy(
         "report-builder",
         "2.0.0-rc1",

@@ -18,6 +18,8 @@ Choices where the notes leave room:
   /invocations/{id}/browsers``, or the browsers API).
 - ``PATCH /invocations/{id}``: ``status`` ``failed`` cancels (reason ``cancelled``), ``succeeded``
   completes with the given ``output`` (a JSON string); a finished invocation answers 409.
+- Invocations are run history: they never keep a project from being deleted (the browsers they
+  created do, while active).
 - ``GET /invocations/{id}/events`` replays the timeline (or what follows ``since``), follows it live and
   ends at ``succeeded`` or ``failed``. Frames carry no ``id:`` (the stream is not resumable).
 """
@@ -35,7 +37,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.resources import deployments
 from console.sandbox.resources.deployments import (
     interrupt,
@@ -186,7 +188,8 @@ def create(
         "finished_at": None,
         "status": "queued",
         "status_reason": None,
-        "_project": project,
+        # Not ``_project``: invocations are run history, which never keeps a project from being deleted.
+        "_scope": project,
         "_deployment": deployment["id"],
         "_created": start,
     }
@@ -267,7 +270,7 @@ def _render_browser(request: Request, browser: dict) -> dict:
 
 def _get(request: Request, invocation_id: str) -> dict:
     record = request.state.tenant.table(TABLE).get(invocation_id)
-    if record is None or record["_project"] != project_of(request):
+    if record is None or record["_scope"] != project_of(request):
         raise not_found("invocation", invocation_id)
     return record
 
@@ -355,7 +358,9 @@ async def list_invocations(request: Request):
     tenant: Tenant = request.state.tenant
     params = request.query_params
     now = tenant.now()
-    items = sorted(scoped(request, TABLE), key=lambda r: r["_created"], reverse=True)
+    project = project_of(request)
+    mine = [r for r in tenant.table(TABLE).values() if r["_scope"] == project]
+    items = sorted(mine, key=lambda r: r["_created"], reverse=True)
     for name in ("app_name", "action_name", "version"):
         if params.get(name):
             items = [r for r in items if r[name] == params[name]]
