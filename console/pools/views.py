@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from console.accounts import audit
 from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
@@ -220,7 +220,10 @@ async def pool_acquire(request, pool_id: str):
         "waited_seconds": timeout,
         "poll_seconds": POLL_SECONDS,
     }
-    return render(request, "pools/detail.html", context, partial="pool-lease")
+    response = render(request, "pools/detail.html", context, partial="pool-lease")
+    if session is not None:
+        trigger_client_event(response, "pool-changed")  # the counts refresh now, not at the next poll
+    return response
 
 
 @require_http_methods(["POST"])

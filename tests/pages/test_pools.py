@@ -263,6 +263,7 @@ async def test_it_acquires_a_browser_and_links_to_the_session(operator_client, t
     # The release form is filled in with the session just acquired, and the session's page is linked.
     assert f'value="{session_id}"' in body
     assert f'href="/o/acme/browsers/{session_id}/"' in body
+    assert "pool-changed" in response["HX-Trigger"]  # the counts refresh at once
 
 
 async def test_it_says_when_no_browser_became_free(operator_client, pool):
