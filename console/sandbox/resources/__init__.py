@@ -7,6 +7,9 @@ seeded in this order, so a resource that references another comes after it).
 from console.sandbox.resources import (
     apps,
     auth_connections,
+    browser_computer,
+    browser_files,
+    browser_processes,
     browsers,
     credentials,
     deployments,
@@ -31,5 +34,8 @@ RESOURCES = [
     apps,
     invocations,
     browsers,
+    browser_processes,
+    browser_files,
+    browser_computer,
     telemetry,
 ]
