@@ -1,0 +1,593 @@
+"""A browser session's processes (notes §5): exec, spawn, status, kill, stdin, resize, output stream.
+
+Commands run for real, with ``asyncio.create_subprocess_exec`` (never a shell unless the command is one),
+inside the session's directory (``browser_files``): the working directory defaults to ``/home/kernel``
+(that is, ``<session dir>/home/kernel``) and ``HOME`` points there. Arguments are passed as given: a
+command that names an absolute path sees the host's filesystem, not the session's.
+
+Choices where the contract and the notes are silent (the lead copies them into the docs):
+
+- Real execution can be turned off: ``SANDBOX_EXEC=off`` in the sandbox's environment, or the tenant
+  setting ``exec_enabled: false`` (``POST /_sandbox/settings``). ``exec`` and ``spawn`` then answer 403
+  ``exec_disabled``; processes already started can still be read, fed and killed.
+- ``as_user`` and ``as_root`` are accepted and ignored (the sandbox runs as one user).
+- A command that is not found (or not executable) is 400 with a ``command`` detail; a ``cwd`` that is not
+  a directory of the session is 400 with a ``cwd`` detail.
+- ``exec`` waits at most ``timeout_sec`` (default 30 s, at most 300 s); on timeout the process group is
+  killed and the answer is exit code 124 (as coreutils ``timeout``) with a note on stderr. Each of stdout
+  and stderr keeps at most 1 MiB (the rest is discarded, and the reply says so on stderr).
+- ``spawn`` starts the process in its own process group; ``timeout_sec`` (optional) kills the group after
+  that long. ``allocate_tty`` gives it a pseudo-terminal (stdout and stderr then arrive merged as
+  ``stdout``; ``resize`` applies ``cols``/``rows``); without a TTY ``resize`` is 400.
+- Exit codes: a process killed by a signal reports ``128 + signal`` (143 for TERM, 137 for KILL), as
+  shells do.
+- ``kill`` signals the whole process group; killing or feeding a process that has exited is 409
+  ``process_exited``. ``stdin`` on a process whose stdin is closed is 409 too.
+- ``status``: ``cpu_pct`` is the CPU share since the previous status read (or since the start), from
+  ``/proc``; ``mem_bytes`` the resident set size. Both are absent once the process exited.
+- The output stream has no ids and no resume: each output chunk is delivered to the streams connected at
+  that moment; output produced while no stream is connected is held (the newest 1 MiB) for the next one.
+  So a stream opened right after ``spawn`` sees everything, and a console that reconnects sees what it
+  missed without duplicates. ``{"event": "exit", "exit_code": n}`` ends every stream, including one
+  opened after the process exited (it first gets the held output).
+- When the session ends, its running processes are killed. At most ``MAX_RUNNING`` (16) processes run
+  per session at a time (409 ``too_many_processes``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import base64
+import contextlib
+import fcntl
+import os
+import signal
+import struct
+import termios
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from console.sandbox.errors import ApiError, conflict, invalid
+from console.sandbox.http import endpoint, ok, read_json, sse_response
+from console.sandbox.resources import browser_files
+from console.sandbox.state import Tenant, rfc3339
+
+SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
+EXEC_TIMEOUT = 30.0
+MAX_TIMEOUT = 300.0
+MAX_SPAWN_TIMEOUT = 86_400.0
+OUTPUT_CAP = 1024 * 1024
+HELD_CAP = 1024 * 1024
+MAX_RUNNING = 16
+READ_SIZE = 64 * 1024
+SESSION_CHECK = 1.0
+EXIT_GRACE = 0.3
+_END = object()
+
+# Every running process of this sandbox process, killed when the sandbox stops.
+_running: set[Proc] = set()
+
+
+def _kill_all() -> None:
+    for proc in list(_running):
+        proc.signal(signal.SIGKILL)
+
+
+atexit.register(_kill_all)
+
+
+def exec_enabled(tenant: Tenant) -> bool:
+    if os.environ.get("SANDBOX_EXEC", "on").strip().lower() in ("off", "0", "false", "no"):
+        return False
+    return tenant.settings.get("exec_enabled", True) is not False
+
+
+@dataclass(eq=False)
+class Proc:
+    id: str
+    command: str
+    args: list[str]
+    started_at: str
+    process: asyncio.subprocess.Process | None = None
+    tty: int | None = None  # the PTY master, when allocated
+    exit_code: int | None = None
+    held: deque = field(default_factory=deque)
+    held_bytes: int = 0
+    readers: set[asyncio.Queue] = field(default_factory=set)
+    cpu_mark: tuple[float, float] | None = None  # (cpu seconds, monotonic time) of the last status read
+    task: asyncio.Task | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def running(self) -> bool:
+        return self.exit_code is None
+
+    def publish(self, item) -> None:
+        if self.readers:
+            for queue in list(self.readers):
+                queue.put_nowait(item)
+            return
+        self.held.append(item)
+        if isinstance(item, dict) and "data_b64" in item:
+            self.held_bytes += len(item["data_b64"])
+            while self.held_bytes > HELD_CAP and len(self.held) > 1:
+                dropped = self.held.popleft()
+                if isinstance(dropped, dict):
+                    self.held_bytes -= len(dropped.get("data_b64", ""))
+
+    def signal(self, signum: int) -> None:
+        if self.process is None or self.exit_code is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
+
+
+def processes_of(record: dict) -> dict[str, Proc]:
+    return record.setdefault("_processes", {})
+
+
+def _session(request: Request, *, activity: bool = True) -> dict:
+    """The session of the path; a call that drives it counts as activity, a read does not."""
+    from console.sandbox.resources.browsers import get_session, touch
+
+    record = get_session(request, request.path_params["id"])
+    if activity:
+        touch(request.state.tenant, record)
+    return record
+
+
+def _proc(request: Request, record: dict) -> Proc:
+    proc = processes_of(record).get(request.path_params["process_id"])
+    if proc is None:
+        raise ApiError(
+            404, "process_not_found", f"no process {request.path_params['process_id']!r} in this session"
+        )
+    return proc
+
+
+# Validation ----------------------------------------------------------------------------------------
+
+
+def _command(record: dict, body: dict, *, spawn: bool) -> dict:
+    errors: dict[str, str] = {}
+    command = body.get("command")
+    if not isinstance(command, str) or not command.strip():
+        errors["command"] = "the program to run is required"
+    args = body.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        errors["args"] = "must be a list of strings"
+        args = []
+    env = body.get("env") or {}
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        errors["env"] = "must map strings to strings"
+        env = {}
+    elif any(not k or "=" in k or "\x00" in k + v for k, v in env.items()):
+        errors["env"] = "names must be non-empty, without = or NUL"
+    high = MAX_SPAWN_TIMEOUT if spawn else MAX_TIMEOUT
+    timeout = body.get("timeout_sec")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= high
+    ):
+        errors["timeout_sec"] = f"must be a number of seconds above 0 and at most {high:g}"
+    for key in ("as_root", "allocate_tty"):
+        if body.get(key) is not None and not isinstance(body[key], bool):
+            errors[key] = "must be true or false"
+    if body.get("as_user") is not None and not isinstance(body["as_user"], str):
+        errors["as_user"] = "must be a user name"
+    cols, rows = body.get("cols", 80), body.get("rows", 24)
+    for key, value in (("cols", cols), ("rows", rows)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            errors[key] = "must be an integer from 1 to 1000"
+    cwd = None
+    if not errors:
+        raw_cwd = body.get("cwd") or browser_files.HOME
+        try:
+            cwd = browser_files.resolve(record, raw_cwd, "cwd")
+        except ApiError as exc:
+            errors["cwd"] = exc.details[0]["message"] if exc.details else exc.message
+        else:
+            if not cwd.is_dir():
+                errors["cwd"] = f"{raw_cwd} is not a directory of the session"
+    if errors:
+        raise invalid("the command is not valid", **errors)
+    return {
+        "command": command,
+        "args": args,
+        "env": env,
+        "cwd": cwd,
+        "timeout": float(timeout) if timeout is not None else None,
+        "tty": bool(body.get("allocate_tty")) and spawn,
+        "cols": cols,
+        "rows": rows,
+    }
+
+
+def _environment(record: dict, extra: dict, *, tty: bool) -> dict[str, str]:
+    home = browser_files.session_root(record) / "home" / "kernel"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "USER": "kernel",
+        "LOGNAME": "kernel",
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color" if tty else "dumb",
+        "KERNEL_SESSION_ID": record["session_id"],
+    }
+    env.update(extra)
+    return env
+
+
+def _require_exec(tenant: Tenant) -> None:
+    if not exec_enabled(tenant):
+        raise ApiError(
+            403,
+            "exec_disabled",
+            "running commands is turned off in this sandbox "
+            "(SANDBOX_EXEC=off, or the tenant setting exec_enabled is false)",
+        )
+
+
+async def _start(spec: dict, env: dict, **streams) -> asyncio.subprocess.Process:
+    try:
+        return await asyncio.create_subprocess_exec(
+            spec["command"], *spec["args"], cwd=spec["cwd"], env=env, start_new_session=True, **streams
+        )
+    except FileNotFoundError:
+        raise invalid(
+            f"command not found: {spec['command']}", command="no such program on the session's PATH"
+        ) from None
+    except PermissionError:
+        raise invalid(
+            f"permission denied: {spec['command']}", command="the program is not executable"
+        ) from None
+    except OSError as exc:
+        raise invalid(f"the command could not start: {exc.strerror}", command=str(exc.strerror)) from None
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+# Exec ----------------------------------------------------------------------------------------------
+
+
+async def _collect(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
+    kept, clipped = bytearray(), False
+    while chunk := await stream.read(READ_SIZE):
+        room = cap - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if len(chunk) > room:
+            clipped = True
+    return bytes(kept), clipped
+
+
+@endpoint
+async def exec_command(request: Request):
+    tenant = request.state.tenant
+    record = _session(request)
+    _require_exec(tenant)
+    spec = _command(record, await read_json(request), spawn=False)
+    env = _environment(record, spec["env"], tty=False)
+    started = time.monotonic()
+    process = await _start(
+        spec,
+        env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    proc = Proc(id="exec", command=spec["command"], args=spec["args"], started_at="", process=process)
+    _running.add(proc)
+    readers = asyncio.gather(_collect(process.stdout, OUTPUT_CAP), _collect(process.stderr, OUTPUT_CAP))
+    timeout = spec["timeout"] or EXEC_TIMEOUT
+    timed_out = False
+    try:
+        (stdout, out_clipped), (stderr, err_clipped) = await asyncio.wait_for(
+            asyncio.shield(readers), timeout=timeout
+        )
+        code = _exit_code(await process.wait())
+    except TimeoutError:
+        timed_out = True
+        proc.signal(signal.SIGKILL)
+        await process.wait()
+        try:
+            (stdout, out_clipped), (stderr, err_clipped) = await asyncio.wait_for(readers, EXIT_GRACE)
+        except TimeoutError:
+            readers.cancel()
+            stdout, out_clipped, stderr, err_clipped = b"", False, b"", False
+        code = 124
+    finally:
+        proc.exit_code = process.returncode if process.returncode is not None else -1
+        _running.discard(proc)
+    notes = []
+    if out_clipped or err_clipped:
+        notes.append(f"[sandbox] output beyond {OUTPUT_CAP // 1024} KiB per stream was discarded")
+    if timed_out:
+        notes.append(f"[sandbox] timed out after {timeout:g} s; the process was killed")
+    if notes:
+        stderr += ("\n" if stderr and not stderr.endswith(b"\n") else "").encode() + "\n".join(notes).encode()
+    return ok(
+        {
+            "exit_code": code,
+            "stdout_b64": base64.b64encode(stdout).decode(),
+            "stderr_b64": base64.b64encode(stderr).decode(),
+            "duration_ms": int((time.monotonic() - started) * 1000),
+        }
+    )
+
+
+# Spawn and its lifecycle ---------------------------------------------------------------------------
+
+
+async def _pump(proc: Proc, reader: asyncio.StreamReader, name: str) -> None:
+    try:
+        while chunk := await reader.read(READ_SIZE):
+            proc.publish({"stream": name, "data_b64": base64.b64encode(chunk).decode()})
+    except OSError:  # a PTY master reports EIO once the terminal's last writer is gone
+        return
+
+
+async def _tty_reader(master: int) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    pipe = os.fdopen(os.dup(master), "rb", buffering=0)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    return reader
+
+
+async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: float | None) -> None:
+    """Wait for the process (killing it when the session ends or its timeout passes), then publish
+    the rest of its output and the exit event."""
+    from console.sandbox.resources.browsers import is_active
+
+    loop = asyncio.get_running_loop()
+    process = proc.process
+    try:
+        while True:
+            wait = SESSION_CHECK if deadline is None else max(0.0, min(SESSION_CHECK, deadline - loop.time()))
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), timeout=wait)
+                break
+            except TimeoutError:
+                pass
+            if not is_active(tenant, record) or (deadline is not None and loop.time() >= deadline):
+                proc.signal(signal.SIGKILL)
+        # Output still in the pipes arrives before the exit event; a child that kept the pipes open
+        # after the process itself exited does not hold the exit event back for long.
+        _, pending = await asyncio.wait(pumps, timeout=EXIT_GRACE)
+        for task in pending:
+            task.cancel()
+        proc.exit_code = _exit_code(process.returncode)
+    finally:
+        if proc.exit_code is None:
+            proc.signal(signal.SIGKILL)
+            proc.exit_code = -1
+        _running.discard(proc)
+        if proc.tty is not None:
+            with contextlib.suppress(OSError):
+                os.close(proc.tty)
+        proc.publish({"event": "exit", "exit_code": proc.exit_code})
+        for queue in list(proc.readers):
+            queue.put_nowait(_END)
+
+
+@endpoint
+async def spawn(request: Request):
+    tenant = request.state.tenant
+    record = _session(request)
+    _require_exec(tenant)
+    spec = _command(record, await read_json(request), spawn=True)
+    processes = processes_of(record)
+    if sum(1 for p in processes.values() if p.running) >= MAX_RUNNING:
+        raise conflict(
+            f"{MAX_RUNNING} processes are already running in this session; kill one first",
+            code="too_many_processes",
+        )
+    env = _environment(record, spec["env"], tty=spec["tty"])
+    proc = Proc(
+        id=str(uuid.uuid4()), command=spec["command"], args=spec["args"], started_at=rfc3339(tenant.now())
+    )
+    if spec["tty"]:
+        master, slave = os.openpty()
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", spec["rows"], spec["cols"], 0, 0))
+        try:
+            proc.process = await _start(spec, env, stdin=slave, stdout=slave, stderr=slave)
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        proc.tty = master
+        pumps = [asyncio.create_task(_pump(proc, await _tty_reader(master), "stdout"))]
+    else:
+        proc.process = await _start(
+            spec,
+            env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        pumps = [
+            asyncio.create_task(_pump(proc, proc.process.stdout, "stdout")),
+            asyncio.create_task(_pump(proc, proc.process.stderr, "stderr")),
+        ]
+    _running.add(proc)
+    processes[proc.id] = proc
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + spec["timeout"] if spec["timeout"] else None
+    proc.task = loop.create_task(_run(tenant, record, proc, pumps, deadline))
+    return ok({"process_id": proc.id, "pid": proc.pid, "started_at": proc.started_at}, status=201)
+
+
+# Status, kill, stdin, resize -----------------------------------------------------------------------
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _usage(pid: int) -> tuple[float, int] | None:
+    """(CPU seconds, resident bytes) of a live process, from /proc (None where /proc is absent)."""
+    try:
+        stat_fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        statm = Path(f"/proc/{pid}/statm").read_text().split()
+    except (OSError, IndexError):
+        return None
+    cpu = (int(stat_fields[11]) + int(stat_fields[12])) / _TICKS
+    return cpu, int(statm[1]) * _PAGE
+
+
+@endpoint
+async def status(request: Request):
+    record = _session(request, activity=False)
+    proc = _proc(request, record)
+    if not proc.running:
+        return ok({"state": "exited", "exit_code": proc.exit_code})
+    body: dict = {"state": "running"}
+    usage = _usage(proc.pid)
+    if usage is not None:
+        cpu, rss = usage
+        now = time.monotonic()
+        last_cpu, last_time = proc.cpu_mark or (0.0, _started_monotonic(proc, now))
+        elapsed = max(now - last_time, 1e-3)
+        body["cpu_pct"] = round(max(0.0, (cpu - last_cpu) / elapsed * 100), 1)
+        body["mem_bytes"] = rss
+        proc.cpu_mark = (cpu, now)
+    return ok(body)
+
+
+def _started_monotonic(proc: Proc, now: float) -> float:
+    try:
+        start_ticks = int(Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return now - 1.0
+    return now - max(uptime - start_ticks / _TICKS, 1e-3)
+
+
+def _exited(proc: Proc) -> ApiError:
+    return conflict(f"the process has already exited (exit code {proc.exit_code})", code="process_exited")
+
+
+@endpoint
+async def kill(request: Request):
+    record = _session(request)
+    proc = _proc(request, record)
+    body = await read_json(request)
+    name = body.get("signal")
+    if name not in SIGNALS:
+        raise invalid("signal is not valid", signal="must be one of TERM, KILL, INT, HUP")
+    if not proc.running:
+        raise _exited(proc)
+    proc.signal(SIGNALS[name])
+    return ok({"ok": True})
+
+
+@endpoint
+async def stdin(request: Request):
+    record = _session(request)
+    proc = _proc(request, record)
+    body = await read_json(request)
+    raw = body.get("data_b64")
+    try:
+        data = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+    except ValueError:
+        data = None
+    if data is None:
+        raise invalid("data_b64 must be base64", data_b64="the bytes to write, base64-encoded")
+    if not proc.running:
+        raise _exited(proc)
+    try:
+        if proc.tty is not None:
+            written = os.write(proc.tty, data)
+        else:
+            writer = proc.process.stdin
+            if writer is None or writer.is_closing():
+                raise conflict("the process's standard input is closed", code="stdin_closed")
+            writer.write(data)
+            await writer.drain()
+            written = len(data)
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        raise conflict("the process's standard input is closed", code="stdin_closed") from None
+    return ok({"written_bytes": written})
+
+
+@endpoint
+async def resize(request: Request):
+    record = _session(request)
+    proc = _proc(request, record)
+    body = await read_json(request)
+    errors = {}
+    for key in ("cols", "rows"):
+        value = body.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            errors[key] = "an integer from 1 to 1000 is required"
+    if errors:
+        raise invalid("cols and rows are required", **errors)
+    if proc.tty is None:
+        raise invalid("the process has no terminal", process_id="only a process spawned with allocate_tty")
+    if not proc.running:
+        raise _exited(proc)
+    fcntl.ioctl(proc.tty, termios.TIOCSWINSZ, struct.pack("HHHH", body["rows"], body["cols"], 0, 0))
+    proc.signal(signal.SIGWINCH)
+    return ok({"ok": True})
+
+
+@endpoint
+async def stream(request: Request):
+    from console.sandbox.resources.browsers import get_session
+
+    record = get_session(request, request.path_params["id"])
+    proc = _proc(request, record)
+    queue: asyncio.Queue = asyncio.Queue()
+    while proc.held:
+        item = proc.held.popleft()
+        queue.put_nowait(item)
+    proc.held_bytes = 0
+    if proc.running:
+        proc.readers.add(queue)
+    else:
+        # Exited: the held output, then the exit event (kept so every later stream ends the same way).
+        queue.put_nowait({"event": "exit", "exit_code": proc.exit_code})
+        queue.put_nowait(_END)
+
+    async def frames():
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    return
+                yield None, item
+                if item.get("event") == "exit":
+                    return
+        finally:
+            proc.readers.discard(queue)
+
+    return sse_response(request, frames())
+
+
+def seed(tenant: Tenant) -> None:
+    """No demo processes: they run for real, so they start when someone spawns them."""
+
+
+routes = [
+    Route("/browsers/{id}/process/exec", exec_command, methods=["POST"]),
+    Route("/browsers/{id}/process/spawn", spawn, methods=["POST"]),
+    Route("/browsers/{id}/process/{process_id}/status", status, methods=["GET"]),
+    Route("/browsers/{id}/process/{process_id}/kill", kill, methods=["POST"]),
+    Route("/browsers/{id}/process/{process_id}/stdin", stdin, methods=["POST"]),
+    Route("/browsers/{id}/process/{process_id}/resize", resize, methods=["POST"]),
+    Route("/browsers/{id}/process/{process_id}/stdout/stream", stream, methods=["GET"]),
+]

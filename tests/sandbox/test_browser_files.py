@@ -1,0 +1,413 @@
+"""Sandbox conformance: a session's filesystem (notes §4): confinement, files, directories, zip upload
+safety, directory zips, and watches reporting real create/write/delete/rename events."""
+
+import io
+import json
+import time
+import zipfile
+
+import httpx
+import pytest
+
+LONG = 259_200
+
+
+@pytest.fixture
+def session(tenant):
+    response = tenant.call("POST", "/browsers", json={"name": "files", "timeout_seconds": LONG})
+    assert response.status_code == 201, response.text
+    return response.json()["session_id"]
+
+
+def fs(tenant, session, method, op, **kwargs):
+    return tenant.call(method, f"/browsers/{session}/fs/{op}", **kwargs)
+
+
+def write(tenant, session, path, content: bytes):
+    response = fs(tenant, session, "PUT", "write_file", params={"path": path}, content=content)
+    assert response.status_code == 204, response.text
+
+
+def listing(tenant, session, path):
+    response = fs(tenant, session, "GET", "list_files", params={"path": path})
+    assert response.status_code == 200, response.text
+    return {entry["name"]: entry for entry in response.json()}
+
+
+def details(response):
+    body = response.json()
+    assert set(body) >= {"code", "message", "details"}
+    return {d["code"]: d["message"] for d in body["details"]}
+
+
+def make_zip(entries: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for name, content in entries.items():
+            bundle.writestr(name, content)
+    return buffer.getvalue()
+
+
+def upload_zip(tenant, session, content: bytes, dest="/home/kernel/Downloads/unpacked"):
+    return fs(
+        tenant,
+        session,
+        "POST",
+        "upload_zip",
+        data={"dest_path": dest},
+        files={"zip_file": ("bundle.zip", content, "application/zip")},
+    )
+
+
+def test_it_starts_a_session_with_the_kernel_home_directories(tenant, session):
+    root = listing(tenant, session, "/")
+    assert {"home", "tmp"} <= set(root)
+    home = listing(tenant, session, "/home/kernel")
+    assert home["Downloads"]["is_dir"] is True
+    assert home["Downloads"]["path"] == "/home/kernel/Downloads"
+    assert home["Downloads"]["mode"].startswith("d") and home["Downloads"]["size_bytes"] == 0
+
+
+def test_it_writes_reads_and_describes_a_file(tenant, session):
+    tenant.set_clock("2026-04-02T09:30:00Z")
+    write(tenant, session, "/home/kernel/Downloads/report.csv", b"a,b\n1,2\n")
+    info = fs(
+        tenant, session, "GET", "file_info", params={"path": "/home/kernel/Downloads/report.csv"}
+    ).json()
+    assert info.pop("mod_time").startswith("2026-04-02T09:30:0")  # the tenant clock, not the host's
+    assert info == {
+        "name": "report.csv",
+        "path": "/home/kernel/Downloads/report.csv",
+        "is_dir": False,
+        "size_bytes": 8,
+        "mode": "-rw-r--r--",
+    }
+    read = fs(tenant, session, "GET", "read_file", params={"path": "/home/kernel/Downloads/report.csv"})
+    assert read.status_code == 200 and read.content == b"a,b\n1,2\n"
+    assert read.headers["content-type"] == "application/octet-stream"
+
+
+def test_it_applies_the_mode_given_on_write(tenant, session):
+    response = fs(
+        tenant,
+        session,
+        "PUT",
+        "write_file",
+        params={"path": "/tmp/run.sh", "mode": "750"},
+        content=b"#!/bin/sh\n",
+    )
+    assert response.status_code == 204
+    assert listing(tenant, session, "/tmp")["run.sh"]["mode"] == "-rwxr-x---"
+    bad = fs(tenant, session, "PUT", "write_file", params={"path": "/tmp/x", "mode": "999"}, content=b"")
+    assert bad.status_code == 400 and "mode" in details(bad)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/home/kernel/../../../../etc/passwd", "/tmp/../..", "relative/path.txt", "", "/tmp/a\x00b"],
+)
+def test_it_refuses_traversal_and_relative_paths_with_400(tenant, session, path):
+    response = fs(tenant, session, "GET", "read_file", params={"path": path})
+    assert response.status_code == 400, response.text
+    assert "path" in details(response)
+
+
+def test_it_never_serves_the_hosts_own_files(tenant, session):
+    response = fs(tenant, session, "GET", "read_file", params={"path": "/etc/passwd"})
+    assert response.status_code == 404
+    assert response.json()["code"] == "file_not_found"
+    assert "root:" not in response.text
+
+
+def test_it_refuses_a_symlink_that_leads_outside_the_session(tenant, session):
+    spawned = tenant.call(
+        "POST",
+        f"/browsers/{session}/process/exec",
+        json={"command": "ln", "args": ["-s", "/etc", "escape"], "cwd": "/tmp"},
+    )
+    assert spawned.json()["exit_code"] == 0
+    response = fs(tenant, session, "GET", "read_file", params={"path": "/tmp/escape/passwd"})
+    assert response.status_code == 400
+    assert "outside" in details(response)["path"]
+
+
+def test_it_keeps_each_sessions_files_apart(tenant, session):
+    other = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG}).json()["session_id"]
+    write(tenant, session, "/tmp/mine.txt", b"x")
+    response = fs(tenant, other, "GET", "file_info", params={"path": "/tmp/mine.txt"})
+    assert response.status_code == 404
+
+
+def test_it_creates_moves_and_deletes(tenant, session):
+    created = fs(tenant, session, "PUT", "create_directory", json={"path": "/home/kernel/work/a/b"})
+    assert created.status_code == 204
+    write(tenant, session, "/home/kernel/work/a/b/one.txt", b"1")
+    moved = fs(
+        tenant,
+        session,
+        "PUT",
+        "move",
+        json={"src_path": "/home/kernel/work/a/b/one.txt", "dest_path": "/home/kernel/work/two.txt"},
+    )
+    assert moved.status_code == 204
+    assert set(listing(tenant, session, "/home/kernel/work")) == {"a", "two.txt"}
+    not_a_file = fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/work/a"})
+    assert not_a_file.status_code == 400 and "delete_directory" in details(not_a_file)["path"]
+    assert (
+        fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/work/two.txt"}).status_code
+        == 204
+    )
+    assert (
+        fs(tenant, session, "PUT", "delete_directory", json={"path": "/home/kernel/work"}).status_code == 204
+    )
+    assert "work" not in listing(tenant, session, "/home/kernel")
+
+
+def test_it_answers_404_for_missing_paths_and_400_for_the_wrong_kind(tenant, session):
+    missing = fs(tenant, session, "PUT", "delete_file", json={"path": "/tmp/nope"})
+    assert missing.status_code == 404 and missing.json()["code"] == "file_not_found"
+    write(tenant, session, "/tmp/file.txt", b"x")
+    not_dir = fs(tenant, session, "GET", "list_files", params={"path": "/tmp/file.txt"})
+    assert not_dir.status_code == 400
+    no_parent = fs(
+        tenant, session, "PUT", "move", json={"src_path": "/tmp/file.txt", "dest_path": "/no/where.txt"}
+    )
+    assert no_parent.status_code == 404
+    into_itself = fs(tenant, session, "PUT", "move", json={"src_path": "/tmp", "dest_path": "/tmp/inner"})
+    assert into_itself.status_code == 400
+    root = fs(tenant, session, "PUT", "delete_directory", json={"path": "/"})
+    assert root.status_code == 400
+
+
+def test_it_uploads_files_paired_by_order(tenant, session):
+    response = fs(
+        tenant,
+        session,
+        "POST",
+        "upload",
+        files=[
+            ("files[][dest_path]", (None, "/home/kernel/Desktop/a.txt")),
+            ("files[][dest_path]", (None, "/home/kernel/Desktop/new/b.txt")),
+            ("files[][file]", ("a.txt", b"alpha", "text/plain")),
+            ("files[][file]", ("b.txt", b"beta", "text/plain")),
+        ],
+    )
+    assert response.status_code == 204, response.text
+    read = fs(tenant, session, "GET", "read_file", params={"path": "/home/kernel/Desktop/new/b.txt"})
+    assert read.content == b"beta"
+    unpaired = fs(
+        tenant,
+        session,
+        "POST",
+        "upload",
+        files=[("files[][file]", ("a.txt", b"alpha", "text/plain"))],
+    )
+    assert unpaired.status_code == 400 and "files" in details(unpaired)
+
+
+def test_it_extracts_a_zip_into_the_destination(tenant, session):
+    archive = make_zip(
+        {"site/index.html": b"<h1>hi</h1>", "site/css/app.css": b"body{}", "README": b"read me"}
+    )
+    response = upload_zip(tenant, session, archive)
+    assert response.status_code == 204, response.text
+    assert set(listing(tenant, session, "/home/kernel/Downloads/unpacked")) == {"site", "README"}
+    read = fs(
+        tenant,
+        session,
+        "GET",
+        "read_file",
+        params={"path": "/home/kernel/Downloads/unpacked/site/css/app.css"},
+    )
+    assert read.content == b"body{}"
+
+
+@pytest.mark.parametrize("entry", ["../../escaped.txt", "/etc/cron.d/evil", "a/../../escaped.txt"])
+def test_it_refuses_a_zip_slip_entry_and_writes_nothing(tenant, session, entry):
+    archive = make_zip({"fine.txt": b"ok", entry: b"pwned"})
+    response = upload_zip(tenant, session, archive)
+    assert response.status_code == 400, response.text
+    assert "zip_file" in details(response) and entry.split("/")[-1] in response.json()["message"]
+    assert "unpacked" not in listing(tenant, session, "/home/kernel/Downloads")
+    assert "escaped.txt" not in listing(tenant, session, "/home/kernel")
+
+
+def test_it_refuses_a_zip_with_a_symlink_entry(tenant, session):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        link = zipfile.ZipInfo("link")
+        link.external_attr = 0o120777 << 16
+        bundle.writestr(link, "/etc/passwd")
+    response = upload_zip(tenant, session, buffer.getvalue())
+    assert response.status_code == 400 and "symbolic link" in response.json()["message"]
+
+
+def test_it_bounds_what_a_zip_bomb_may_extract(tenant, session):
+    # 101 MiB of zeros compresses to about 100 KiB: the declared size alone refuses it.
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as bundle,
+        bundle.open("zeros.bin", "w", force_zip64=True) as entry,
+    ):
+        for _ in range(101):
+            entry.write(b"\0" * (1024 * 1024))
+    assert len(buffer.getvalue()) < 1024 * 1024
+    response = upload_zip(tenant, session, buffer.getvalue())
+    assert response.status_code == 400
+    assert "100 MiB" in response.json()["message"]
+    assert "unpacked" not in listing(tenant, session, "/home/kernel/Downloads")
+
+
+def test_it_stops_extracting_when_the_headers_understate_the_size(tenant, session):
+    archive = bytearray(make_zip({"zeros.bin": b"\0" * (101 * 1024 * 1024)}))
+    # Rewrite the uncompressed size (local header offset 22, central directory offset 24) to 1 KiB.
+    archive[22:26] = (1024).to_bytes(4, "little")
+    central = archive.rfind(b"PK\x01\x02")
+    archive[central + 24 : central + 28] = (1024).to_bytes(4, "little")
+    response = upload_zip(tenant, session, bytes(archive))
+    assert response.status_code == 400
+    if "unpacked" in listing(tenant, session, "/home/kernel/Downloads"):
+        assert listing(tenant, session, "/home/kernel/Downloads/unpacked") == {}
+
+
+def test_it_refuses_an_upload_that_is_not_a_zip(tenant, session):
+    response = upload_zip(tenant, session, b"definitely not a zip")
+    assert response.status_code == 400 and "zip_file" in details(response)
+    missing = fs(tenant, session, "POST", "upload_zip", files={"zip_file": ("a.zip", make_zip({"a": b"a"}))})
+    assert missing.status_code == 400 and "dest_path" in details(missing)
+
+
+def test_it_downloads_a_directory_as_a_zip(tenant, session):
+    write(tenant, session, "/home/kernel/Desktop/notes/a.txt", b"A")
+    write(tenant, session, "/home/kernel/Desktop/notes/sub/b.txt", b"B")
+    response = fs(tenant, session, "GET", "download_dir_zip", params={"path": "/home/kernel/Desktop/notes"})
+    assert response.status_code == 200 and response.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(response.content)) as bundle:
+        assert bundle.read("a.txt") == b"A" and bundle.read("sub/b.txt") == b"B"
+
+
+def test_it_sets_permissions(tenant, session):
+    write(tenant, session, "/tmp/secret.txt", b"x")
+    response = fs(
+        tenant, session, "PUT", "set_file_permissions", json={"path": "/tmp/secret.txt", "mode": "600"}
+    )
+    assert response.status_code == 204
+    assert listing(tenant, session, "/tmp")["secret.txt"]["mode"] == "-rw-------"
+
+
+def test_it_refuses_files_of_an_unknown_or_ended_session(tenant, session):
+    assert fs(tenant, "nope", "GET", "list_files", params={"path": "/"}).status_code == 404
+    tenant.call("DELETE", f"/browsers/{session}")
+    assert fs(tenant, session, "GET", "list_files", params={"path": "/"}).status_code == 404
+
+
+def test_it_gives_demo_sessions_realistic_files(demo_tenant):
+    sessions = demo_tenant.call("GET", "/browsers").json()
+    downloads = listing(demo_tenant, sessions[0]["session_id"], "/home/kernel/Downloads")
+    assert "orders-export.csv" in downloads and downloads["orders-export.csv"]["size_bytes"] > 1000
+
+
+# Watches -------------------------------------------------------------------------------------------
+
+
+class WatchStream:
+    """Reads a watch's SSE stream in the background of the test (frames as parsed JSON)."""
+
+    def __init__(self, tenant, session, watch_id):
+        self.url = f"{tenant.url}/browsers/{session}/fs/watch/{watch_id}/events"
+        self.headers = {"Authorization": f"Bearer {tenant.api_key}"}
+
+    def read(self, until, timeout=10.0):
+        events = []
+        deadline = time.monotonic() + timeout
+        with httpx.stream("GET", self.url, headers=self.headers, timeout=timeout) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+                    if until(events):
+                        return events
+                if time.monotonic() > deadline:
+                    break
+        return events
+
+
+def start_watch(tenant, session, path="/home/kernel", recursive=True):
+    response = fs(tenant, session, "POST", "watch", json={"path": path, "recursive": recursive})
+    assert response.status_code in (200, 201), response.text
+    return response.json()["watch_id"]
+
+
+def wait_for_poll():
+    time.sleep(0.5)  # the sandbox scans every 0.2 s; the test only orders events, never times them
+
+
+def kinds(events):
+    return [(e["type"], e["path"]) for e in events]
+
+
+def test_it_reports_create_write_rename_and_delete(tenant, session):
+    watch_id = start_watch(tenant, session)
+    write(tenant, session, "/home/kernel/Desktop/a.txt", b"one")
+    wait_for_poll()
+    write(tenant, session, "/home/kernel/Desktop/a.txt", b"one two")
+    wait_for_poll()
+    fs(
+        tenant,
+        session,
+        "PUT",
+        "move",
+        json={"src_path": "/home/kernel/Desktop/a.txt", "dest_path": "/home/kernel/b.txt"},
+    )
+    wait_for_poll()
+    fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/b.txt"})
+    events = WatchStream(tenant, session, watch_id).read(
+        until=lambda ev: any(e["type"] == "DELETE" for e in ev)
+    )
+    assert kinds(events) == [
+        ("CREATE", "/home/kernel/Desktop/a.txt"),
+        ("WRITE", "/home/kernel/Desktop/a.txt"),
+        ("RENAME", "/home/kernel/Desktop/a.txt"),
+        ("CREATE", "/home/kernel/b.txt"),
+        ("DELETE", "/home/kernel/b.txt"),
+    ]
+    assert events[0] == {
+        "type": "CREATE",
+        "name": "a.txt",
+        "path": "/home/kernel/Desktop/a.txt",
+        "is_dir": False,
+    }
+
+
+def test_it_reports_directories_and_their_contents(tenant, session):
+    watch_id = start_watch(tenant, session)
+    upload_zip(tenant, session, make_zip({"x/y.txt": b"y"}), dest="/home/kernel/Downloads/z")
+    events = WatchStream(tenant, session, watch_id).read(until=lambda ev: len(ev) >= 3)
+    assert kinds(events) == [
+        ("CREATE", "/home/kernel/Downloads/z"),
+        ("CREATE", "/home/kernel/Downloads/z/x"),
+        ("CREATE", "/home/kernel/Downloads/z/x/y.txt"),
+    ]
+    assert events[0]["is_dir"] is True
+
+
+def test_it_watches_one_level_unless_recursive(tenant, session):
+    watch_id = start_watch(tenant, session, path="/home/kernel", recursive=False)
+    write(tenant, session, "/home/kernel/Desktop/deep.txt", b"x")
+    write(tenant, session, "/home/kernel/top.txt", b"x")
+    events = WatchStream(tenant, session, watch_id).read(until=lambda ev: len(ev) >= 1)
+    assert kinds(events) == [("CREATE", "/home/kernel/top.txt")]
+
+
+def test_it_ends_the_stream_when_the_watch_is_deleted(tenant, session):
+    watch_id = start_watch(tenant, session)
+    assert fs(tenant, session, "DELETE", f"watch/{watch_id}").status_code == 204
+    gone = fs(tenant, session, "GET", f"watch/{watch_id}/events")
+    assert gone.status_code == 404 and gone.json()["code"] == "watch_not_found"
+
+
+def test_it_refuses_to_watch_a_missing_directory(tenant, session):
+    response = fs(tenant, session, "POST", "watch", json={"path": "/home/kernel/nope"})
+    assert response.status_code == 404
+    traversal = fs(tenant, session, "POST", "watch", json={"path": "/home/../.."})
+    assert traversal.status_code == 400
