@@ -487,19 +487,8 @@ def _terminal(event) -> bool:
 @org_view("viewer")
 async def connection_events(request, connection_id: str):
     """The flow's events stream, relayed: one upstream per connection and console process."""
-    from console.live.response import hub
-
     svc = request.service
     key = ("auth", request.org.pk, svc.project, connection_id)
-    existing = hub.broadcasts.get(key)
-    if (
-        existing is not None
-        and existing.ended
-        and not existing.viewers
-        and not request.headers.get("Last-Event-ID")
-    ):
-        # The previous flow's stream ended; a page opened for a new flow needs a fresh one.
-        hub.broadcasts.pop(key, None)
     channel = Channel(
         key=key,
         open=service_stream(svc, f"/auth/connections/{quote(connection_id, safe='')}/events"),

@@ -305,6 +305,10 @@ class Hub:
 
     def subscribe(self, channel: Channel, last_event_id: str | None = None) -> tuple[Broadcast, Viewer]:
         broadcast = self.broadcasts.get(channel.key)
+        if broadcast is not None and broadcast.ended and last_event_id is None and not broadcast.viewers:
+            # The stream ended (a flow finished, an invocation completed) and a page opened afresh, not a
+            # browser reconnecting: the resource may have started again (a new login), so start over.
+            broadcast = None
         if broadcast is None:
             broadcast = Broadcast(self, channel)
             self.broadcasts[channel.key] = broadcast

@@ -159,3 +159,19 @@ def test_it_encodes_multi_line_html_as_several_data_lines(html):
     assert encoded.startswith("event: row\nid: 7\n")
     assert encoded.count("data: ") == html.count("\n") + 1
     assert encoded.endswith("\n\n")
+
+
+async def test_it_starts_over_when_a_fresh_page_opens_an_ended_stream(service):
+    hub = Hub()
+    channel, opened = numbered_channel(service, count=3, key=("again",))
+    broadcast, viewer = hub.subscribe(channel)
+    assert message_ids(await read_all(broadcast, viewer)) == [1, 2, 3]
+    # A reconnecting browser (Last-Event-ID) of the ended stream gets the end, not a new upstream...
+    late_broadcast, late = hub.subscribe(channel, last_event_id="3")
+    assert late.ended
+    assert [f.get("event") for f in await read_all(late_broadcast, late)][-1] == "ended"
+    # ...while a page opened afresh (a new login, a re-run) gets a new upstream.
+    fresh_broadcast, fresh = hub.subscribe(channel)
+    assert fresh_broadcast is not broadcast
+    assert message_ids(await read_all(fresh_broadcast, fresh)) == [1, 2, 3]
+    assert len(opened) == 2
