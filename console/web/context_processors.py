@@ -51,5 +51,6 @@ def console(request) -> dict:
         "can_admin": membership is not None and membership.has_role(Role.ADMIN),
         "org_memberships": _memberships(request),
         "nav_sections": nav,
-        "current_url_name": current.url_name if current else "",
+        # The full name ("projects:list") so namespaced sections highlight too.
+        "current_url_name": current.view_name if current else "",
     }
