@@ -44,6 +44,13 @@ class Row:
     truncated: bool = False
     json: str = ""
 
+    @property
+    def clock(self) -> str:
+        """``14:03:07.123`` (UTC), to the millisecond: events come many per second."""
+        if self.time is None:
+            return ""
+        return self.time.strftime("%H:%M:%S.") + f"{self.time.microsecond // 1000:03d}"
+
 
 def raw(envelope: Envelope) -> dict:
     """The envelope as the service sent it (unknown fields included)."""

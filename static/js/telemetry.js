@@ -226,7 +226,7 @@
       this.count.textContent = text;
     }
     if (this.toggle) {
-      this.toggle.textContent = this.paused ? "Live" : "Pause";
+      this.toggle.textContent = this.paused ? "▶ Resume live" : "❚❚ Pause";
       this.toggle.setAttribute("aria-pressed", this.paused ? "true" : "false");
       this.toggle.title = this.paused ? "Show new events as they arrive" : "Stop the list from moving (events keep buffering)";
     }
