@@ -37,6 +37,20 @@ def _nav(org_slug: str, role: str) -> list[dict]:
     return nav
 
 
+def _current_section(nav: list[dict], match) -> str:
+    if match is None:
+        return ""
+    for section in nav:
+        if section["url_name"] == match.view_name:
+            return section["url_name"]
+    namespace = match.namespace
+    if namespace:
+        for section in nav:
+            if section["url_name"].split(":")[0] == namespace:
+                return section["url_name"]
+    return match.view_name
+
+
 def console(request) -> dict:
     """The header: the org switcher, and the current org's sections the member may see."""
     org = getattr(request, "org", None)
@@ -51,6 +65,6 @@ def console(request) -> dict:
         "can_admin": membership is not None and membership.has_role(Role.ADMIN),
         "org_memberships": _memberships(request),
         "nav_sections": nav,
-        # The full name ("projects:list") so namespaced sections highlight too.
-        "current_url_name": current.view_name if current else "",
+        # The section of the current page: same view, or same namespace ("projects:detail" → Projects).
+        "current_url_name": _current_section(nav, current),
     }
