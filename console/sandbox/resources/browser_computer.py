@@ -92,10 +92,11 @@ class Screen:
 class ActionError(Exception):
     """An action that cannot run: ``field`` names the offending field of the action's body."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, *, top: bool = False):
         super().__init__(message)
         self.field = field
         self.message = message
+        self.top = top  # a field of the batch action itself, not of its sub-object
 
 
 def viewport(record: dict) -> tuple[int, int]:
@@ -443,7 +444,7 @@ async def batch(request: Request):
                 if isinstance(action, dict) and isinstance(action.get("type"), str)
                 else "?"
             )
-            where = f"{label}.{exc.field}" if exc.field not in ("type", label) else exc.field
+            where = exc.field if exc.top else f"{label}.{exc.field}"
             raise ApiError(
                 400,
                 "batch_action_failed",
@@ -457,18 +458,18 @@ async def batch(request: Request):
 
 def _batch_action(action) -> tuple[str, dict]:
     if not isinstance(action, dict):
-        raise ActionError("type", "each action must be an object {type, <type>: {...}}")
+        raise ActionError("type", "each action must be an object {type, <type>: {...}}", top=True)
     kind = action.get("type")
     if kind not in BATCH_ACTIONS:
-        raise ActionError("type", f"must be one of {', '.join(BATCH_ACTIONS)}")
+        raise ActionError("type", f"must be one of {', '.join(BATCH_ACTIONS)}", top=True)
     others = sorted(k for k in action if k not in ("type", kind))
     if others:
-        raise ActionError(others[0], f"the action carries only its {kind!r} object")
+        raise ActionError(others[0], f"the action carries only its {kind!r} object", top=True)
     sub = action.get(kind)
     if sub is None:
         sub = {}
     if not isinstance(sub, dict):
-        raise ActionError(kind, "must be an object")
+        raise ActionError(kind, "must be an object", top=True)
     return kind, sub
 
 
