@@ -89,3 +89,16 @@ def viewer_client(viewer) -> AsyncClient:
 @pytest.fixture
 def outsider_client(outsider) -> AsyncClient:
     return make_client(outsider)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last, and all carry the `browser` marker.
+
+    Sync Playwright keeps an event loop running in the main thread while its session-wide browser is open,
+    so no async test may run after the first browser test starts.
+    """
+    browser_dir = "tests/browser/"
+    for item in items:
+        if browser_dir in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
