@@ -334,6 +334,23 @@ async def test_it_relays_live_events_as_rendered_rows(viewer_client, quiet):
     await response.streaming_content.aclose()
 
 
+async def test_it_loses_and_repeats_nothing_when_the_upstream_drops(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    first = emit(quiet, sid, "page_load")[0]
+    quiet.fault(method="GET", path=f"/browsers/{sid}/telemetry/stream", drop_after_events=2, count=1)
+    response = await viewer_client.get(url(f"{sid}/telemetry/stream/"), {"last_event_id": first})
+    stream = aiter(response.streaming_content)
+    emitted = await asyncio.to_thread(emit, quiet, sid, *["console_log"] * 5)
+    received = ""
+    while f"id: {emitted[-1]}\n" not in received:
+        received += await next_chunk(stream)
+    await response.streaming_content.aclose()
+    ids = [int(i) for i in re.findall(r"^id: (\d+)$", received, re.M)]
+    assert ids == emitted
+    opened = [r for r in quiet.requests() if r["path"].endswith("/telemetry/stream")]
+    assert len(opened) == 2  # the drop, then the resume with Last-Event-ID
+
+
 # Delete ------------------------------------------------------------------------------------------------
 
 
