@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from console.browsers import views
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("<str:session_id>/telemetry/", views.telemetry_history, name="telemetry"),
     path("<str:session_id>/telemetry/stream/", views.telemetry_stream, name="telemetry-stream"),
     path("<str:session_id>/telemetry/enable/", views.telemetry_enable, name="telemetry-enable"),
+    path("<str:session_id>/", include("console.browsers.panes.urls")),
 ]

@@ -1,0 +1,34 @@
+"""The processes, files and computer panes of a session, under /o/<org>/browsers/<session_id>/."""
+
+from django.urls import path
+
+from console.browsers.panes import computer, files, processes
+
+app_name = "panes"
+
+urlpatterns = [
+    path("processes/", processes.process_list, name="processes"),
+    path("processes/exec/", processes.process_exec, name="exec"),
+    path("processes/<str:process_id>/", processes.process_detail, name="process"),
+    path("processes/<str:process_id>/status/", processes.process_status, name="process-status"),
+    path("processes/<str:process_id>/stream/", processes.process_stream, name="process-stream"),
+    path("processes/<str:process_id>/stdin/", processes.process_stdin, name="process-stdin"),
+    path("processes/<str:process_id>/kill/", processes.process_kill, name="process-kill"),
+    path("files/", files.file_list, name="files"),
+    path("files/file/", files.file_detail, name="file"),
+    path("files/download/", files.download, name="download"),
+    path("files/zip/", files.download_zip, name="dir-zip"),
+    path("files/mkdir/", files.make_directory, name="mkdir"),
+    path("files/upload/", files.upload, name="upload"),
+    path("files/upload-zip/", files.upload_zip, name="upload-zip"),
+    path("files/move/", files.move, name="move"),
+    path("files/delete/", files.delete, name="delete"),
+    path("files/watch/", files.watch_start, name="watch"),
+    path("files/watch/<str:watch_id>/", files.watch_view, name="watch-view"),
+    path("files/watch/<str:watch_id>/stream/", files.watch_stream, name="watch-stream"),
+    path("files/watch/<str:watch_id>/stop/", files.watch_stop, name="watch-stop"),
+    path("computer/", computer.computer_pane, name="computer"),
+    path("computer/screenshot.png", computer.screenshot, name="screenshot"),
+    path("computer/batch/", computer.batch, name="batch"),
+    path("computer/<str:action>/", computer.computer_action, name="computer-action"),
+]
