@@ -126,8 +126,8 @@ def test_it_holds_output_for_a_stream_opened_after_the_process_finished(tenant, 
     time.sleep(0.5)
     frames = read_stream(tenant, session, started["process_id"])
     assert output(frames) == b"early bird\n" and frames[-1] == {"event": "exit", "exit_code": 0}
-    # Output goes to one reader; a later stream still ends with the exit event.
-    assert read_stream(tenant, session, started["process_id"]) == [{"event": "exit", "exit_code": 0}]
+    # After the exit, every new stream gets the whole output again, then the exit event.
+    assert read_stream(tenant, session, started["process_id"]) == frames
 
 
 def test_it_feeds_stdin(tenant, session):

@@ -25,11 +25,12 @@ Choices where the contract and the notes are silent (the lead copies them into t
   ``process_exited``. ``stdin`` on a process whose stdin is closed is 409 too.
 - ``status``: ``cpu_pct`` is the CPU share since the previous status read (or since the start), from
   ``/proc``; ``mem_bytes`` the resident set size. Both are absent once the process exited.
-- The output stream has no ids and no resume: each output chunk is delivered to the streams connected at
-  that moment; output produced while no stream is connected is held (the newest 1 MiB) for the next one.
-  So a stream opened right after ``spawn`` sees everything, and a console that reconnects sees what it
-  missed without duplicates. ``{"event": "exit", "exit_code": n}`` ends every stream, including one
-  opened after the process exited (it first gets the held output).
+- The output stream has no ids and no resume. While the process runs, each output chunk is delivered to
+  the streams connected at that moment; output produced while no stream is connected is held (the newest
+  1 MiB) for the next one. So a stream opened right after ``spawn`` sees everything, and a console that
+  reconnects sees what it missed without duplicates. A stream opened after the process exited gets its
+  whole retained output (the newest 1 MiB), then the exit event. ``{"event": "exit", "exit_code": n}``
+  ends every stream.
 - When the session ends, its running processes are killed. At most ``MAX_RUNNING`` (16) processes run
   per session at a time (409 ``too_many_processes``).
 """
@@ -100,6 +101,8 @@ class Proc:
     exit_code: int | None = None
     held: deque = field(default_factory=deque)
     held_bytes: int = 0
+    log: deque = field(default_factory=deque)  # every chunk, for streams opened after the exit
+    log_bytes: int = 0
     readers: set[asyncio.Queue] = field(default_factory=set)
     cpu_mark: tuple[float, float] | None = None  # (cpu seconds, monotonic time) of the last status read
     task: asyncio.Task | None = None
@@ -113,6 +116,11 @@ class Proc:
         return self.exit_code is None
 
     def publish(self, item) -> None:
+        if isinstance(item, dict) and "data_b64" in item:
+            self.log.append(item)
+            self.log_bytes += len(item["data_b64"])
+            while self.log_bytes > HELD_CAP and len(self.log) > 1:
+                self.log_bytes -= len(self.log.popleft()["data_b64"])
         if self.readers:
             for queue in list(self.readers):
                 queue.put_nowait(item)
@@ -552,14 +560,17 @@ async def stream(request: Request):
     record = get_session(request, request.path_params["id"])
     proc = _proc(request, record)
     queue: asyncio.Queue = asyncio.Queue()
-    while proc.held:
-        item = proc.held.popleft()
-        queue.put_nowait(item)
-    proc.held_bytes = 0
     if proc.running:
+        while proc.held:
+            queue.put_nowait(proc.held.popleft())
+        proc.held_bytes = 0
         proc.readers.add(queue)
     else:
-        # Exited: the held output, then the exit event (kept so every later stream ends the same way).
+        # Exited: everything it printed (the newest 1 MiB), then the exit event.
+        proc.held.clear()
+        proc.held_bytes = 0
+        for item in proc.log:
+            queue.put_nowait(item)
         queue.put_nowait({"event": "exit", "exit_code": proc.exit_code})
         queue.put_nowait(_END)
 

@@ -1,0 +1,131 @@
+"""In Chromium: run a process from the session page and see its output arrive live; feed it, watch it
+exit; upload a zip into the session with a progress bar."""
+
+import os
+import re
+import zipfile
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DEMO_PASSWORD
+
+pytestmark = pytest.mark.browser
+
+DEMO_KEY = "sandbox-demo-key"
+UPLOAD_BYTES_PER_SECOND = 1_000_000
+
+
+def log_in(page, base_url, username="operator"):
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Username or e-mail").fill(username)
+    page.get_by_label("Password").fill(DEMO_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base_url}/o/demo/")
+
+
+def new_session(sandbox_url: str, name: str) -> str:
+    response = httpx.post(
+        f"{sandbox_url}/browsers",
+        json={"name": name, "timeout_seconds": 3600, "headless": True},
+        headers={"Authorization": f"Bearer {DEMO_KEY}"},
+    )
+    response.raise_for_status()
+    return response.json()["session_id"]
+
+
+def collect_errors(page) -> list[str]:
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def test_it_runs_a_process_and_shows_its_output_live(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = collect_errors(page)
+    session_id = new_session(sandbox_url, f"procs-{os.getpid()}")
+    log_in(page, console_server)
+
+    page.goto(f"{console_server}/o/demo/browsers/{session_id}/")
+    pane = page.locator("#processes-pane")
+    pane.scroll_into_view_if_needed()
+    command = pane.get_by_label("Command").first
+    expect(command).to_be_visible(timeout=10_000)  # the pane loaded when it came into view
+    # The process prints, then waits for a line on stdin: what shows up must have come live.
+    script = 'printf "\\033[32mready\\033[0m\\n"; echo "<oops>" >&2; read line; echo "got $line"; exit 3'
+    command.fill(f"sh -c '{script}'")
+    pane.get_by_role("button", name="Run", exact=True).click()
+
+    page.wait_for_url(re.compile(r".*/processes/[0-9a-f-]{36}/$"), timeout=10_000)
+    output = page.locator("#process-output")
+    expect(output).to_contain_text("ready", timeout=10_000)
+    expect(output.locator(".ansi-fg-2")).to_have_text("ready")  # the colour code became a class
+    expect(output.locator(".out--stderr")).to_contain_text("<oops>")  # escaped, shown as text
+    expect(page.locator("#process-status [data-state]")).to_have_text("running")
+    expect(page.locator(".process-output .live-indicator")).to_contain_text("Live")
+
+    page.get_by_label("Send to standard input").fill("hello there")
+    page.get_by_role("button", name="Send").click()
+    expect(output).to_contain_text("got hello there", timeout=10_000)
+    expect(page.locator("[data-exit]")).to_contain_text("Exited with code 3")
+    expect(page.locator("#process-status [data-state]")).to_have_text("exited", timeout=10_000)
+    expect(page.locator(".process-output .live-indicator")).to_contain_text("Ended")
+
+    # Hiding standard error hides only it.
+    page.get_by_label("Show standard error").uncheck()
+    expect(output.locator(".out--stderr").first).to_be_hidden()
+    expect(output).to_contain_text("got hello there")
+
+    # A viewer opening the process later sees the output so far, replayed by the console.
+    page.reload()
+    expect(page.locator("#process-output")).to_contain_text("got hello there", timeout=10_000)
+    assert errors == []
+
+
+def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(
+    console_server, sandbox_url, browser_page, tmp_path
+):
+    page = browser_page
+    errors = collect_errors(page)
+    session_id = new_session(sandbox_url, f"files-{os.getpid()}")
+    archive = tmp_path / "assets.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as bundle:
+        bundle.writestr("assets/blob.bin", os.urandom(3 * 1024 * 1024))
+        bundle.writestr("assets/readme.txt", "hello")
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/{session_id}/files/?path=/home/kernel/Downloads")
+
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": 0,
+            "downloadThroughput": -1,
+            "uploadThroughput": UPLOAD_BYTES_PER_SECOND,
+        },
+    )
+    form = page.locator("form", has_text="Upload a zip and extract it")
+    form.get_by_label("Zip archive").set_input_files(str(archive))
+    form.get_by_label("Extract into").fill("/home/kernel/Downloads/unpacked")
+    form.get_by_role("button", name="Upload and extract").click()
+
+    bar = form.locator("[data-upload-bar]")
+    expect(bar).to_be_visible()
+    expect(form.locator("[data-upload-status]")).to_have_text(re.compile(r"Uploading… ([1-9]|[1-9]\d)% \("))
+    assert 0 < bar.evaluate("el => el.value") < 100
+
+    listing = page.locator("#files-pane")
+    expect(listing.locator(".path-crumbs")).to_contain_text("unpacked", timeout=30_000)
+    expect(listing.get_by_role("link", name="assets/")).to_be_visible()
+    expect(page.locator("#flash")).to_contain_text(
+        "Extracted assets.zip into /home/kernel/Downloads/unpacked"
+    )
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+    assert errors == []
