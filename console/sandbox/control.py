@@ -92,6 +92,12 @@ async def list_requests(request: Request):
 
 
 @endpoint
+async def list_streams(request: Request):
+    """Event streams open right now, by path: ``{"/browsers/x/telemetry/stream": 1}``."""
+    return ok(dict(request.state.tenant.open_streams))
+
+
+@endpoint
 async def update_settings(request: Request):
     """Per-tenant knobs, e.g. ``keepalive_seconds`` so tests need not wait 15 s for a keepalive."""
     tenant = request.state.tenant
@@ -131,5 +137,6 @@ routes = [
     Route("/_sandbox/faults", clear_faults, methods=["DELETE"]),
     Route("/_sandbox/requests", list_requests, methods=["GET"]),
     Route("/_sandbox/settings", update_settings, methods=["POST"]),
+    Route("/_sandbox/streams", list_streams, methods=["GET"]),
     Route("/_sandbox/test_stream", test_stream, methods=["GET"]),
 ]

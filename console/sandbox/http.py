@@ -248,6 +248,8 @@ def sse_response(
 
         producer = asyncio.create_task(produce())
         sent = 0
+        path = request.url.path
+        tenant.open_streams[path] = tenant.open_streams.get(path, 0) + 1
         try:
             yield b": connected\n\n"
             while True:
@@ -267,6 +269,9 @@ def sse_response(
                     raise StreamDropped(f"stream dropped after {sent} events (injected fault)")
         finally:
             producer.cancel()
+            tenant.open_streams[path] -= 1
+            if not tenant.open_streams[path]:
+                del tenant.open_streams[path]
 
     headers = {
         "Cache-Control": "no-cache",

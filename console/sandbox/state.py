@@ -92,6 +92,8 @@ class Tenant:
     topics: dict[str, Topic] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     default_project_id: str = ""
+    # Open event streams by path: how tests and benchmarks see upstream connections come and go.
+    open_streams: dict[str, int] = field(default_factory=dict)
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self.clock_offset

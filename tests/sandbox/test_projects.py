@@ -218,3 +218,26 @@ def test_it_refuses_to_delete_a_project_holding_a_profile(tenant):
     assert response.status_code == 409
     assert error_shape(response)["code"] == "project_not_empty"
     assert "profiles" in error_shape(response)["message"]
+
+
+def test_it_counts_open_streams_for_tests_and_benchmarks(tenant):
+    import threading
+
+    import httpx
+
+    assert tenant.control("GET", "streams").json() == {}
+    started = threading.Event()
+
+    def read():
+        headers = {"Authorization": f"Bearer {tenant.api_key}"}
+        url = f"{tenant.url}/_sandbox/test_stream?count=3&interval=0.3"
+        with httpx.stream("GET", url, headers=headers) as r:
+            for _ in r.iter_bytes():
+                started.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    started.wait(5)
+    assert tenant.control("GET", "streams").json() == {"/_sandbox/test_stream": 1}
+    reader.join(10)
+    assert tenant.control("GET", "streams").json() == {}
