@@ -71,7 +71,7 @@ def test_it_shows_history_then_live_events_and_expands_a_row(console_server, san
     expect(live.locator(".trow__json pre")).to_contain_text('"text": "live-marker-1"')
     live.get_by_role("button", name="Copy JSON").click()
     expect(live.get_by_role("button", name="Copied")).to_be_visible()
-    assert errors == []
+    assert errors == [], errors
 
 
 def test_it_buffers_while_paused_and_pauses_when_scrolled_up(console_server, sandbox_url, browser_page):

@@ -70,7 +70,7 @@ async def test_it_filters_by_search_status_and_tag(viewer_client, quiet):
         return [n for n in ("alpha", "beta", "gamma") if f">{n}<" in body]
 
     assert await names() == ["alpha", "beta"]
-    assert await names(q="alp") == ["alpha"]
+    assert await names(q="alpha") == ["alpha"]
     assert await names(status="deleted") == ["gamma"]
     assert await names(status="all", tag="team:checkout") == ["alpha", "gamma"]
     assert await names(tag=["team:checkout", "env:prod"]) == ["alpha"]

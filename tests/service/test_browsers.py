@@ -48,14 +48,14 @@ async def test_it_updates_and_deletes(service):
 
 
 async def test_it_lists_one_page_with_filters_and_tags(service):
-    for n in range(3):
+    for n, word in enumerate(("red-one", "green-two", "blue-three")):
         await browsers.create_session(
-            service, name=f"s{n}", tags={"team": "a" if n else "b", "env": "prod"}, timeout_seconds=LONG
+            service, name=word, tags={"team": "a" if n else "b", "env": "prod"}, timeout_seconds=LONG
         )
     page = await browsers.list_sessions(service, limit=2)
     assert (len(page), page.has_more, page.next_offset) == (2, True, 2)
-    assert [s.name for s in page] == ["s2", "s1"]
+    assert [s.name for s in page] == ["blue-three", "green-two"]
     tagged = await browsers.list_sessions(service, tags={"team": "a", "env": "prod"})
-    assert sorted(s.name for s in tagged) == ["s1", "s2"]
-    assert [s.name for s in await browsers.list_sessions(service, query="s0")] == ["s0"]
+    assert sorted(s.name for s in tagged) == ["blue-three", "green-two"]
+    assert [s.name for s in await browsers.list_sessions(service, query="red-one")] == ["red-one"]
     assert (await browsers.list_sessions(service, status="deleted")).items == []
