@@ -33,6 +33,8 @@
       row.querySelector("[data-row-number]").textContent = String(index + 1);
       row.querySelectorAll("[name^=action-]").forEach(function (input) {
         input.name = input.name.replace(/^action-\d+-/, "action-" + index + "-");
+        var label = input.getAttribute("aria-label");
+        if (label) input.setAttribute("aria-label", label.replace(/([Aa]ction )\d+$/, "$1" + (index + 1)));
       });
     });
   }

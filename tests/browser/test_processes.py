@@ -129,3 +129,43 @@ def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(
         {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
     )
     assert errors == []
+
+
+def test_it_drives_the_computer_pane_and_marks_a_batch_row(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = collect_errors(page)
+    session_id = new_session(sandbox_url, f"computer-{os.getpid()}")
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/{session_id}/")
+    pane = page.locator("#computer-pane")
+    pane.scroll_into_view_if_needed()
+    screen = pane.locator("img[data-screen]")
+    expect(screen).to_be_visible(timeout=10_000)
+    page.wait_for_function("img => img.complete && img.naturalWidth === 640", arg=screen.element_handle())
+
+    # One click from its form: the pane comes back with the pointer where the click was.
+    click = pane.locator("form[data-action=click]")
+    click.get_by_label("x").fill("300")
+    click.get_by_label("y").fill("200")
+    click.get_by_role("button", name="Click").click()
+    expect(page.locator("#computer-pane [data-done]")).to_have_text("Left click at (300, 200).")
+    expect(page.locator("#computer-pane [data-pointer]")).to_contain_text("(300, 200)")
+
+    # The batch builder: rows added by computer.js, inputs shown per action, sent as one batch.
+    batch = page.locator("#computer-pane form[data-batch]")
+    rows = batch.locator("[data-batch-row]")
+    expect(rows).to_have_count(3)
+    batch.get_by_role("button", name="Add a row").click()
+    expect(rows).to_have_count(4)
+    rows.nth(0).get_by_label("Action 1", exact=True).select_option("move_mouse")
+    expect(rows.nth(0).get_by_label("Text to type in action 1")).to_be_hidden()
+    rows.nth(0).get_by_label("x of action 1").fill("10")
+    rows.nth(0).get_by_label("y of action 1").fill("20")
+    rows.nth(1).get_by_label("Action 2", exact=True).select_option("press_key")
+    rows.nth(1).get_by_label("Keys of action 2").fill("Ctrl+l Return")
+    rows.nth(3).get_by_label("Action 4", exact=True).select_option("type_text")
+    rows.nth(3).get_by_label("Text to type in action 4").fill("headphones")
+    batch.get_by_role("button", name="Run the batch").click()
+    expect(page.locator("#computer-pane [data-done]")).to_have_text("Ran 3 actions in order.")
+    expect(page.locator("#computer-pane [data-pointer]")).to_contain_text("(10, 20)")
+    assert errors == []

@@ -375,7 +375,8 @@ class BatchRow:
 def batch_rows(data, count: int | None = None) -> list[BatchRow]:
     """Rows from POST data (``action-<n>-<field>``), or ``count`` empty rows."""
     if data is None:
-        return [BatchRow(i, {"button": "left"}) for i in range(count or 3)]
+        # Every field present: the template reads row.values.keys, which must not become dict.keys.
+        return [BatchRow(i, {**dict.fromkeys(BATCH_FIELDS, ""), "button": "left"}) for i in range(count or 3)]
     indexes = set()
     for key in data:
         parts = key.split("-")
