@@ -71,6 +71,12 @@
     var status = this.root.querySelector("[data-telemetry-status]");
     if (status) {
       new MutationObserver(function () { self.onStatus(status); }).observe(status, { childList: true, subtree: true });
+      // The browser lost the console's stream: say so until the relay's own status arrives again
+      // (it sends the current one to every new connection).
+      this.root.addEventListener("htmx:sseError", function (event) {
+        if (event.target !== self.root || self.root.dataset.state === "ended") return;
+        status.innerHTML = '<span class="live-status live-status--reconnecting" data-state="reconnecting">Reconnecting…</span>';
+      });
     }
   };
 
