@@ -44,6 +44,12 @@ SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
 SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="sandbox-demo-key")
 DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
 EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)  # 10 MiB
+# Largest file or zip an operator uploads into a browser session's filesystem.
+SESSION_UPLOAD_MAX_BYTES = env.int("SESSION_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)  # 100 MiB
+# Live panes: keepalive comment period, replay buffer per stream, and how far a viewer may fall behind.
+LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
+LIVE_BUFFER_SIZE = env.int("LIVE_BUFFER_SIZE", default=2000)
+LIVE_MAX_PENDING = env.int("LIVE_MAX_PENDING", default=5000)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
