@@ -752,7 +752,7 @@ def seed(tenant: Tenant) -> None:
     proxies = [
         p for p in tenant.table("proxies").values() if p.get("_project") == project and not p.get("_deleted")
     ]
-    pools = [p for p in tenant.table("browser_pools").values() if p.get("_project") == project]
+    pools = [p for p in tenant.table("pools").values() if p.get("_project") == project]
     full = set(CATEGORIES) - {"screenshot"}
     specs = [
         dict(
