@@ -248,8 +248,6 @@ def sse_response(
 
         producer = asyncio.create_task(produce())
         sent = 0
-        path = request.url.path
-        tenant.open_streams[path] = tenant.open_streams.get(path, 0) + 1
         try:
             yield b": connected\n\n"
             while True:
@@ -269,16 +267,27 @@ def sse_response(
                     raise StreamDropped(f"stream dropped after {sent} events (injected fault)")
         finally:
             producer.cancel()
-            tenant.open_streams[path] -= 1
-            if not tenant.open_streams[path]:
-                del tenant.open_streams[path]
 
     headers = {
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
         "X-Request-Id": request.state.request_id,
     }
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
+
+
+async def counted(request: Request, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """A stream body that counts itself in ``tenant.open_streams`` while it is open."""
+    tenant: Tenant = request.state.tenant
+    path = request.url.path
+    tenant.open_streams[path] = tenant.open_streams.get(path, 0) + 1
+    try:
+        async for chunk in body:
+            yield chunk
+    finally:
+        tenant.open_streams[path] -= 1
+        if not tenant.open_streams[path]:
+            del tenant.open_streams[path]
 
 
 def last_event_id(request: Request) -> int | None:

@@ -44,7 +44,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import StreamDropped, endpoint, last_event_id, ok, read_json
+from console.sandbox.http import StreamDropped, counted, endpoint, last_event_id, ok, read_json
 from console.sandbox.state import Tenant, parse_time
 
 DEFAULT_RATE = 2.0
@@ -463,7 +463,7 @@ async def stream_events(request: Request):
                 await asyncio.wait_for(waiter.wait(), timeout=min(keepalive_in, _tick(tenant, record)))
 
     headers = {**STREAM_HEADERS, "X-Request-Id": request.state.request_id}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
 
 
 # Control: emit and burst ---------------------------------------------------------------------------
