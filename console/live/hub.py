@@ -85,6 +85,8 @@ def status_frame(state: str, message: str = "") -> bytes:
 
 
 END = object()
+# Events the upstream reader handles before giving viewers a turn to write.
+YIELD_EVERY = 64
 
 
 class Viewer:
@@ -226,6 +228,7 @@ class Broadcast:
         if resume_from is not None:
             self.last_upstream_id = resume_from
         failures = 0
+        delivered = 0
         first = True
         try:
             while True:
@@ -249,6 +252,10 @@ class Broadcast:
                             self.last_upstream_id = upstream_id
                         failures = 0
                         self._deliver(event)
+                        delivered += 1
+                        if delivered % YIELD_EVERY == 0:
+                            # A burst arrives as one read: let viewers write out what they have meanwhile.
+                            await asyncio.sleep(0)
                         if channel.is_terminal is not None and channel.is_terminal(event):
                             self._end()
                             return
