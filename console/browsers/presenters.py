@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.utils.safestring import SafeString
+
 from console.service.telemetry import Envelope
+
+
+def escape(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
 
 SCREENSHOT_PREVIEW = 120
 
@@ -43,6 +51,56 @@ class Row:
     screenshot: str = ""
     truncated: bool = False
     json: str = ""
+
+    @property
+    def html(self) -> SafeString:
+        """The row's markup: built here rather than by the template engine because the live pane renders
+        every event (the relay renders each one once, at up to thousands per second); the page's history
+        rows use the same markup through ``{{ row.html }}``."""
+        e = escape
+        time_attr = ""
+        if self.time is not None:
+            time_attr = (
+                f' datetime="{self.time.isoformat()}" title="{self.time.strftime("%Y-%m-%d %H:%M:%S")} UTC"'
+            )
+        parts = [
+            f'<li class="trow trow--{e(self.severity)}" data-seq="{e(self.seq)}"'
+            f' data-category="{e(self.category)}" data-type="{e(self.type)}">\n<details>\n'
+            f"<summary><time{time_attr}>{e(self.clock)}</time>"
+            f' <span class="cat cat--{e(self.category)}">{e(self.category)}</span>'
+            f' <span class="trow__type">{e(self.type)}</span>'
+        ]
+        if self.level:
+            parts.append(f' <span class="level level--{e(self.level)}">{e(self.level)}</span>')
+        parts.append(f' <span class="trow__summary">{e(self.summary)}</span>')
+        if self.truncated:
+            parts.append(' <span class="badge">truncated</span>')
+        parts.append('</summary>\n<div class="trow__body">\n')
+        if self.text:
+            parts.append(f'<p class="trow__text">{e(self.text)}</p>\n')
+        if self.url:
+            parts.append(
+                f'<p class="trow__url"><span class="muted">URL</span> <code>{e(self.url)}</code></p>\n'
+            )
+        if self.stack:
+            lines = []
+            for description, frames in self.stack:
+                if description:
+                    lines.append(f"    --- {e(description)} ---\n")
+                lines.extend(f"    {e(str(frame))}\n" for frame in frames)
+            parts.append(f'<pre class="trow__stack">{"".join(lines)}</pre>\n')
+        if self.screenshot:
+            when = self.time.strftime("%H:%M:%S") if self.time is not None else ""
+            parts.append(
+                f'<img class="trow__shot" alt="Screenshot at {when}"'
+                f' src="data:image/png;base64,{e(self.screenshot)}">\n'
+            )
+        parts.append(
+            f'<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
+            f' <span class="muted">seq {e(self.seq)}</span><pre>{e(self.json)}</pre></div>'
+            "\n</div>\n</details></li>"
+        )
+        return SafeString("".join(parts))
 
     @property
     def clock(self) -> str:

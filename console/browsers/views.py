@@ -19,7 +19,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.template import TemplateDoesNotExist
-from django.template.loader import get_template, render_to_string
+from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
@@ -345,8 +345,7 @@ def _render_event(event) -> Frame | None:
     envelope = telemetry.envelope_from_event(event)
     if envelope is None:
         return None
-    html = render_to_string("browsers/_telemetry.html#telemetry-row", {"row": presenters.row(envelope)})
-    return Frame(html=html, event="telemetry", id=envelope.seq)
+    return Frame(html=presenters.row(envelope).html, event="telemetry", id=envelope.seq)
 
 
 @require_http_methods(["GET"])

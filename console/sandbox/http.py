@@ -214,6 +214,19 @@ class StreamDropped(Exception):
     """Raised inside a stream body to cut the connection abruptly (the client sees an incomplete read)."""
 
 
+class EventStreamResponse(StreamingResponse):
+    """A stream that notices a client leaving even while it has nothing to send.
+
+    Starlette skips listening for ``http.disconnect`` under ASGI 2.4 and learns of a departure only when a
+    write fails: an idle telemetry stream would hold its state until its next keepalive. The real service
+    closes at once; so does this.
+    """
+
+    async def __call__(self, scope, receive, send):
+        scope = {**scope, "asgi": {**scope.get("asgi", {}), "spec_version": "2.3"}}
+        await super().__call__(scope, receive, send)
+
+
 def sse_frame(data, event_id: int | str | None = None) -> bytes:
     lines = []
     if event_id is not None:
@@ -273,7 +286,7 @@ def sse_response(
         "X-Accel-Buffering": "no",
         "X-Request-Id": request.state.request_id,
     }
-    return StreamingResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
 
 
 async def counted(request: Request, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

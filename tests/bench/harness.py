@@ -115,7 +115,10 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
         yield Console(url=url, session_cookie=session, org_slug="bench", env=env)
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

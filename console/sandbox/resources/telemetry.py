@@ -40,11 +40,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import StreamDropped, counted, endpoint, last_event_id, ok, read_json
+from console.sandbox.http import (
+    EventStreamResponse,
+    StreamDropped,
+    counted,
+    endpoint,
+    last_event_id,
+    ok,
+    read_json,
+)
 from console.sandbox.state import Tenant, parse_time
 
 DEFAULT_RATE = 2.0
@@ -463,7 +470,7 @@ async def stream_events(request: Request):
                 await asyncio.wait_for(waiter.wait(), timeout=min(keepalive_in, _tick(tenant, record)))
 
     headers = {**STREAM_HEADERS, "X-Request-Id": request.state.request_id}
-    return StreamingResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
 
 
 # Control: emit and burst ---------------------------------------------------------------------------

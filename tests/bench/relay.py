@@ -1,0 +1,224 @@
+"""Issue "Live session monitoring": the telemetry relay against the sandbox read directly.
+
+All in one run, against one browser session whose telemetry the sandbox emits as fast as it can (burst):
+events/s delivered to 1 and 100 viewers through the console vs the same viewers on the sandbox directly;
+added latency (console arrival minus direct arrival of the same seq) at a low rate; idle viewers held with
+their memory and keepalives; upstream connections for 100 viewers; time from the last viewer leaving to the
+upstream closing; and whether a viewer that stops reading slows the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.bench import harness
+from tests.bench.sse_client import Reader
+from tests.sandbox_fixtures import new_tenant
+
+BURST = 20_000
+KEEPALIVE = 2.0
+
+
+def run() -> str:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    with harness.sandbox() as (sandbox_url, _):
+        tenant = new_tenant(sandbox_url)
+        tenant.control("POST", "settings", {"telemetry_rate_per_second": 0, "telemetry_retention": 1_000_000})
+        body = {
+            "telemetry": {"enabled": True, "browser": {"console": {"enabled": True}}},
+            "timeout_seconds": 259200,
+        }
+        session_id = tenant.call("POST", "/browsers", json=body).json()["session_id"]
+        env = {"LIVE_KEEPALIVE_SECONDS": str(KEEPALIVE), "LIVE_MAX_PENDING": "50000"}
+        with harness.console(sandbox_url, tenant.api_key, extra_env=env) as console:
+            bench = RelayBench(console, tenant, session_id)
+            return asyncio.run(bench.all())
+
+
+class RelayBench:
+    def __init__(self, console, tenant, session_id):
+        self.console, self.tenant, self.session_id = console, tenant, session_id
+        self.console_url = f"{console.url}/o/{console.org_slug}/browsers/{session_id}/telemetry/stream/"
+        self.direct_url = f"{tenant.url}/browsers/{session_id}/telemetry/stream"
+        self.stream_path = f"/browsers/{session_id}/telemetry/stream"
+        self.pid = self._console_pid()
+
+    def _console_pid(self) -> int:
+        port = self.console.url.rsplit(":", 1)[1]
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit():
+                try:
+                    cmd = (proc / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"uvicorn" in b" ".join(cmd) and port.encode() in cmd:
+                    return int(proc.name)
+        raise RuntimeError("console process not found")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def upstreams(self) -> int:
+        return self.tenant.control("GET", "streams").json().get(self.stream_path, 0)
+
+    def readers(self, n: int, *, via_console: bool, track_ids: bool = False) -> list[Reader]:
+        if via_console:
+            return [
+                Reader(self.console_url, {"Cookie": self.console.cookie_header}, track_ids=track_ids)
+                for _ in range(n)
+            ]
+        auth = {"Authorization": f"Bearer {self.tenant.api_key}"}
+        return [Reader(self.direct_url, auth, track_ids=track_ids) for _ in range(n)]
+
+    async def open_all(self, readers: list[Reader], batch: int = 100) -> None:
+        for i in range(0, len(readers), batch):
+            await asyncio.gather(*(r.open() for r in readers[i : i + batch]))
+        await asyncio.gather(*(r.connected.wait() for r in readers))
+
+    async def wait_upstreams(self, expected: int, seconds: float = 10) -> bool:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            if await asyncio.to_thread(self.upstreams) == expected:
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    async def close_all(self, readers: list[Reader]) -> None:
+        await asyncio.gather(*(r.close() for r in readers))
+        await self.wait_upstreams(0)
+
+    async def burst(self, count: int) -> None:
+        await asyncio.to_thread(
+            self.tenant.control, "POST", "telemetry/burst", {"session_id": self.session_id, "count": count}
+        )
+
+    # (1) throughput --------------------------------------------------------------------------------
+
+    async def throughput(self, viewers: int, *, via_console: bool, stalled: int = 0) -> float:
+        readers = self.readers(viewers, via_console=via_console)
+        await self.open_all(readers)
+        stalled_readers = self.readers(stalled, via_console=True)
+        for reader in stalled_readers:
+            # Connected, then never read: its socket buffers fill and the console must not wait for it.
+            await reader.open(read=False)
+        await self.wait_upstreams(1 if via_console else viewers)
+        for r in readers:
+            r.target_frames = r.frames + BURST
+        started = time.perf_counter()
+        await self.burst(BURST)
+        await asyncio.wait_for(asyncio.gather(*(r.reached.wait() for r in readers)), timeout=120)
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*(r.close() for r in stalled_readers))
+        await self.close_all(readers)
+        return viewers * BURST / elapsed
+
+    # (2) added latency -----------------------------------------------------------------------------
+
+    async def latency(self, viewers: int, events: int = 150, rate: float = 50.0) -> tuple[float, float]:
+        direct = self.readers(1, via_console=False, track_ids=True)[0]
+        relayed = self.readers(viewers, via_console=True, track_ids=True)
+        await self.open_all([direct, *relayed])
+        await self.wait_upstreams(2)
+        emit = {
+            "session_id": self.session_id,
+            "events": [
+                {"type": "console_log", "category": "console", "data": {"level": "log", "text": "tick"}}
+            ],
+        }
+        async with httpx.AsyncClient(
+            base_url=self.tenant.url, headers={"Authorization": f"Bearer {self.tenant.api_key}"}
+        ) as client:
+            for _ in range(events):
+                await client.post("/_sandbox/telemetry/emit", json=emit)
+                await asyncio.sleep(1 / rate)
+        await asyncio.sleep(0.5)
+        added = []
+        for reader in relayed:
+            for seq, at in reader.arrivals.items():
+                if seq in direct.arrivals:
+                    added.append((at - direct.arrivals[seq]) * 1000)
+        await self.close_all([direct, *relayed])
+        added.sort()
+        return statistics.median(added), added[int(len(added) * 0.99) - 1]
+
+    # (3) idle viewers ------------------------------------------------------------------------------
+
+    async def idle(self, viewers: int) -> dict:
+        before = self.rss_mb()
+        readers = self.readers(viewers, via_console=True)
+        started = time.perf_counter()
+        await self.open_all(readers)
+        opened = time.perf_counter() - started
+        await asyncio.sleep(KEEPALIVE * 2.6)
+        after = self.rss_mb()
+        upstreams = await asyncio.to_thread(self.upstreams)
+        gaps = []
+        for r in readers:
+            times = r.keepalive_times
+            gaps.extend(b - a for a, b in zip(times, times[1:], strict=False))
+        on_time = sum(1 for r in readers if r.keepalives >= 2)
+        result = {
+            "viewers": viewers,
+            "open_s": opened,
+            "rss_delta_mb": after - before,
+            "per_viewer_kb": (after - before) * 1024 / viewers,
+            "on_time": on_time,
+            "max_gap_s": max(gaps) if gaps else float("nan"),
+            "upstreams": upstreams,
+        }
+        # (5) time from the last viewer leaving to the upstream closing
+        closed_at = time.perf_counter()
+        await asyncio.gather(*(r.close() for r in readers))
+        await self.wait_upstreams(0, seconds=10)
+        result["close_ms"] = (time.perf_counter() - closed_at) * 1000
+        return result
+
+    async def all(self) -> str:
+        rows = []
+        for viewers in (1, 100):
+            relayed = await self.throughput(viewers, via_console=True)
+            direct = await self.throughput(viewers, via_console=False)
+            rows.append((viewers, relayed, direct))
+        alone = await self.throughput(10, via_console=True)
+        with_stalled = await self.throughput(10, via_console=True, stalled=1)
+        lat1 = await self.latency(1)
+        lat100 = await self.latency(100)
+        idles = [await self.idle(n) for n in (200, 1000, 2000)]
+        return report(rows, alone, with_stalled, lat1, lat100, idles)
+
+
+def report(rows, alone, with_stalled, lat1, lat100, idles) -> str:
+    lines = [
+        f"Burst of {BURST:,} telemetry events emitted at once by the sandbox; events/s = viewers × events / time "
+        "until every viewer had them all.",
+        "",
+        "| viewers | through the console (events/s) | sandbox directly (events/s) | console / direct |",
+        "|---:|---:|---:|---:|",
+        *(f"| {v} | {c:,.0f} | {d:,.0f} | {c / d:.2f} |" for v, c, d in rows),
+        "",
+        f"- Added latency at 50 events/s (console arrival − direct arrival of the same seq): "
+        f"1 viewer p50 **{lat1[0]:.2f} ms**, p99 **{lat1[1]:.2f} ms**; 100 viewers p50 **{lat100[0]:.2f} ms**, "
+        f"p99 **{lat100[1]:.2f} ms**.",
+        f"- A viewer that stops reading: 10 readers got {alone:,.0f} events/s alone and {with_stalled:,.0f} with "
+        f"one stalled connection beside them ({with_stalled / alone:.2f}).",
+        "",
+        f"| idle viewers | time to open | console RSS added | per viewer | keepalives on time (every {KEEPALIVE:g} s) "
+        "| longest keepalive gap | upstreams | last viewer gone → upstream closed |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {i['viewers']} | {i['open_s']:.1f} s | {i['rss_delta_mb']:.1f} MB | {i['per_viewer_kb']:.0f} KB "
+            f"| {i['on_time']}/{i['viewers']} | {i['max_gap_s']:.2f} s | {i['upstreams']} | {i['close_ms']:.0f} ms |"
+            for i in idles
+        ),
+    ]
+    return "\n".join(lines)
