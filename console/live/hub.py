@@ -114,8 +114,11 @@ class Viewer:
     async def next_chunk(self, keepalive: float) -> bytes | object | None:
         """Everything queued (one chunk), None after ``keepalive`` seconds of silence, END when over."""
         if not self.pending and not self.ended:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that races
+            # with a wake-up, and a departed browser's stream would then never end.
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=keepalive)
+                async with asyncio.timeout(keepalive):
+                    await self.wake.wait()
             except TimeoutError:
                 return None
         self.wake.clear()
@@ -155,10 +158,13 @@ class Broadcast:
             self.linger.cancel()
             self.linger = None
         if not self.ended and (self.task is None or self.task.done()):
-            resume_from = (
-                last_event_id if (self.last_upstream_id is None and self.channel.resumable) else None
-            )
-            self.task = asyncio.get_running_loop().create_task(self._run(resume_from))
+            # (Re)opening the upstream: a reconnecting browser resumes from what it saw; a fresh viewer starts
+            # from now (what happened while nobody watched is history, not a burst of live events).
+            if last_event_id is None:
+                self.buffer.clear()
+            self.last_upstream_id = last_event_id if self.channel.resumable else None
+            self.task = asyncio.get_running_loop().create_task(self._run())
+            log.info("live %s: first viewer, opening the upstream", self.channel.key[0])
         return viewer
 
     def _replay(self, viewer: Viewer, last_event_id: str | None) -> None:
@@ -177,10 +183,12 @@ class Broadcast:
 
     def remove(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
+        log.debug("live %s: a viewer left, %d remain", self.channel.key[0], len(self.viewers))
         if self.viewers:
             return
         # The last viewer left: close the upstream now, keep the buffer a while for reconnecting browsers.
         if self.task is not None and not self.task.done():
+            log.info("live %s: last viewer left, closing the upstream", self.channel.key[0])
             self.task.cancel()
         self.linger = asyncio.get_running_loop().call_later(self.hub.linger_seconds, self._forget)
 
@@ -223,10 +231,8 @@ class Broadcast:
 
     # Upstream --------------------------------------------------------------------------------------
 
-    async def _run(self, resume_from: str | None) -> None:
+    async def _run(self) -> None:
         channel = self.channel
-        if resume_from is not None:
-            self.last_upstream_id = resume_from
         failures = 0
         delivered = 0
         first = True

@@ -265,7 +265,9 @@ def sse_response(
             yield b": connected\n\n"
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), timeout=tenant.keepalive_seconds)
+                    # asyncio.timeout: wait_for on 3.11 can swallow the cancellation of a departed client.
+                    async with asyncio.timeout(tenant.keepalive_seconds):
+                        item = await queue.get()
                 except TimeoutError:
                     yield b": keepalive\n\n"
                     continue

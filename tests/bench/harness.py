@@ -78,7 +78,7 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
         "KEY_ENCRYPTION_KEYS": "QmVuY2hLZXlCZW5jaEtleUJlbmNoS2V5QmVuY2hLZXk=",
         "SECURE_SSL_REDIRECT": "false",
         "DATABASE_URL": f"sqlite:///{scratch}/db.sqlite3",
-        "LOG_LEVEL": "WARNING",
+        "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         **(extra_env or {}),
     }
     subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)

@@ -467,7 +467,8 @@ async def stream_events(request: Request):
                 quiet_since = loop.time()
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter.wait(), timeout=min(keepalive_in, _tick(tenant, record)))
+                async with asyncio.timeout(min(keepalive_in, _tick(tenant, record))):
+                    await waiter.wait()
 
     headers = {**STREAM_HEADERS, "X-Request-Id": request.state.request_id}
     return EventStreamResponse(counted(request, body()), media_type="text/event-stream", headers=headers)
