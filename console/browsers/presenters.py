@@ -97,7 +97,7 @@ class Row:
             )
         parts.append(
             f'<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
-            f' <span class="muted">seq {e(self.seq)}</span><pre>{e(self.json)}</pre></div>'
+            f' <span class="muted">seq {e(self.seq)}</span><pre data-json>{e(self.json)}</pre></div>'
             "\n</div>\n</details></li>"
         )
         return SafeString("".join(parts))
@@ -134,7 +134,9 @@ def _pretty(envelope: Envelope) -> str:
         # A screenshot's base64 would dwarf the page; the image itself is shown above the JSON.
         png = data["png"]
         body["event"]["data"] = {**data, "png": f"{png[:SCREENSHOT_PREVIEW]}… ({len(png)} characters)"}
-    return json.dumps(body, indent=2, ensure_ascii=False, default=str)
+    # Compact (the C encoder; indent would use the slow pure-Python one on every live event): telemetry.js
+    # indents it when a row is opened.
+    return json.dumps(body, ensure_ascii=False, default=str)
 
 
 def _stack(trace: Any) -> tuple[tuple[str, tuple[StackFrame, ...]], ...]:

@@ -86,7 +86,7 @@ def status_frame(state: str, message: str = "") -> bytes:
 
 END = object()
 # Events the upstream reader handles before giving viewers a turn to write.
-YIELD_EVERY = 64
+YIELD_EVERY = 256
 
 
 class Viewer:

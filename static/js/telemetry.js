@@ -278,6 +278,16 @@
     if (button) copy(button);
   });
 
+  // The server sends each event's JSON compact (cheaper for every live event); indent it when a row opens.
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.open || !details.querySelector) return;
+    var pre = details.querySelector("pre[data-json]");
+    if (!pre || pre.dataset.pretty) return;
+    try { pre.textContent = JSON.stringify(JSON.parse(pre.textContent), null, 2); } catch (e) { /* leave as sent */ }
+    pre.dataset.pretty = "1";
+  }, true);
+
   // Set-up, also for panes htmx swaps in (filters changed) --------------------------------------------
 
   function init(scope) {

@@ -176,9 +176,11 @@ class RelayBench:
             "max_gap_s": max(gaps) if gaps else float("nan"),
             "upstreams": upstreams,
         }
-        # (5) time from the last viewer leaving to the upstream closing
+        # (5) time from the last viewer leaving to the upstream closing: all others leave first.
+        await asyncio.gather(*(r.close() for r in readers[1:]))
+        await asyncio.sleep(max(2.0, viewers / 500))
         closed_at = time.perf_counter()
-        await asyncio.gather(*(r.close() for r in readers))
+        await readers[0].close()
         await self.wait_upstreams(0, seconds=10)
         result["close_ms"] = (time.perf_counter() - closed_at) * 1000
         return result
