@@ -68,7 +68,8 @@ INSTALLED_APPS = [
 ]
 
 # Everything on the request path runs on the event loop: under ASGI a sync-only middleware hook costs a
-# thread hop per request (console/web/inline.py runs Django's own hooks inline). Static files are served by an async wrapper around WhiteNoise for the same reason.
+# thread hop per request (console/web/inline.py runs Django's own hooks inline). Static files are served
+# by an async wrapper around WhiteNoise for the same reason.
 # Django's checks for its own security, clickjacking and CSRF middleware paths; console/web/checks.py checks
 # the inline subclasses that replace them instead.
 SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]

@@ -10,6 +10,7 @@ upstream closing; and whether a viewer that stops reading slows the others.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import resource
 import statistics
 import time
@@ -26,7 +27,7 @@ KEEPALIVE = 2.0
 
 
 def run() -> str:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with harness.sandbox() as (sandbox_url, _):
         tenant = new_tenant(sandbox_url)
@@ -165,7 +166,7 @@ class RelayBench:
         gaps = []
         for r in readers:
             times = r.keepalive_times
-            gaps.extend(b - a for a, b in zip(times, times[1:], strict=False))
+            gaps.extend(b - a for a, b in itertools.pairwise(times))
         on_time = sum(1 for r in readers if r.keepalives >= 2)
         result = {
             "viewers": viewers,
@@ -200,27 +201,33 @@ class RelayBench:
 
 
 def report(rows, alone, with_stalled, lat1, lat100, idles) -> str:
+    idle_head = (
+        "| idle viewers | time to open | console RSS added | per viewer"
+        f" | keepalives on time (every {KEEPALIVE:g} s)"
+        " | longest keepalive gap | upstreams | last viewer gone, upstream closed after |"
+    )
+    idle_rows = [
+        f"| {i['viewers']} | {i['open_s']:.1f} s | {i['rss_delta_mb']:.1f} MB | {i['per_viewer_kb']:.0f} KB"
+        f" | {i['on_time']}/{i['viewers']} | {i['max_gap_s']:.2f} s | {i['upstreams']}"
+        f" | {i['close_ms']:.0f} ms |"
+        for i in idles
+    ]
     lines = [
-        f"Burst of {BURST:,} telemetry events emitted at once by the sandbox; events/s = viewers × events / time "
-        "until every viewer had them all.",
+        f"Burst of {BURST:,} telemetry events emitted at once by the sandbox; events/s = viewers x events"
+        " / time until every viewer had them all.",
         "",
         "| viewers | through the console (events/s) | sandbox directly (events/s) | console / direct |",
         "|---:|---:|---:|---:|",
         *(f"| {v} | {c:,.0f} | {d:,.0f} | {c / d:.2f} |" for v, c, d in rows),
         "",
-        f"- Added latency at 50 events/s (console arrival − direct arrival of the same seq): "
-        f"1 viewer p50 **{lat1[0]:.2f} ms**, p99 **{lat1[1]:.2f} ms**; 100 viewers p50 **{lat100[0]:.2f} ms**, "
-        f"p99 **{lat100[1]:.2f} ms**.",
-        f"- A viewer that stops reading: 10 readers got {alone:,.0f} events/s alone and {with_stalled:,.0f} with "
-        f"one stalled connection beside them ({with_stalled / alone:.2f}).",
+        "- Added latency at 50 events/s (console arrival minus direct arrival of the same seq): "
+        f"1 viewer p50 **{lat1[0]:.2f} ms**, p99 **{lat1[1]:.2f} ms**; "
+        f"100 viewers p50 **{lat100[0]:.2f} ms**, p99 **{lat100[1]:.2f} ms**.",
+        f"- A viewer that stops reading: 10 readers got {alone:,.0f} events/s alone and {with_stalled:,.0f}"
+        f" with one stalled connection beside them ({with_stalled / alone:.2f}).",
         "",
-        f"| idle viewers | time to open | console RSS added | per viewer | keepalives on time (every {KEEPALIVE:g} s) "
-        "| longest keepalive gap | upstreams | last viewer gone → upstream closed |",
+        idle_head,
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *(
-            f"| {i['viewers']} | {i['open_s']:.1f} s | {i['rss_delta_mb']:.1f} MB | {i['per_viewer_kb']:.0f} KB "
-            f"| {i['on_time']}/{i['viewers']} | {i['max_gap_s']:.2f} s | {i['upstreams']} | {i['close_ms']:.0f} ms |"
-            for i in idles
-        ),
+        *idle_rows,
     ]
     return "\n".join(lines)

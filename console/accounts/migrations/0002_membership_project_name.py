@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='membership',
-            name='project_name',
+            model_name="membership",
+            name="project_name",
             field=models.CharField(blank=True, max_length=255),
         ),
     ]
