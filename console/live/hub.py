@@ -2,14 +2,16 @@
 
 A ``Channel`` says how to open its upstream stream and how to render one upstream event to HTML. The hub
 keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
-event once, encodes it once as an SSE frame, and appends those bytes to every viewer's queue. A viewer
-writes everything queued since its last write as one chunk, so a burst costs one socket write per viewer,
-not one per event.
+event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. Each viewer
+only holds its position in that log: publishing costs the same for 1 or 2000 viewers, and a viewer writes
+everything it has not sent yet as one chunk, so a burst costs one socket write per viewer, not one per
+event.
 
 Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
 itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer;
-the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels). A viewer that falls more
-than ``max_pending`` frames behind is told it lagged and resynchronises instead of stalling the others.
+the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels). The log keeps a bounded
+number of frames (``max_pending``): a viewer that falls further behind is told it lagged and resynchronises
+instead of stalling the others or holding memory.
 """
 
 from __future__ import annotations
@@ -89,44 +91,71 @@ END = object()
 YIELD_EVERY = 256
 
 
-class Viewer:
-    """One browser connection: a queue of encoded frames, written as one chunk per wake-up."""
+class FrameLog:
+    """Encoded frames of one broadcast, appended once and read by every viewer from its own position."""
 
-    def __init__(self, max_pending: int):
-        self.pending: list[bytes] = []
-        self.wake = asyncio.Event()
-        self.max_pending = max_pending
-        self.ended = False
+    def __init__(self, cap: int):
+        self.frames: list[bytes] = []
+        self.base = 0  # the absolute position of frames[0]
+        self.cap = cap
+        self.changed = asyncio.Event()
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.frames)
+
+    def append(self, chunk: bytes) -> None:
+        self.frames.append(chunk)
+        if len(self.frames) > 2 * self.cap:
+            # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
+            drop = len(self.frames) - self.cap
+            del self.frames[:drop]
+            self.base += drop
+        # Wake everyone waiting; later waits need a fresh (unset) event.
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
+class Viewer:
+    """One browser connection: its position in the broadcast's log, plus frames meant for it alone."""
+
+    def __init__(self, broadcast: Broadcast):
+        self.broadcast = broadcast
+        self.pos = broadcast.log.end
+        self.private: list[bytes] = []  # replayed frames and the current status, sent before the log
         self.lagged = 0
 
     def push(self, chunk: bytes) -> None:
-        if len(self.pending) >= self.max_pending:
-            # Too slow: drop what it has not read rather than hold everyone's memory or stall the hub.
-            self.lagged += len(self.pending)
-            self.pending = [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
-        self.pending.append(chunk)
-        self.wake.set()
-
-    def end(self) -> None:
-        self.ended = True
-        self.wake.set()
+        self.private.append(chunk)
 
     async def next_chunk(self, keepalive: float) -> bytes | object | None:
-        """Everything queued (one chunk), None after ``keepalive`` seconds of silence, END when over."""
-        if not self.pending and not self.ended:
+        """Everything not sent yet (one chunk), None after ``keepalive`` seconds of silence, END when over."""
+        log = self.broadcast.log
+        if not self.private and self.pos >= log.end and not self.broadcast.ended:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that races
             # with a wake-up, and a departed browser's stream would then never end.
+            changed = log.changed
             try:
                 async with asyncio.timeout(keepalive):
-                    await self.wake.wait()
+                    await changed.wait()
             except TimeoutError:
                 return None
-        self.wake.clear()
-        if self.pending:
-            chunk = b"".join(self.pending)
-            self.pending = []
-            return chunk
-        return END if self.ended else None
+        parts, self.private = self.private, []
+        if self.pos < log.base:
+            # Too slow: the frames it missed are gone. Say so; the pane resynchronises.
+            self.lagged += log.base - self.pos
+            parts += [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
+            self.pos = log.base
+        if self.pos < log.end:
+            parts.extend(log.frames[self.pos - log.base :])
+            self.pos = log.end
+        if parts:
+            return b"".join(parts)
+        return END if self.broadcast.ended else None
+
+    @property
+    def done(self) -> bool:
+        return self.broadcast.ended and not self.private and self.pos >= self.broadcast.log.end
 
 
 @dataclass
@@ -141,18 +170,18 @@ class Broadcast:
     ended: bool = False
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
+    log: FrameLog = None  # type: ignore[assignment]
 
     def __post_init__(self):
         self.buffer = deque(maxlen=self.hub.buffer_size)
+        self.log = FrameLog(self.hub.max_pending)
 
     # Viewers ---------------------------------------------------------------------------------------
 
     def add(self, last_event_id: str | None) -> Viewer:
-        viewer = Viewer(self.hub.max_pending)
+        viewer = Viewer(self)
         self._replay(viewer, last_event_id)
         viewer.push(self.status)
-        if self.ended:
-            viewer.end()
         self.viewers.add(viewer)
         if self.linger is not None:
             self.linger.cancel()
@@ -201,13 +230,11 @@ class Broadcast:
     def _publish(self, chunk: bytes, seq) -> None:
         if seq is not None:
             self.buffer.append((seq, chunk))
-        for viewer in self.viewers:
-            viewer.push(chunk)
+        self.log.append(chunk)
 
     def _set_status(self, state: str, message: str = "") -> None:
         self.status = status_frame(state, message)
-        for viewer in self.viewers:
-            viewer.push(self.status)
+        self.log.append(self.status)
 
     def _end(self, state: str = "ended", message: str = "") -> None:
         self._set_status(state, message or self.channel.ended_message)
@@ -215,8 +242,7 @@ class Broadcast:
             encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None), None
         )
         self.ended = True
-        for viewer in self.viewers:
-            viewer.end()
+        self.log.changed.set()  # wake viewers waiting for more: there is no more
 
     def _deliver(self, event: Any) -> None:
         rendered = self.channel.render(event)
@@ -350,7 +376,7 @@ async def viewer_stream(broadcast: Broadcast, viewer: Viewer, keepalive: float) 
                 return
             else:
                 yield chunk
-                if viewer.ended and not viewer.pending:
+                if viewer.done:
                     return
     finally:
         with contextlib.suppress(RuntimeError):
