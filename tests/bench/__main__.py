@@ -24,10 +24,15 @@ def write(section: str, body: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("suites", nargs="*", default=list(SUITES), choices=list(SUITES))
+    parser.add_argument(
+        "suites", nargs="*", metavar="suite", help=f"one of {', '.join(SUITES)} (default: all)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
-    for name in args.suites:
+    unknown = set(args.suites) - set(SUITES)
+    if unknown:
+        parser.error(f"unknown suite(s): {', '.join(sorted(unknown))}")
+    for name in args.suites or list(SUITES):
         print(f"== {name}", flush=True)
         body = SUITES[name]()
         print(body, flush=True)

@@ -56,9 +56,10 @@ def _best(samples):
 
 
 def _report(results: dict, overlap: dict) -> str:
-    trivial, page, direct = (_best(results[k]) for k in ("trivial", "page", "direct"))
+    trivial, dashboard, page, direct = (_best(results[k]) for k in ("trivial", "dashboard", "page", "direct"))
     rows = [
         ("trivial view (`/healthz`, same middleware)", trivial),
+        ("dashboard page (session, membership, template; no service call)", dashboard),
         ("projects page (proxied: session, membership, service call, template)", page),
         ("sandbox `GET /org/projects` directly", direct),
     ]
@@ -70,6 +71,7 @@ def _report(results: dict, overlap: dict) -> str:
         *(f"| {name} | {r.rps:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} |" for name, r in rows),
         "",
         f"- **page / trivial view: {page.rps / trivial.rps:.2f}** of the requests/s (budget ≥ 0.70)",
+        f"- page / dashboard: {page.rps / dashboard.rps:.2f} (what proxying one service call costs a page)",
         f"- page / sandbox direct: {page.rps / direct.rps:.2f}",
         f"- rounds: {len(results['page'])} of each, interleaved; best round shown; the page's rounds: "
         f"{spread} req/s (median {median:,.0f})",
