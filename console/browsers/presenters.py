@@ -15,7 +15,13 @@ from console.service.telemetry import Envelope
 
 
 def escape(value: Any) -> str:
+    """For attribute values."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def escape_text(value: Any) -> str:
+    """For element content: quotes need no escaping there (and JSON is full of them)."""
+    return html.escape("" if value is None else str(value), quote=False)
 
 
 SCREENSHOT_PREVIEW = 120
@@ -56,49 +62,46 @@ class Row:
     def html(self) -> SafeString:
         """The row's markup: built here rather than by the template engine because the live pane renders
         every event (the relay renders each one once, at up to thousands per second); the page's history
-        rows use the same markup through ``{{ row.html }}``."""
-        e = escape
-        time_attr = ""
-        if self.time is not None:
-            time_attr = (
-                f' datetime="{self.time.isoformat()}" title="{self.time.strftime("%Y-%m-%d %H:%M:%S")} UTC"'
-            )
+        rows use the same markup through ``{{ row.html }}``. One line (one SSE ``data:`` line), and text
+        escaped only for what text needs: every byte is sent to every viewer."""
+        a, t = escape, escape_text
+        time_attr = f' datetime="{self.time.isoformat()}"' if self.time is not None else ""
         parts = [
-            f'<li class="trow trow--{e(self.severity)}" data-seq="{e(self.seq)}"'
-            f' data-category="{e(self.category)}" data-type="{e(self.type)}">\n<details>\n'
-            f"<summary><time{time_attr}>{e(self.clock)}</time>"
-            f' <span class="cat cat--{e(self.category)}">{e(self.category)}</span>'
-            f' <span class="trow__type">{e(self.type)}</span>'
+            f'<li class="trow trow--{a(self.severity)}" data-seq="{a(self.seq)}"'
+            f' data-category="{a(self.category)}" data-type="{a(self.type)}"><details>'
+            f"<summary><time{time_attr}>{t(self.clock)}</time>"
+            f' <span class="cat cat--{a(self.category)}">{t(self.category)}</span>'
+            f' <span class="trow__type">{t(self.type)}</span>'
         ]
         if self.level:
-            parts.append(f' <span class="level level--{e(self.level)}">{e(self.level)}</span>')
-        parts.append(f' <span class="trow__summary">{e(self.summary)}</span>')
+            parts.append(f' <span class="level level--{a(self.level)}">{t(self.level)}</span>')
+        parts.append(f' <span class="trow__summary">{t(self.summary)}</span>')
         if self.truncated:
             parts.append(' <span class="badge">truncated</span>')
-        parts.append('</summary>\n<div class="trow__body">\n')
-        if self.text:
-            parts.append(f'<p class="trow__text">{e(self.text)}</p>\n')
+        parts.append('</summary><div class="trow__body">')
+        if self.text and self.text != self.summary:
+            parts.append(f'<p class="trow__text">{t(self.text)}</p>')
         if self.url:
             parts.append(
-                f'<p class="trow__url"><span class="muted">URL</span> <code>{e(self.url)}</code></p>\n'
+                f'<p class="trow__url"><span class="muted">URL</span> <code>{t(self.url)}</code></p>'
             )
         if self.stack:
             lines = []
             for description, frames in self.stack:
                 if description:
-                    lines.append(f"    --- {e(description)} ---\n")
-                lines.extend(f"    {e(str(frame))}\n" for frame in frames)
-            parts.append(f'<pre class="trow__stack">{"".join(lines)}</pre>\n')
+                    lines.append(f"    --- {t(description)} ---\n")
+                lines.extend(f"    {t(str(frame))}\n" for frame in frames)
+            parts.append(f'<pre class="trow__stack">{"".join(lines)}</pre>')
         if self.screenshot:
             when = self.time.strftime("%H:%M:%S") if self.time is not None else ""
             parts.append(
                 f'<img class="trow__shot" alt="Screenshot at {when}"'
-                f' src="data:image/png;base64,{e(self.screenshot)}">\n'
+                f' src="data:image/png;base64,{a(self.screenshot)}">'
             )
         parts.append(
-            f'<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
-            f' <span class="muted">seq {e(self.seq)}</span><pre data-json>{e(self.json)}</pre></div>'
-            "\n</div>\n</details></li>"
+            '<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
+            f' <span class="muted">seq {t(self.seq)}</span><pre data-json>{t(self.json)}</pre></div>'
+            "</div></details></li>"
         )
         return SafeString("".join(parts))
 

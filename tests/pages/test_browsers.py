@@ -241,7 +241,7 @@ async def test_it_opens_the_pane_with_recent_history_and_a_resumable_stream(view
     assert "TypeError: cart is undefined" in body and "level--error" in body
     assert "at renderCart (https://shop.example.com/app.js:42:10)" in body
     assert "--- Promise.then ---" in body
-    assert "Copy JSON" in body and "&quot;seq&quot;: " in body
+    assert "Copy JSON" in body and '<pre data-json>{"seq": ' in body
     assert f'sse-connect="/o/acme/browsers/{sid}/telemetry/stream/?last_event_id={seqs[2]}"' in body
     assert 'sse-swap="telemetry"' in body and 'sse-swap="status"' in body
     assert "telemetry.js" in body
