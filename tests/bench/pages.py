@@ -24,10 +24,13 @@ def run(rounds: int = 2, seconds: int = 5) -> str:
             page_url = f"{console.url}/o/{console.org_slug}/projects/"
             check = harness.get(page_url, headers=cookie)
             assert check.status_code == 200 and "bench-00" in check.text, check.status_code
-            results = {"trivial": [], "page": [], "direct": []}
+            results = {"trivial": [], "dashboard": [], "page": [], "direct": []}
             for _ in range(rounds):
                 results["trivial"].append(
                     harness.wrk(f"{console.url}/healthz", headers=cookie, seconds=seconds)
+                )
+                results["dashboard"].append(
+                    harness.wrk(f"{console.url}/o/{console.org_slug}/", headers=cookie, seconds=seconds)
                 )
                 results["page"].append(harness.wrk(page_url, headers=cookie, seconds=seconds))
                 results["direct"].append(
