@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.apps import schema
@@ -14,11 +13,7 @@ from console.service import Invalid, NotFound, apps, invocations
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+from console.web.render import done, render
 
 
 @require_http_methods(["GET"])
@@ -106,7 +101,7 @@ async def invoke(request, app_name: str, version: str, action_name: str):
                 url = reverse(
                     "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": started.id}
                 )
-                return _done(request, url)
+                return done(request, url)
     context = {
         "summary": summary,
         "action": action,

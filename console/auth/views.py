@@ -24,7 +24,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepForm, describe_interval
@@ -34,7 +33,7 @@ from console.service import auth_connections as auth
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 REAUTH_REASONS = {
     "external_credential": "An item of an external password manager signs in for it.",
@@ -78,10 +77,6 @@ def _url(org_slug: str, name: str, connection_id: str | None = None) -> str:
     if connection_id is not None:
         kwargs["connection_id"] = connection_id
     return reverse(f"auth:{name}", kwargs=kwargs)
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _connection(request, connection_id: str) -> auth.AuthConnection:
@@ -193,7 +188,7 @@ async def connection_create(request):
             if profile_is_new:
                 text += f" The profile “{connection.profile_name}” did not exist, so it was created."
             messages.success(request, text)
-            return _done(request, _url(request.org.slug, "detail", connection.id))
+            return done(request, _url(request.org.slug, "detail", connection.id))
     context = {
         "form": form,
         "limits": limits,
@@ -326,7 +321,7 @@ async def connection_delete(request, connection_id: str):
             messages.success(
                 request, f"Auth connection for {connection.profile_name} on {connection.domain} deleted."
             )
-        return _done(request, _url(request.org.slug, "list"))
+        return done(request, _url(request.org.slug, "list"))
     return render(request, "auth/delete.html", _header_context(connection, "overview"))
 
 
@@ -380,7 +375,7 @@ async def connection_login(request, connection_id: str):
         await audit.record(
             request, "auth.login", target_id=connection.id, detail=f"{started.flow_type} flow started"
         )
-    return _done(request, _url(request.org.slug, "flow", connection.id))
+    return done(request, _url(request.org.slug, "flow", connection.id))
 
 
 @sensitive_post_parameters()

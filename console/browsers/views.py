@@ -22,7 +22,6 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.browsers import presenters
@@ -43,7 +42,7 @@ from console.service.sse import ServerEvent
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
@@ -59,10 +58,6 @@ PANES = [
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _get(request, session_id: str, *, include_deleted: bool = True) -> browsers.Session:
@@ -178,7 +173,7 @@ async def session_create(request):
                 detail = f"name={session.name or ''} headless={session.headless} region={session.region}"
                 await audit.record(request, "browser.create", target_id=session.session_id, detail=detail)
                 messages.success(request, f"Browser session “{session.label}” started.")
-                return _done(request, _url(request, "detail", session_id=session.session_id))
+                return done(request, _url(request, "detail", session_id=session.session_id))
     return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
 
 
@@ -391,7 +386,7 @@ async def telemetry_enable(request, session_id: str):
     else:
         await audit.record(request, "browser.telemetry", target_id=session_id, detail="enabled")
         messages.success(request, f"Telemetry is on for “{session.label}”.")
-    return _done(request, _url(request, "detail", session_id=session_id))
+    return done(request, _url(request, "detail", session_id=session_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -406,5 +401,5 @@ async def session_delete(request, session_id: str):
                 await browsers.delete_session(request.service, session_id)
         await audit.record(request, "browser.delete", target_id=session_id, detail=session.name or "")
         messages.success(request, f"Browser session “{session.label}” ended.")
-        return _done(request, _url(request, "list"))
+        return done(request, _url(request, "list"))
     return render(request, "browsers/delete.html", {"session": session})

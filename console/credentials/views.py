@@ -10,11 +10,10 @@ import math
 from datetime import UTC, datetime
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.credentials.forms import (
@@ -28,7 +27,7 @@ from console.service import Conflict, Invalid, NotFound, ServiceError, credentia
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 TOTP_PERIOD = 30
 # The code refreshes itself at each expiry this many times, then hides until asked for again.
@@ -37,10 +36,6 @@ MAX_REFRESHES = 10
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"credentials:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 def _scrub(error: ServiceError, secrets: list[str]) -> ServiceError:
@@ -110,7 +105,7 @@ async def credential_create(request):
         else:
             await audit.record(request, "credential.create", target_id=credential.id, detail=form.summary())
             messages.success(request, f"Credential “{credential.name}” saved.")
-            return _done(request, _url(request, "detail", credential_id=credential.id))
+            return done(request, _url(request, "detail", credential_id=credential.id))
     context = {"form": form, "sso_providers": SSO_PROVIDERS}
     return render(request, "credentials/new.html", context, partial="credential-form")
 
@@ -149,7 +144,7 @@ async def credential_edit(request, credential_id: str):
         else:
             await audit.record(request, "credential.update", target_id=updated.id, detail=form.summary(body))
             messages.success(request, f"Credential “{updated.name}” updated.")
-            return _done(request, _url(request, "detail", credential_id=updated.id))
+            return done(request, _url(request, "detail", credential_id=updated.id))
     context = {"credential": credential, "form": form, "sso_providers": SSO_PROVIDERS}
     return render(request, "credentials/edit.html", context, partial="credential-form")
 
@@ -166,7 +161,7 @@ async def credential_delete(request, credential_id: str):
         else:
             await audit.record(request, "credential.delete", target_id=credential.id, detail=credential.name)
             messages.success(request, f"Credential “{credential.name}” deleted.")
-        return _done(request, _url(request, "list"))
+        return done(request, _url(request, "list"))
     return render(request, "credentials/delete.html", {"credential": credential})
 
 

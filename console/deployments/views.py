@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.deployments.forms import DeploymentForm, FilterForm
@@ -18,7 +17,7 @@ from console.service.records import parse_datetime
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 SUMMARY = "deployments/detail.html#deployment-summary"
 LOG_LINE = "deployments/detail.html#log-line"
@@ -26,10 +25,6 @@ LOG_LINE = "deployments/detail.html#log-line"
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"deployments:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _get(request, deployment_id: str) -> Deployment:
@@ -95,7 +90,7 @@ async def deployment_create(request):
             else:
                 await audit.record(request, "deployment.create", target_id=created.id, detail=what)
                 messages.success(request, f"Deployment {created.id} queued: follow its build below.")
-                return _done(request, _url(request, "detail", deployment_id=created.id))
+                return done(request, _url(request, "detail", deployment_id=created.id))
     return render(request, "deployments/new.html", {"form": form}, partial="deployment-create")
 
 
@@ -199,5 +194,5 @@ async def deployment_delete(request, deployment_id: str):
             outcome = f"was {before.status}: stopped and marked for deletion"
             messages.success(request, f"Deployment {deployment_id} {outcome}.")
         await audit.record(request, "deployment.delete", target_id=deployment_id, detail=outcome)
-        return _done(request, _url(request, "detail", deployment_id=deployment_id))
+        return done(request, _url(request, "detail", deployment_id=deployment_id))
     return render(request, "deployments/delete.html", {"dep": before}, partial="deployment-delete")

@@ -7,11 +7,10 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.invocations.forms import FilterForm
@@ -21,7 +20,7 @@ from console.service.invocations import Invocation
 from console.service.records import parse_datetime
 from console.web.decorators import org_view, require_role
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 # Outputs longer than this (characters or lines) start collapsed in a <details>.
 LARGE_CHARS = 2000
@@ -32,10 +31,6 @@ LOG_LINE = "invocations/detail.html#log-line"
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"invocations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 def json_block(value: Any, raw: str | None) -> dict | None:
@@ -204,7 +199,7 @@ async def invocation_cancel(request, invocation_id: str):
         else:
             await audit.record(request, "invocation.cancel", target_id=invocation_id)
             messages.success(request, "Invocation cancelled: it is marked failed.")
-            return _done(request, _url(request, "detail", invocation_id=invocation_id))
+            return done(request, _url(request, "detail", invocation_id=invocation_id))
     context = {"inv": invocation, "conflict": conflict}
     return render(request, "invocations/cancel.html", context, partial="invocation-cancel")
 
@@ -227,6 +222,6 @@ async def invocation_delete_browsers(request, invocation_id: str):
             request, "invocation.delete_browsers", target_id=invocation_id, detail=f"{count} session(s)"
         )
         messages.success(request, f"Deleted the invocation's browser sessions ({count}).")
-        return _done(request, _url(request, "detail", invocation_id=invocation_id))
+        return done(request, _url(request, "detail", invocation_id=invocation_id))
     context = {"inv": invocation, "browsers": browsers}
     return render(request, "invocations/delete_browsers.html", context, partial="invocation-delete-browsers")

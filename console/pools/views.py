@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import trigger_client_event
 
 from console.accounts import audit
 from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
@@ -17,7 +17,7 @@ from console.service.pools import CATEGORIES
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 POLL_SECONDS = 3
 CHOICES_LIMIT = 100
@@ -36,10 +36,6 @@ CONFLICT_FIELDS = {"pool_name_taken": "name", "session_limit_exceeded": "size"}
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"pools:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _get(request, pool_id: str) -> pools.BrowserPool:
@@ -154,7 +150,7 @@ async def pool_create(request):
                     request, "pool.create", target_id=pool.id, detail=f"{pool.label} size={pool.size}"
                 )
                 messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
-                return _done(request, _url(request, "detail", pool_id=pool.id))
+                return done(request, _url(request, "detail", pool_id=pool.id))
     context = {"form": form, "pool": None, **choices}
     return render(request, "pools/form.html", context, partial="pool-form")
 
@@ -247,7 +243,7 @@ async def pool_release(request, pool_id: str):
                 request, "pool.release", target_id=pool_id, detail=f"session {session_id} reuse={reuse}"
             )
             messages.success(request, f"Session {session_id} released: the browser was {what}.")
-            return _done(request, _url(request, "detail", pool_id=pool_id))
+            return done(request, _url(request, "detail", pool_id=pool_id))
     pool = await _get(request, pool_id)
     context = {
         "pool": pool,
@@ -267,7 +263,7 @@ async def pool_flush(request, pool_id: str):
         raise Http404("No such pool") from None
     await audit.record(request, "pool.flush", target_id=pool_id)
     messages.success(request, "Idle browsers flushed; leased ones are untouched. The pool warms up again.")
-    return _done(request, _url(request, "detail", pool_id=pool_id))
+    return done(request, _url(request, "detail", pool_id=pool_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -295,7 +291,7 @@ async def pool_edit(request, pool_id: str):
                     changed = ", ".join(sorted(body)) + (" discard_all_idle" if discard else "")
                     await audit.record(request, "pool.update", target_id=pool.id, detail=changed.strip())
                     messages.success(request, f"Pool “{pool.label}” saved.")
-                    return _done(request, _url(request, "detail", pool_id=pool.id))
+                    return done(request, _url(request, "detail", pool_id=pool.id))
     context = {"form": form, "pool": pool, **choices}
     return render(request, "pools/form.html", context, partial="pool-form")
 
@@ -322,6 +318,6 @@ async def pool_delete(request, pool_id: str):
                 request, "pool.delete", target_id=pool.id, detail=f"{pool.label} force={force}"
             )
             messages.success(request, f"Pool “{pool.label}” deleted.")
-            return _done(request, _url(request, "list"))
+            return done(request, _url(request, "list"))
     context = {"pool": pool, "form": form, "conflict": conflict}
     return render(request, "pools/delete.html", context, partial="pool-delete")

@@ -6,10 +6,9 @@ import re
 from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.profiles.forms import ProfileForm
@@ -17,17 +16,13 @@ from console.service import Conflict, Invalid, NotFound, profiles
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"profiles:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _get(request, profile_id: str) -> profiles.Profile:
@@ -56,7 +51,7 @@ async def profile_list(request):
             else:
                 await audit.record(request, "profile.create", target_id=profile.id, detail=profile.name or "")
                 messages.success(request, f"Profile “{profile.label}” created.")
-                return _done(request, _url(request, "list") + f"?q={profile.id}")
+                return done(request, _url(request, "list") + f"?q={profile.id}")
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
     page = await profiles.list_profiles(
@@ -85,7 +80,7 @@ async def profile_rename(request, profile_id: str):
             else:
                 await audit.record(request, "profile.rename", target_id=profile.id, detail=profile.name or "")
                 messages.success(request, f"Renamed to “{profile.label}”.")
-                return _done(request, _url(request, "list"))
+                return done(request, _url(request, "list"))
             await audit.record(request, "profile.rename", target_id=profile.id, outcome="error")
     return render(
         request, "profiles/rename.html", {"profile": profile, "form": form}, partial="profile-rename"
@@ -109,7 +104,7 @@ async def profile_delete(request, profile_id: str):
         else:
             await audit.record(request, "profile.delete", target_id=profile.id, detail=profile.name or "")
             messages.success(request, f"Profile “{profile.label}” deleted.")
-            return _done(request, _url(request, "list"))
+            return done(request, _url(request, "list"))
     return render(
         request,
         "profiles/delete.html",

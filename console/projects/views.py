@@ -6,10 +6,9 @@ import asyncio
 from urllib.parse import urlsplit
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts import audit
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
@@ -17,16 +16,11 @@ from console.service import Conflict, Invalid, NotFound, projects
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"projects:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    """After a mutation: a client-side redirect for htmx, a plain redirect otherwise."""
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 @require_http_methods(["GET", "POST"])
@@ -48,7 +42,7 @@ async def project_list(request):
             else:
                 await audit.record(request, "project.create", target_id=project.id, detail=project.name)
                 messages.success(request, f"Project “{project.name}” created.")
-                return _done(request, _url(request, "detail", project_id=project.id))
+                return done(request, _url(request, "detail", project_id=project.id))
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
     page = await projects.list_projects(
@@ -165,7 +159,7 @@ async def project_rename(request, project_id: str):
             else:
                 await audit.record(request, "project.rename", target_id=project_id, detail=project.name)
                 messages.success(request, f"Renamed to “{project.name}”.")
-                return _done(request, _url(request, "detail", project_id=project_id))
+                return done(request, _url(request, "detail", project_id=project_id))
     return render(
         request, "projects/rename.html", {"project": project, "form": form}, partial="project-rename"
     )
@@ -179,7 +173,7 @@ async def project_status(request, project_id: str):
     status = request.POST.get("status")
     if status not in ("active", "archived"):
         messages.error(request, "Choose archive or restore.")
-        return _done(request, _url(request, "detail", project_id=project_id))
+        return done(request, _url(request, "detail", project_id=project_id))
     try:
         project = await projects.update_project(request.service, project_id, status=status)
     except NotFound:
@@ -190,7 +184,7 @@ async def project_status(request, project_id: str):
     messages.success(
         request, f"Project “{project.name}” {'archived' if status == 'archived' else 'restored'}."
     )
-    return _done(request, _url(request, "detail", project_id=project_id))
+    return done(request, _url(request, "detail", project_id=project_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -217,7 +211,7 @@ async def project_delete(request, project_id: str):
                 request.membership.project_id = request.membership.project_name = ""
                 await request.membership.asave(update_fields=["project_id", "project_name"])
             messages.success(request, f"Project “{project.name}” deleted.")
-            return _done(request, _url(request, "list"))
+            return done(request, _url(request, "list"))
     return render(
         request, "projects/delete.html", {"project": project, "conflict": conflict}, partial="project-delete"
     )
@@ -246,7 +240,7 @@ async def project_select(request):
             project = await projects.get_project(request.service.with_project(None), project_id)
         except NotFound:
             messages.error(request, "That project no longer exists.")
-            return _done(request, request.POST.get("next") or _url(request, "list"))
+            return done(request, request.POST.get("next") or _url(request, "list"))
         project_id, project_name = project.id, project.name or project.id
         messages.info(request, f"Now working in project “{project_name}”.")
     else:
@@ -260,4 +254,4 @@ async def project_select(request):
     next_url = parsed.path + (f"?{parsed.query}" if parsed.query else "")
     if not next_url.startswith(f"/o/{request.org.slug}/"):
         next_url = reverse("dashboard", kwargs={"org_slug": request.org.slug})
-    return _done(request, next_url)
+    return done(request, next_url)

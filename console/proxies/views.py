@@ -11,7 +11,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import trigger_client_event
 
 from console.accounts import audit
 from console.proxies.forms import FIELD_MAP, TYPE_LABELS, CheckForm, ProxyForm, RenameForm, type_choices
@@ -19,15 +19,11 @@ from console.service import Invalid, NotFound, proxies
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import render
+from console.web.render import done, render
 
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"proxies:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _done(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
 async def _get(request, proxy_id: str) -> proxies.Proxy:
@@ -86,7 +82,7 @@ async def proxy_create(request):
                     request, "proxy.create", target_id=proxy.id, detail=f"type={kind} name={proxy.name or ''}"
                 )
                 messages.success(request, f"{TYPE_LABELS[kind]} proxy “{proxy.name or proxy.id}” created.")
-                return _done(request, _url(request, "detail", proxy_id=proxy.id))
+                return done(request, _url(request, "detail", proxy_id=proxy.id))
     context = {"form": form, "kind": kind, "types": type_choices(), "labels": TYPE_LABELS}
     return render(request, "proxies/create.html", context, partial="proxy-create")
 
@@ -178,5 +174,5 @@ async def proxy_delete(request, proxy_id: str):
             raise Http404("No such proxy") from None
         await audit.record(request, "proxy.delete", target_id=proxy_id, detail=proxy.name or "")
         messages.success(request, f"Proxy “{proxy.name or proxy.id}” deleted.")
-        return _done(request, _url(request, "list"))
+        return done(request, _url(request, "list"))
     return render(request, "proxies/delete.html", {"proxy": proxy, "labels": TYPE_LABELS})

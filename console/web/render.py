@@ -1,8 +1,10 @@
 """One render function for pages and their htmx partials."""
 
 from django.contrib.messages import get_messages
+from django.http import HttpResponseRedirect
 from django.shortcuts import render as django_render
 from django.template.loader import render_to_string
+from django_htmx.http import HttpResponseClientRedirect
 
 
 def render(request, template, context=None, partial=None, *, status=200):
@@ -27,3 +29,8 @@ def append_flash(request, response) -> None:
         return
     html = render_to_string("base.html#flash", {"messages": storage, "flash_oob": True}, request)
     response.content = response.content + html.encode()
+
+
+def done(request, url: str):
+    """After a mutation: a client-side redirect for htmx (the page reloads there), a plain one otherwise."""
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
