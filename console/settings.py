@@ -39,6 +39,10 @@ if not KEY_ENCRYPTION_KEYS:
     _derived = hashlib.sha256(b"console.key-encryption:" + SECRET_KEY.encode()).digest()
     KEY_ENCRYPTION_KEYS = [base64.urlsafe_b64encode(_derived).decode()]
 
+# Whether an organization's service base URL may resolve to loopback or private addresses (the local
+# sandbox in development). Link-local and cloud metadata addresses are refused even then; see
+# console/service/targets.py.
+SERVICE_URL_ALLOW_PRIVATE = env.bool("SERVICE_URL_ALLOW_PRIVATE", default=DEBUG)
 # The demo organization (`manage.py demo`) points at the local sandbox.
 SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
 SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="sandbox-demo-key")

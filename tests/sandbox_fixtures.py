@@ -112,4 +112,4 @@ def demo_tenant(sandbox_url) -> SandboxTenant:
 
 @pytest.fixture
 def service(tenant) -> Service:
-    return Service(base_url=tenant.url, api_key=tenant.api_key)
+    return Service(base_url=tenant.url, api_key=tenant.api_key, allow_private=True)

@@ -1,21 +1,27 @@
 from django import forms
 from django.contrib import admin
 
+from console.accounts.forms import ServiceTargetMixin
 from console.accounts.models import AuditLog, Invite, Membership, Organization
 
 
-class OrganizationAdminForm(forms.ModelForm):
+class OrganizationAdminForm(ServiceTargetMixin, forms.ModelForm):
     service_base_url = forms.URLField(label="Service base URL", max_length=300, assume_scheme="https")
     # Write-only, as everywhere else: the decrypted key is never put into a page.
     api_key = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Leave empty to keep the current key.",
+        help_text="Leave empty to keep the current key (required when the base URL changes).",
     )
 
     class Meta:
         model = Organization
         fields = ["name", "slug", "service_base_url", "api_key", "default_project_id"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The URL as loaded, before the form's data is applied to the instance.
+        self.current_service_url = self.instance.service_base_url if self.instance.pk else ""
 
 
 class MembershipInline(admin.TabularInline):

@@ -34,12 +34,31 @@ class Organization(models.Model):
     class Meta:
         ordering = ["name"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The URL the stored key belongs to: a key is never carried over to a new address (save()).
+        self._key_url = self.service_base_url
+
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        """Changing the base URL without setting a key in the same change clears the stored key.
+
+        Whoever can edit the URL (a form, Django admin, the shell) must not be able to send the key to
+        an address of their choosing.
+        """
+        if self.service_base_url != self._key_url and self.api_key_encrypted:
+            self.api_key_encrypted = self.api_key_last4 = ""
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "api_key_encrypted", "api_key_last4"}
+        super().save(*args, **kwargs)
+        self._key_url = self.service_base_url
 
     def set_api_key(self, api_key: str) -> None:
         self.api_key_encrypted = crypto.encrypt(api_key)
         self.api_key_last4 = api_key[-4:]
+        self._key_url = self.service_base_url
 
     @property
     def api_key(self) -> str:
@@ -58,6 +77,7 @@ class Organization(models.Model):
             base_url=self.service_base_url,
             api_key=self.api_key,
             project=project or self.default_project_id or None,
+            allow_private=settings.SERVICE_URL_ALLOW_PRIVATE,
         )
 
 

@@ -1,7 +1,7 @@
 """Client of the Browser Automation Service. Never imports Django.
 
 from console.service import Service, projects
-svc = Service(base_url="http://127.0.0.1:8100", api_key="...", project="proj_...")
+svc = Service(base_url="https://api.example.com", api_key="...", project="proj_...")
 page = await projects.list_projects(svc, limit=20, offset=0)
 """
 

@@ -14,7 +14,8 @@ once with ``.retry_after`` set. Without a hint: ``0.2 · 2ⁿ`` s capped at 2 s,
 
 The shared ``httpx.AsyncClient`` is one per running event loop (a client's connections belong to the
 loop that opened them). The API key is never a default header of that client, never logged, never in
-an error message.
+an error message, and never sent to an address ``targets`` refuses: the base URL is checked before each
+request, and the address each new connection reached is checked before anything is written to it.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
+import httpcore
 import httpx
 import httpx_sse
 
-from console.service import errors
+from console.service import errors, targets
 
 log = logging.getLogger("console.service")
 
@@ -63,6 +65,8 @@ ERROR_BODY_PREVIEW = 200
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
+# Whether the request being sent in this context may reach loopback and private addresses (see _send).
+_allow_private: ContextVar[bool] = ContextVar("allow_private", default=False)
 
 Expect = Literal["json", "none", "bytes", "response"]
 
@@ -74,6 +78,8 @@ class Service:
     base_url: str
     api_key: str = field(repr=False)
     project: str | None = None  # id or name; sent as X-Kernel-Project (accepts either)
+    # Loopback and private addresses are refused unless allowed (the local sandbox in development).
+    allow_private: bool = False
 
     def with_project(self, project: str | None) -> Service:
         return replace(self, project=project)
@@ -110,12 +116,52 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient
 )
 
 
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, refusing a connection whose peer ``targets`` forbids.
+
+    The check runs on the address actually connected to, before TLS and before the request is
+    written, so a name that resolved to a public address for ``targets.acheck_url`` and to a private
+    one a moment later (DNS rebinding) still gets nothing.
+    """
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        stream = await self._inner.connect_tcp(
+            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+        peer = stream.get_extra_info("server_addr")
+        reason = targets.refusal(str(peer[0]), allow_private=_allow_private.get()) if peer else None
+        if reason:
+            await stream.aclose()
+            raise targets.ForbiddenTarget(f"the service base URL's host {host} connected to {reason}")
+        return stream
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        raise targets.ForbiddenTarget("the service is reached over TCP only")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def _transport() -> httpx.AsyncHTTPTransport:
+    transport = httpx.AsyncHTTPTransport(limits=LIMITS)
+    # httpx does not take a network backend; its pool does (the attribute httpcore reads on connect).
+    pool = transport._pool
+    pool._network_backend = _CheckedBackend(pool._network_backend)
+    return transport
+
+
 def _client() -> httpx.AsyncClient:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
         client = httpx.AsyncClient(
-            timeout=TIMEOUT, limits=LIMITS, headers={"User-Agent": USER_AGENT}, follow_redirects=False
+            transport=_transport(),
+            timeout=TIMEOUT,
+            headers={"User-Agent": USER_AGENT},
+            follow_redirects=False,
         )
         _clients[loop] = client
     return client
@@ -161,6 +207,8 @@ async def _send(
     With ``stream=True`` the body is left unread and the caller must close the response.
     """
     method = method.upper()
+    await targets.acheck_url(svc.base_url, allow_private=svc.allow_private)
+    _allow_private.set(svc.allow_private)
     url = svc.url(path)
     send_headers = {"Accept": "application/json"}
     if svc.api_key:

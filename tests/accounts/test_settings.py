@@ -3,6 +3,7 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient, Client
 
 from console.accounts.models import AuditLog, Organization
+from tests.listener import listening
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,3 +92,108 @@ async def test_it_shows_the_dashboard_with_the_switcher(org, other_org, admin, a
     assert "Your role" in html
     assert 'href="/o/globex/"' in html
     assert 'href="/o/acme/members/"' in html
+
+
+@pytest.fixture
+def listener():
+    with listening() as listener:
+        yield listener
+
+
+def settings_data(url: str, api_key: str = "") -> dict:
+    return {"name": "Acme", "service_base_url": url, "api_key": api_key}
+
+
+async def test_it_requires_the_key_again_when_the_url_changes(org, admin_client, tenant, listener):
+    response = await admin_client.post("/o/acme/settings/", settings_data(listener.url))
+    assert response.status_code == 200
+    assert "The service base URL changed: enter the API key" in response.content.decode()
+    stored = await Organization.objects.aget(pk=org.pk)
+    assert stored.service_base_url == tenant.url
+    assert stored.api_key == tenant.api_key
+    assert not await AuditLog.objects.filter(action="org.settings").aexists()
+    assert listener.received == []
+
+
+async def test_it_saves_a_new_url_with_a_new_key(org, admin_client, listener):
+    response = await admin_client.post("/o/acme/settings/", settings_data(listener.url, "sk-for-the-new-url"))
+    assert response.status_code == 302
+    stored = await Organization.objects.aget(pk=org.pk)
+    assert stored.service_base_url == listener.url
+    assert stored.api_key == "sk-for-the-new-url"
+
+
+async def test_it_never_sends_the_stored_key_to_a_url_changed_elsewhere(org, admin_client, tenant, listener):
+    # As in the shell: the URL changes, no key is given, so the stored key is cleared on save.
+    stored = await Organization.objects.aget(pk=org.pk)
+    stored.service_base_url = listener.url
+    await stored.asave()
+    await admin_client.post("/o/acme/settings/test-connection/", headers={"HX-Request": "true"})
+    assert len(listener.received) == 1
+    assert tenant.api_key not in listener.authorizations()[0]
+    stored = await Organization.objects.aget(pk=org.pk)
+    assert stored.api_key == "" and stored.api_key_hint == "(not set)"
+
+
+def test_it_requires_the_key_again_in_the_django_admin(org, tenant, listener):
+    superuser = get_user_model().objects.create_superuser("root", "root@example.com", "a-long-pass-for-root")
+    client = Client()
+    client.force_login(superuser, backend="console.accounts.backends.UsernameOrEmailBackend")
+    data = {
+        "name": "Acme",
+        "slug": "acme",
+        "service_base_url": listener.url,
+        "api_key": "",
+        "default_project_id": "",
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
+    }
+    response = client.post(f"/admin/accounts/organization/{org.pk}/change/", data)
+    assert response.status_code == 200
+    assert "The service base URL changed: enter the API key" in response.content.decode()
+    data["service_base_url"] = "http://169.254.169.254/"
+    data["api_key"] = "sk-admin-typed-key"
+    response = client.post(f"/admin/accounts/organization/{org.pk}/change/", data)
+    assert "link-local" in response.content.decode()
+    org.refresh_from_db()
+    assert org.service_base_url == tenant.url
+    assert org.api_key == tenant.api_key
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "ftp://ftp.example.com/",
+        "http://user:secret@127.0.0.1:8100/",
+        "http://0.0.0.0:8100/",
+    ],
+)
+async def test_it_refuses_urls_the_key_must_not_go_to(org, admin_client, tenant, url):
+    response = await admin_client.post("/o/acme/settings/", settings_data(url, "sk-new-key-1234"))
+    assert response.status_code == 200
+    assert b"errorlist" in response.content
+    stored = await Organization.objects.aget(pk=org.pk)
+    assert stored.service_base_url == tenant.url
+    assert stored.api_key == tenant.api_key
+
+
+async def test_it_names_why_a_metadata_address_is_refused(org, admin_client):
+    response = await admin_client.post(
+        "/o/acme/settings/", settings_data("http://169.254.169.254/", "sk-new-key-1234")
+    )
+    assert "169.254.169.254, a link-local address" in response.content.decode()
+
+
+async def test_it_refuses_private_addresses_unless_the_setting_allows_them(org, admin_client, settings):
+    settings.SERVICE_URL_ALLOW_PRIVATE = False
+    for url in ["http://10.1.2.3/", "http://192.168.0.10:8100/", "http://127.0.0.1:8100/", "http://[::1]/"]:
+        response = await admin_client.post("/o/acme/settings/", settings_data(url, "sk-new-key-1234"))
+        assert response.status_code == 200, url
+        assert b"errorlist" in response.content, url
+    settings.SERVICE_URL_ALLOW_PRIVATE = True
+    response = await admin_client.post("/o/acme/settings/", settings_data("http://10.1.2.3/", "sk-new-1234"))
+    assert response.status_code == 302

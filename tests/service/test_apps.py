@@ -7,7 +7,7 @@ from console.service import Invalid, Service, apps
 
 @pytest.fixture
 def demo_service(demo_tenant):
-    return Service(base_url=demo_tenant.url, api_key=demo_tenant.api_key)
+    return Service(base_url=demo_tenant.url, api_key=demo_tenant.api_key, allow_private=True)
 
 
 async def test_it_reads_app_summaries_with_actions_and_env_var_names(demo_service):

@@ -67,12 +67,12 @@ async def test_it_maps_422_to_invalid_and_generic_details_to_all(service):
 
 async def test_it_maps_401_for_a_missing_or_unknown_key(tenant):
     with pytest.raises(Unauthorized) as missing:
-        await projects.list_projects(Service(base_url=tenant.url, api_key=""))
+        await projects.list_projects(Service(base_url=tenant.url, api_key="", allow_private=True))
     assert missing.value.status == 401
     assert "missing" in missing.value.message
     secret = "sk-not-a-real-key-0123456789"
     with pytest.raises(Unauthorized) as unknown:
-        await projects.get_auth_context(Service(base_url=tenant.url, api_key=secret))
+        await projects.get_auth_context(Service(base_url=tenant.url, api_key=secret, allow_private=True))
     assert unknown.value.code == "unauthorized"
     assert_key_hidden(unknown.value, secret)
 
@@ -179,7 +179,7 @@ async def test_it_explains_a_refused_connection():
     url = f"http://127.0.0.1:{free_port()}"
     secret = "sk-refused-0123456789"
     with pytest.raises(Unavailable) as caught:
-        await projects.get_auth_context(Service(base_url=url, api_key=secret))
+        await projects.get_auth_context(Service(base_url=url, api_key=secret, allow_private=True))
     assert caught.value.status is None
     assert f"could not connect to {url}: connection refused" == caught.value.message
     assert_key_hidden(caught.value, secret)

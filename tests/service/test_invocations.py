@@ -9,7 +9,7 @@ from console.service import Conflict, Invalid, NotFound, invocations
 def demo_service(demo_tenant):
     from console.service import Service
 
-    return Service(base_url=demo_tenant.url, api_key=demo_tenant.api_key)
+    return Service(base_url=demo_tenant.url, api_key=demo_tenant.api_key, allow_private=True)
 
 
 async def start(svc, action="get-page-title", payload=None, **kwargs):
