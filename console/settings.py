@@ -7,6 +7,8 @@ SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and KEY_ENCRYPTION_KEYS.
 
 import base64
 import hashlib
+import os
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -118,6 +120,16 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # ORM calls run on one thread per process (console/asgi.py), so one persistent connection serves them all.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite ignores select_for_update: transactions take the write lock at BEGIN instead, so a check and
+    # its write (the last-admin guard) are never interleaved with another writer's; others wait up to
+    # `timeout` seconds rather than failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(transaction_mode="IMMEDIATE", timeout=20)
+    # Tests use a file too: connections to the in-memory test database share one cache, whose table locks
+    # fail at once instead of waiting, unlike the file every deployment uses.
+    DATABASES["default"].setdefault("TEST", {}).setdefault(
+        "NAME", str(Path(tempfile.gettempdir()) / f"console-test-{os.getpid()}.sqlite3")
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

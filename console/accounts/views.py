@@ -128,10 +128,35 @@ async def invite_revoke(request, invite_id: int):
     return await members_response(request)
 
 
-async def _last_admin(request, membership: Membership) -> bool:
-    if membership.role != Role.ADMIN:
-        return False
-    return await request.org.memberships.filter(role=Role.ADMIN).acount() <= 1
+class LastAdmin(Exception):
+    """The change would leave the organization without an admin."""
+
+
+def _change_membership(membership: Membership, new_role: str | None) -> str:
+    """Give a member ``new_role``, or remove them (None); return the role they had.
+
+    The last-admin check and the write are one transaction that first locks the org's admin memberships,
+    so two admins demoting or removing each other at once are serialized and the second sees the first's
+    result. PostgreSQL locks the rows (select_for_update); SQLite ignores that, but its transactions begin
+    IMMEDIATE (settings.py), which serializes writers the same way.
+    """
+    with transaction.atomic():
+        admins = list(
+            Membership.objects.select_for_update()
+            .filter(org_id=membership.org_id, role=Role.ADMIN)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        current = Membership.objects.select_for_update().filter(pk=membership.pk).first()
+        if current is None:
+            raise Http404("No such member")
+        if current.role == Role.ADMIN and new_role != Role.ADMIN and admins == [current.pk]:
+            raise LastAdmin
+        if new_role is None:
+            current.delete()
+        else:
+            Membership.objects.filter(pk=current.pk).update(role=new_role)
+        return current.role
 
 
 async def _get_member(request, member_id: int) -> Membership:
@@ -153,12 +178,12 @@ async def member_role(request, member_id: int):
         messages.error(request, "Choose a valid role.")
         return await members_response(request)
     new_role = form.cleaned_data["role"]
-    if new_role != Role.ADMIN and await _last_admin(request, membership):
+    try:
+        old_role = await sync_to_async(_change_membership)(membership, new_role)
+    except LastAdmin:
         messages.error(request, "The last admin cannot be demoted: make another member admin first.")
         return await members_response(request)
-    old_role = membership.role
     membership.role = new_role
-    await membership.asave(update_fields=["role"])
     await audit.record(
         request,
         "member.role",
@@ -173,10 +198,11 @@ async def member_role(request, member_id: int):
 @org_view("admin")
 async def member_remove(request, member_id: int):
     membership = await _get_member(request, member_id)
-    if await _last_admin(request, membership):
+    try:
+        await sync_to_async(_change_membership)(membership, None)
+    except LastAdmin:
         messages.error(request, "The last admin cannot be removed: make another member admin first.")
         return await members_response(request)
-    await membership.adelete()
     await audit.record(request, "member.remove", target_id=membership.user.username)
     messages.success(request, f"{membership.user.username} was removed.")
     if membership.user_id == request.user.pk:

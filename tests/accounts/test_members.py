@@ -1,7 +1,14 @@
+import functools
+import threading
+
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from console.accounts.models import AuditLog, Membership, Role
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,3 +99,54 @@ async def test_it_gives_404_for_a_member_of_another_org(org, admin_client, outsi
     assert response.status_code == 404
     assert await Membership.objects.filter(pk=theirs.pk, role=Role.ADMIN).aexists()
     assert timezone.now()
+
+
+def at_the_same_moment(*actions):
+    """Run each action in its own thread (its own database connection), released together."""
+    barrier = threading.Barrier(len(actions))
+    failures = []
+
+    def run(action):
+        try:
+            barrier.wait()
+            action()
+        except Exception as exc:  # reported below, with the round it happened in
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+
+
+def two_admins(org) -> dict[str, tuple[Membership, Client]]:
+    """alice and bob, both admins of org again (a round may have demoted or removed either)."""
+    cast = {}
+    for username in ("alice", "bob"):
+        user = get_user_model().objects.filter(username=username).first() or make_user(username)
+        membership, _ = Membership.objects.update_or_create(user=user, org=org, defaults={"role": Role.ADMIN})
+        client = Client()
+        client.force_login(user, backend="console.accounts.backends.UsernameOrEmailBackend")
+        cast[username] = (membership, client)
+    return cast
+
+
+ROUNDS = 8
+
+
+@pytest.mark.parametrize("action", ["role", "remove"])
+def test_it_keeps_an_admin_when_two_admins_demote_or_remove_each_other_at_once(org, action):
+    data = {"role": "viewer"} if action == "role" else {}
+    for round_ in range(ROUNDS):
+        cast = two_admins(org)
+        (alice, alice_client), (bob, bob_client) = cast["alice"], cast["bob"]
+        at_the_same_moment(
+            functools.partial(alice_client.post, f"/o/acme/members/{bob.pk}/{action}/", data),
+            functools.partial(bob_client.post, f"/o/acme/members/{alice.pk}/{action}/", data),
+        )
+        admins = Membership.objects.filter(org=org, role=Role.ADMIN).count()
+        assert admins == 1, f"round {round_}: {admins} admins left"
