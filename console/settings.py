@@ -160,6 +160,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "console.accounts.views.lockout_response"
 AXES_USERNAME_FORM_FIELD = "username"
+# Failures count against the account, however it was named (any case, or its e-mail address).
+AXES_USERNAME_CALLABLE = "console.accounts.backends.lockout_username"
 AXES_SENSITIVE_PARAMETERS = ["password", "api_key"]
 AXES_VERBOSE = False
 
