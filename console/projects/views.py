@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.http import Http404
@@ -16,7 +15,7 @@ from console.service import Conflict, Invalid, NotFound, projects
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
-from console.web.render import done, render
+from console.web.render import done, render, safe_next
 
 
 def _url(request, name: str, **kwargs) -> str:
@@ -240,7 +239,7 @@ async def project_select(request):
             project = await projects.get_project(request.service.with_project(None), project_id)
         except NotFound:
             messages.error(request, "That project no longer exists.")
-            return done(request, request.POST.get("next") or _url(request, "list"))
+            return done(request, _back(request, _url(request, "list")))
         project_id, project_name = project.id, project.name or project.id
         messages.info(request, f"Now working in project “{project_name}”.")
     else:
@@ -249,9 +248,9 @@ async def project_select(request):
     request.membership.project_id = project_id
     request.membership.project_name = project_name
     await request.membership.asave(update_fields=["project_id", "project_name"])
-    # Back where the member was (the header sends HX-Current-URL): a path of this org only.
-    parsed = urlsplit(request.POST.get("next", ""))
-    next_url = parsed.path + (f"?{parsed.query}" if parsed.query else "")
-    if not next_url.startswith(f"/o/{request.org.slug}/"):
-        next_url = reverse("dashboard", kwargs={"org_slug": request.org.slug})
-    return done(request, next_url)
+    return done(request, _back(request, reverse("dashboard", kwargs={"org_slug": request.org.slug})))
+
+
+def _back(request, fallback: str) -> str:
+    """Back where the member was (the header sends HX-Current-URL): a page of this org only."""
+    return safe_next(request, request.POST.get("next"), fallback, under=f"/o/{request.org.slug}/")

@@ -67,3 +67,15 @@ def test_it_redirects_anonymous_users_to_login():
     response = Client().get("/")
     assert response.status_code == 302
     assert response["Location"].startswith("/login/")
+
+
+@pytest.mark.parametrize("next_url", ["https://evil.example/", "//evil.example", "/\\evil.example"])
+def test_it_never_redirects_off_site_after_login_or_logout(user, next_url):
+    client = Client()
+    response = client.post("/login/", {"username": "dana", "password": PASSWORD, "next": next_url})
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    page = client.get("/login/", {"next": next_url})
+    assert "evil.example" not in page.content.decode()
+    response = client.post("/logout/", {"next": next_url})
+    assert response["Location"] == "/login/"

@@ -222,3 +222,40 @@ async def test_it_renders_a_banner_when_the_service_times_out(viewer_client, ten
     assert response.status_code == 200
     assert response["HX-Retarget"] == "#banner"
     assert "did not answer" in response.content.decode()
+
+
+EVIL_NEXTS = [
+    "https://evil.example/",
+    "//evil.example",
+    "/\\evil.example",
+    "\\\\evil.example",
+    "http:evil.example",
+    " //evil.example",
+    "https://evil.example/o/acme/projects/",
+    "http://testserver//evil.example/o/acme/",
+    "javascript:alert(1)",
+]
+
+
+def stays_on_site(location: str) -> bool:
+    return location.startswith("/") and not location.startswith(("//", "/\\")) and "evil" not in location
+
+
+@pytest.mark.parametrize("next_url", EVIL_NEXTS)
+@pytest.mark.parametrize("htmx", [False, True])
+async def test_it_never_redirects_off_site_after_selecting_a_project(
+    viewer_client, viewer, project, next_url, htmx
+):
+    headers = {"HX-Request": "true"} if htmx else {}
+    for project_id in ["prj_does_not_exist", project["id"], ""]:
+        response = await viewer_client.post(
+            url("select/"), {"project_id": project_id, "next": next_url}, headers=headers
+        )
+        location = response["HX-Redirect"] if htmx else response["Location"]
+        assert stays_on_site(location), (project_id, location)
+
+
+async def test_it_returns_to_a_page_of_this_org_after_an_unknown_project(viewer_client, viewer):
+    here = "http://testserver/o/acme/browsers/?q=x"
+    response = await viewer_client.post(url("select/"), {"project_id": "prj_gone", "next": here})
+    assert response["Location"] == "/o/acme/browsers/?q=x"
