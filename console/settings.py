@@ -126,9 +126,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # `timeout` seconds rather than failing with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(transaction_mode="IMMEDIATE", timeout=20)
     # Tests use a file too: connections to the in-memory test database share one cache, whose table locks
-    # fail at once instead of waiting, unlike the file every deployment uses.
+    # fail at once instead of waiting, unlike the file every deployment uses. On tmpfs where there is one,
+    # so commits cost no disk sync (as fast as the in-memory database).
+    _test_dir = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())  # noqa: S108
     DATABASES["default"].setdefault("TEST", {}).setdefault(
-        "NAME", str(Path(tempfile.gettempdir()) / f"console-test-{os.getpid()}.sqlite3")
+        "NAME", str(_test_dir / f"console-test-{os.getpid()}.sqlite3")
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
