@@ -95,7 +95,9 @@ ASGI_APPLICATION = "console.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's backend, with control and bidi characters made visible in every rendered template.
+        "BACKEND": "console.web.templates.DjangoTemplates",
+        "NAME": "django",  # the name django-template-partials looks for to add its loader
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {

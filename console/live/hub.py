@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.service import errors
+from console.web.text import visible
 
 log = logging.getLogger("console.live")
 
@@ -65,12 +66,14 @@ class Channel:
 
 
 def encode(frame: Frame, seq: int | str | None) -> bytes:
+    """One SSE frame. Like every rendered template, its HTML shows control and bidi characters as symbols
+    (console.web.text): frames built in Python (telemetry rows, status messages) get the same treatment."""
     lines = []
     if frame.event and frame.event != "message":
         lines.append(f"event: {frame.event}")
     if seq is not None:
         lines.append(f"id: {seq}")
-    lines.extend(f"data: {line}" for line in (frame.html.splitlines() or [""]))
+    lines.extend(f"data: {line}" for line in (visible(frame.html).splitlines() or [""]))
     return ("\n".join(lines) + "\n\n").encode()
 
 

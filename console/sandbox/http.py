@@ -100,16 +100,15 @@ async def _apply_fault(fault, request: Request, request_id: str) -> Response | N
 
 
 def _with_fields(response: Response, fields: dict) -> Response:
-    """A successful JSON answer with ``fields`` planted (the fault that makes the service send odd values)."""
+    """A successful JSON answer with ``fields`` planted in the object, or in each item of a list (the fault
+    that makes the service send odd values)."""
     if not isinstance(response, JSONResponse) or not 200 <= response.status_code < 300:
         return response
     body = json.loads(response.body)
-    if isinstance(body, dict) and isinstance(body.get("items"), list):
-        for item in body["items"]:
-            if isinstance(item, dict):
-                item.update(fields)
-    elif isinstance(body, dict):
-        body.update(fields)
+    items = body.get("items") if isinstance(body, dict) else body
+    for item in items if isinstance(items, list) else [body]:
+        if isinstance(item, dict):
+            item.update(fields)
     dropped = ("content-length", "content-type")
     headers = {k: v for k, v in response.headers.items() if k.lower() not in dropped}
     return JSONResponse(body, status_code=response.status_code, headers=headers)
