@@ -7,13 +7,15 @@ characters, so nothing of ours changes.
 """
 
 from django.template.backends import django
+from django.utils.safestring import mark_safe
 
 from console.web.text import visible
 
 
 class Template(django.Template):
     def render(self, context=None, request=None):
-        return visible(super().render(context, request))
+        # Still safe (SafeString) when a template is rendered into another: only symbols were swapped in.
+        return mark_safe(visible(super().render(context, request)))  # noqa: S308
 
 
 class DjangoTemplates(django.DjangoTemplates):
