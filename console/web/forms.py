@@ -8,8 +8,8 @@ from console.service.errors import Invalid
 
 
 class WriteOnlyTextarea(forms.Textarea):
-    """A textarea for secret-ish text (a CA bundle): what was typed is never rendered back, not even when
-    the form comes back with an error elsewhere; the user pastes it again."""
+    """A textarea for secret-ish text (a CA bundle, environment variables): what was typed is never rendered
+    back, not even when the form comes back with an error elsewhere; the user pastes it again."""
 
     def format_value(self, value):
         return None
