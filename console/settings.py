@@ -54,6 +54,9 @@ EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 
 SESSION_UPLOAD_MAX_BYTES = env.int("SESSION_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)  # 100 MiB
 # Live panes: keepalive comment period, replay buffer per stream, and how far a viewer may fall behind.
 LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
+# The service's own keepalive interval on its streams (15 s by its spec): an upstream that sends nothing for
+# twice this long is shown as stalled.
+LIVE_UPSTREAM_KEEPALIVE_SECONDS = env.float("LIVE_UPSTREAM_KEEPALIVE_SECONDS", default=15.0)
 LIVE_BUFFER_SIZE = env.int("LIVE_BUFFER_SIZE", default=2000)
 LIVE_MAX_PENDING = env.int("LIVE_MAX_PENDING", default=5000)
 
@@ -101,7 +104,9 @@ ASGI_APPLICATION = "console.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's backend, with control and bidi characters made visible in every rendered template.
+        "BACKEND": "console.web.templates.DjangoTemplates",
+        "NAME": "django",  # the name django-template-partials looks for to add its loader
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
@@ -196,6 +201,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# No frame-src here: SecurityHeadersMiddleware appends `frame-src 'none'`, or the one live-view origin a page
+# frames (request.csp_frame_src).
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import contextlib
 from datetime import timedelta
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.template import TemplateDoesNotExist
@@ -43,6 +42,7 @@ from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
 from console.web.render import done, render
+from console.web.text import safe_url, url_origin
 
 STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
@@ -193,11 +193,14 @@ def _panes() -> list[dict]:
 
 
 def _live_view(request, session: browsers.Session) -> str:
-    """The live view URL; read-only for viewers (they watch, they don't drive)."""
-    url = session.browser_live_view_url or ""
-    if url and not request.membership.has_role("operator"):
-        url += ("&" if "?" in url else "?") + "readOnly=true"
-    return url
+    """The live view URL, for operators only, and only when it is an http(s) URL.
+
+    The URL is a capability: whoever holds it drives the browser (a ``readOnly`` flag in it is the
+    holder's to remove), so viewers get none until the service hands out view-only URLs.
+    """
+    if not request.membership.has_role("operator"):
+        return ""
+    return safe_url(session.browser_live_view_url)
 
 
 def _filters(request) -> tuple[list[str], list[str]]:
@@ -285,14 +288,6 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
     }
 
 
-def _frame_src(response, live_view_url: str) -> None:
-    """Allow the live view's origin in a frame on this response only (the CSP otherwise forbids it)."""
-    parts = urlsplit(live_view_url)
-    if parts.scheme in ("http", "https") and parts.netloc:
-        policy = settings.CONTENT_SECURITY_POLICY
-        response.headers["Content-Security-Policy"] = f"{policy}; frame-src {parts.scheme}://{parts.netloc}"
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def session_detail(request, session_id: str):
@@ -310,10 +305,10 @@ async def session_detail(request, session_id: str):
         "uptime": presenters.duration(session.uptime),
         "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
     }
-    response = render(request, "browsers/detail.html", context)
     if context["embed"] and context["live_view_url"]:
-        _frame_src(response, context["live_view_url"])
-    return response
+        # The CSP frames nothing (frame-src 'none') but this live view's origin, on this response only.
+        request.csp_frame_src = url_origin(context["live_view_url"])
+    return render(request, "browsers/detail.html", context)
 
 
 @require_http_methods(["GET"])

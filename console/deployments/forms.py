@@ -6,17 +6,11 @@ import zipfile
 from django import forms
 
 from console.service.deployments import REGIONS
+from console.web.forms import WriteOnlyTextarea  # environment variable values are write-only
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-
-
-class WriteOnlyTextarea(forms.Textarea):
-    """Never renders what was typed: environment variable values are write-only."""
-
-    def format_value(self, value):
-        return None
 
 
 class FilterForm(forms.Form):

@@ -22,15 +22,22 @@ import html
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.service import errors
+from console.web.text import visible
 
 log = logging.getLogger("console.live")
 
 # Yielded by an upstream source once its connection is open (before any event), so panes can say "live".
 OPENED = object()
+
+# Set by a broadcast for its upstream task. A source calls it whenever bytes arrive from the upstream,
+# keepalive comments included (they never become events), so the hub can tell a quiet upstream (comments
+# every 15 s) from a frozen one (nothing at all). Events and OPENED count too, for sources that don't call it.
+upstream_heard: ContextVar[Callable[[], None]] = ContextVar("upstream_heard", default=lambda: None)
 
 STATUS_LABELS = {
     "connecting": "Connecting…",
@@ -65,12 +72,14 @@ class Channel:
 
 
 def encode(frame: Frame, seq: int | str | None) -> bytes:
+    """One SSE frame. Like every rendered template, its HTML shows control and bidi characters as symbols
+    (console.web.text): frames built in Python (telemetry rows, status messages) get the same treatment."""
     lines = []
     if frame.event and frame.event != "message":
         lines.append(f"event: {frame.event}")
     if seq is not None:
         lines.append(f"id: {seq}")
-    lines.extend(f"data: {line}" for line in (frame.html.splitlines() or [""]))
+    lines.extend(f"data: {line}" for line in (visible(frame.html).splitlines() or [""]))
     return ("\n".join(lines) + "\n\n").encode()
 
 
@@ -167,6 +176,8 @@ class Broadcast:
     next_seq: int = 1
     last_upstream_id: str | None = None
     status: bytes = field(default_factory=lambda: status_frame("connecting"))
+    state: str = "connecting"
+    heard_at: float = 0.0  # event-loop time of the last bytes from the upstream
     ended: bool = False
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
@@ -233,6 +244,7 @@ class Broadcast:
         self.log.append(chunk)
 
     def _set_status(self, state: str, message: str = "") -> None:
+        self.state = state
         self.status = status_frame(state, message)
         self.log.append(self.status)
 
@@ -257,8 +269,18 @@ class Broadcast:
 
     # Upstream --------------------------------------------------------------------------------------
 
+    def _heard(self) -> None:
+        self.heard_at = asyncio.get_running_loop().time()
+
+    def stalled(self) -> bool:
+        """Connected, but nothing at all came from the upstream for ``hub.stall_after`` seconds."""
+        if self.state != "live" or self.ended or self.task is None or self.task.done():
+            return False
+        return asyncio.get_running_loop().time() - self.heard_at > self.hub.stall_after
+
     async def _run(self) -> None:
         channel = self.channel
+        upstream_heard.set(self._heard)  # this task's context only
         failures = 0
         delivered = 0
         first = True
@@ -270,6 +292,7 @@ class Broadcast:
                 try:
                     last = self.last_upstream_id if channel.resumable else None
                     async for event in channel.open(last):
+                        self._heard()
                         if event is OPENED:
                             self._set_status("live")
                             continue
@@ -336,11 +359,20 @@ def _seen(upstream_id: str, last: str | None) -> bool:
 class Hub:
     """Every live broadcast of this process, by channel key."""
 
-    def __init__(self, *, buffer_size: int = 2000, max_pending: int = 5000, linger_seconds: float = 30.0):
+    def __init__(
+        self,
+        *,
+        buffer_size: int = 2000,
+        max_pending: int = 5000,
+        linger_seconds: float = 30.0,
+        stall_after: float = 30.0,
+    ):
         self.broadcasts: dict[Hashable, Broadcast] = {}
         self.buffer_size = buffer_size
         self.max_pending = max_pending
         self.linger_seconds = linger_seconds
+        # Twice the upstream's keepalive interval without a byte: the upstream is stalled.
+        self.stall_after = stall_after
 
     def subscribe(self, channel: Channel, last_event_id: str | None = None) -> tuple[Broadcast, Viewer]:
         broadcast = self.broadcasts.get(channel.key)
@@ -364,14 +396,21 @@ class Hub:
         return sum(len(b.viewers) for b in self.broadcasts.values())
 
 
+def keepalive_frame(broadcast: Broadcast) -> bytes:
+    """A named keepalive (EventSource never shows comments to scripts): ``live``, or ``stalled`` when the
+    upstream went silent. Panes say "Stalled" on the latter, or when even these stop coming."""
+    return b"event: keepalive\ndata: %s\n\n" % (b"stalled" if broadcast.stalled() else b"live")
+
+
 async def viewer_stream(broadcast: Broadcast, viewer: Viewer, keepalive: float) -> AsyncIterator[bytes]:
-    """The bytes one browser receives: a retry hint, queued frames in chunks, keepalive comments."""
+    """The bytes one browser receives: a retry hint, queued frames in chunks, and a keepalive event after
+    ``keepalive`` seconds of silence."""
     try:
         yield b"retry: 2000\n: connected\n\n"
         while True:
             chunk = await viewer.next_chunk(keepalive)
             if chunk is None:
-                yield b": keepalive\n\n"
+                yield keepalive_frame(broadcast)
             elif chunk is END:
                 return
             else:

@@ -11,6 +11,7 @@ hub = Hub(
     buffer_size=getattr(settings, "LIVE_BUFFER_SIZE", 2000),
     max_pending=getattr(settings, "LIVE_MAX_PENDING", 5000),
     linger_seconds=getattr(settings, "LIVE_LINGER_SECONDS", 30.0),
+    stall_after=2 * getattr(settings, "LIVE_UPSTREAM_KEEPALIVE_SECONDS", 15.0),
 )
 
 

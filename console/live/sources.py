@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from console.live.hub import OPENED
+from console.live.hub import OPENED, upstream_heard
 from console.service.http import Service, sse
 from console.service.sse import ServerEvent, _to_event
 
@@ -16,7 +16,8 @@ def service_stream(
     """A channel's ``open``: reads ``path`` of the service, resuming from the id it is given."""
 
     async def open_stream(last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
-        async with sse(svc, path, params=params, last_event_id=last_event_id) as frames:
+        heard = upstream_heard.get()
+        async with sse(svc, path, params=params, last_event_id=last_event_id, on_bytes=heard) as frames:
             yield OPENED
             async for frame in frames:
                 event = _to_event(frame)

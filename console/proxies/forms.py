@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django import forms
 
 from console.service.proxies import CONFIG_FIELDS, TYPES
+from console.web.forms import WriteOnlyTextarea
 
 TYPE_LABELS = {
     "datacenter": "Datacenter",
@@ -92,8 +93,9 @@ class ProxyForm(forms.Form):
     ca_bundle = forms.CharField(
         required=False,
         label="CA bundle (PEM)",
-        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "-----BEGIN CERTIFICATE-----"}),
-        help_text="Only for proxies that intercept TLS; stored by the service and never shown again.",
+        widget=WriteOnlyTextarea(attrs={"rows": 4, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+        help_text="Only for proxies that intercept TLS; stored by the service and never shown again "
+        "(after an error elsewhere in the form, paste it again).",
     )
 
     def __init__(self, *args, kind: str, **kwargs):

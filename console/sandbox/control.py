@@ -73,6 +73,9 @@ async def add_fault(request: Request):
         retry_after=body.get("retry_after"),
         latency_ms=int(body.get("latency_ms") or 0),
         drop_after_events=body.get("drop_after_events"),
+        fields=body.get("fields") if isinstance(body.get("fields"), dict) else None,
+        stall_seconds=float(body.get("stall_seconds") or 0),
+        stall_after_chunks=int(body.get("stall_after_chunks") or 1),
         count=body.get("count", 1),
     )
     request.state.tenant.faults.append(fault)

@@ -47,6 +47,7 @@ def endpoint(handler: Handler) -> Handler:
         request_id = "req_" + new_id(length=16)
         request.state.request_id = request_id
         request.state.drop_after_events = None
+        request.state.stall = None
         tenant = None
         try:
             tenant = tenant_of(request)
@@ -58,6 +59,8 @@ def endpoint(handler: Handler) -> Handler:
                 if response is not None:
                     return _logged(tenant, request, response)
             response = await handler(request)
+            if fault is not None and fault.fields:
+                response = _with_fields(response, fault.fields)
         except ApiError as error:
             response = error_response(error, request_id)
         response.headers.setdefault("X-Request-Id", request_id)
@@ -79,6 +82,8 @@ async def _apply_fault(fault, request: Request, request_id: str) -> Response | N
         await asyncio.sleep(fault.latency_ms / 1000)
     if fault.drop_after_events is not None:
         request.state.drop_after_events = fault.drop_after_events
+    if fault.stall_seconds:
+        request.state.stall = (fault.stall_after_chunks, fault.stall_seconds)
     if fault.status is None:
         return None
     headers = {"X-Request-Id": request_id}
@@ -92,6 +97,21 @@ async def _apply_fault(fault, request: Request, request_id: str) -> Response | N
         fault.message or f"fault injected by the sandbox control interface (status {fault.status})",
     )
     return JSONResponse(error.body(), status_code=fault.status, headers=headers)
+
+
+def _with_fields(response: Response, fields: dict) -> Response:
+    """A successful JSON answer with ``fields`` planted in the object, or in each item of a list (the fault
+    that makes the service send odd values)."""
+    if not isinstance(response, JSONResponse) or not 200 <= response.status_code < 300:
+        return response
+    body = json.loads(response.body)
+    items = body.get("items") if isinstance(body, dict) else body
+    for item in items if isinstance(items, list) else [body]:
+        if isinstance(item, dict):
+            item.update(fields)
+    dropped = ("content-length", "content-type")
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in dropped}
+    return JSONResponse(body, status_code=response.status_code, headers=headers)
 
 
 async def read_json(request: Request) -> dict:
@@ -292,13 +312,22 @@ def sse_response(
 
 
 async def counted(request: Request, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """A stream body that counts itself in ``tenant.open_streams`` while it is open."""
+    """A stream body that counts itself in ``tenant.open_streams`` while it is open.
+
+    Honours the ``stall_seconds`` fault: after ``stall_after_chunks`` chunks the stream freezes (no frames,
+    no keepalives) for that long, then goes on, as a service stuck behind a hung proxy would.
+    """
     tenant: Tenant = request.state.tenant
     path = request.url.path
+    stall = getattr(request.state, "stall", None)
     tenant.open_streams[path] = tenant.open_streams.get(path, 0) + 1
     try:
+        sent = 0
         async for chunk in body:
             yield chunk
+            sent += 1
+            if stall is not None and sent == stall[0]:
+                await asyncio.sleep(stall[1])
     finally:
         tenant.open_streams[path] -= 1
         if not tenant.open_streams[path]:

@@ -51,6 +51,9 @@ class Fault:
     retry_after: float | None = None
     latency_ms: int = 0
     drop_after_events: int | None = None
+    fields: dict | None = None  # merged into a JSON object answer (into each of its ``items`` for a list)
+    stall_seconds: float = 0  # a stream sends nothing at all (no keepalives either) for this long...
+    stall_after_chunks: int = 1  # ...after this many chunks (1: right after ": connected")
     count: int | None = 1
 
     def matches(self, method: str, path: str) -> bool:

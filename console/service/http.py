@@ -28,7 +28,7 @@ import random
 import time
 import urllib.parse
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -486,11 +486,14 @@ async def sse(
     *,
     params: Mapping[str, Any] | None = None,
     last_event_id: str | None = None,
+    on_bytes: Callable[[], None] | None = None,
 ) -> AsyncIterator[AsyncIterator[Any]]:
     """Open an event stream; yield an async iterator of raw ``httpx_sse.ServerSentEvent``.
 
     Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
-    breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops.
+    breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops. ``on_bytes`` is
+    called whenever bytes arrive, keepalive comments included (httpx-sse never yields those): how the
+    relay tells a quiet stream from a frozen one.
     """
     headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
     if last_event_id is not None:
@@ -504,6 +507,8 @@ async def sse(
                 status=response.status_code,
                 request_id=response.headers.get("x-request-id"),
             )
+        if on_bytes is not None:
+            response.stream = _Heard(response.stream, on_bytes)
         source = httpx_sse.EventSource(response)
 
         async def frames() -> AsyncIterator[Any]:
@@ -524,3 +529,19 @@ async def sse(
             yield stream
     finally:
         await response.aclose()
+
+
+class _Heard(httpx.AsyncByteStream):
+    """A response body that reports each chunk as it arrives (before any SSE parsing)."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, heard: Callable[[], None]):
+        self.stream = stream
+        self.heard = heard
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.stream:
+            self.heard()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()

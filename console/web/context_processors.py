@@ -1,6 +1,7 @@
 import asyncio
 import functools
 
+from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from console.accounts.models import Membership, Role
@@ -67,4 +68,6 @@ def console(request) -> dict:
         "nav_sections": nav,
         # The section of the current page: same view, or same namespace ("projects:detail" → Projects).
         "current_url_name": _current_section(nav, current),
+        # Live panes show "Stalled" after twice this without a message from the relay (live/status.html).
+        "live_keepalive_seconds": str(settings.LIVE_KEEPALIVE_SECONDS),
     }

@@ -7,6 +7,14 @@ from django import forms
 from console.service.errors import Invalid
 
 
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea for secret-ish text (a CA bundle, environment variables): what was typed is never rendered
+    back, not even when the form comes back with an error elsewhere; the user pastes it again."""
+
+    def format_value(self, value):
+        return None
+
+
 def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, str] | None = None) -> None:
     """Attach ``error.field_errors`` to the form's fields (service name → form field via ``field_map``);
     what names no field of the form goes to the form's non-field errors, with the service's message."""

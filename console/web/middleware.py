@@ -5,16 +5,23 @@ import logging
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
+from django.utils.cache import patch_cache_control
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 log = logging.getLogger(__name__)
 
 
 class SecurityHeadersMiddleware:
-    """Content-Security-Policy (no inline scripts or styles) on every response.
+    """Content-Security-Policy (no inline scripts or styles) and, for signed-in users, no caching.
 
     Django's SecurityMiddleware covers HSTS, nosniff, referrer and opener policy; X-Frame-Options comes
-    from XFrameOptionsMiddleware. Only the CSP is ours.
+    from XFrameOptionsMiddleware. The CSP frames nothing (``frame-src 'none'``) unless the view set
+    ``request.csp_frame_src`` to the one origin its page frames (a session's live view).
+
+    Pages of a signed-in user carry ``Cache-Control: no-store, private``: a shared computer's browser cache
+    or a proxy must not keep them. Streams keep their ``no-cache`` too (no-store does not stop EventSource).
+    Static files are answered further in (StaticFilesMiddleware) and keep their long caching, since this
+    only applies when the request carries a session cookie.
     """
 
     async_capable = True
@@ -28,15 +35,29 @@ class SecurityHeadersMiddleware:
     def __call__(self, request):
         if iscoroutinefunction(self):
             return self.__acall__(request)
-        return self.add_headers(self.get_response(request))
+        return self.add_headers(request, self.get_response(request))
 
     async def __acall__(self, request):
-        return self.add_headers(await self.get_response(request))
+        return self.add_headers(request, await self.get_response(request))
 
     @staticmethod
-    def add_headers(response):
-        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+    def add_headers(request, response):
+        frame_src = getattr(request, "csp_frame_src", "") or "'none'"
+        response.headers.setdefault(
+            "Content-Security-Policy", f"{settings.CONTENT_SECURITY_POLICY}; frame-src {frame_src}"
+        )
+        if _has_session(request, response) and not getattr(response, "is_static", False):
+            patch_cache_control(response, no_store=True, private=True)
         return response
+
+
+def _has_session(request, response) -> bool:
+    """Whether the response is for a signed-in user: the session cookie came with the request or is set.
+
+    Deciding by the cookie, not by ``request.user``, costs no session lookup (and no thread hop).
+    """
+    name = settings.SESSION_COOKIE_NAME
+    return name in request.COOKIES or name in response.cookies
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -55,7 +76,9 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
         else:
             static_file = self.files.get(request.path_info)
         if static_file is not None:
-            return await sync_to_async(self.serve)(static_file, request)
+            response = await sync_to_async(self.serve)(static_file, request)
+            response.is_static = True  # keeps its long caching (SecurityHeadersMiddleware)
+            return response
         return await self.get_response(request)
 
 

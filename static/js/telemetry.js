@@ -68,7 +68,7 @@
     var clear = this.root.querySelector("[data-telemetry-clear]");
     if (clear) clear.addEventListener("click", function () { self.clear(); });
     this.log.addEventListener("scroll", function () { self.onScroll(); }, { passive: true });
-    var status = this.root.querySelector("[data-telemetry-status]");
+    var status = this.root.querySelector(".live-indicator");
     if (status) {
       new MutationObserver(function () { self.onStatus(status); }).observe(status, { childList: true, subtree: true });
       // The browser lost the console's stream: say so until the relay's own status arrives again

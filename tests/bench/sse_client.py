@@ -80,8 +80,8 @@ class Reader:
                 now = time.perf_counter()
                 for match in ID.finditer(window):
                     self.arrivals.setdefault(int(match.group(1)), now)
-        if b": keepalive" in data:
-            self.keepalives += data.count(b": keepalive")
+        if b"event: keepalive" in data:  # the relay's named keepalives (live or stalled)
+            self.keepalives += data.count(b"event: keepalive")
             self.keepalive_times.append(time.perf_counter())
         self._tail = window[-(len(TOKEN) - 1) :]
         if self.target_frames is not None and self.frames >= self.target_frames:

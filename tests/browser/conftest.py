@@ -1,5 +1,6 @@
 """A live console under uvicorn (temp SQLite, the test sandbox) and a headless Chromium page."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -36,16 +37,18 @@ Membership.objects.get_or_create(user=demo, org=org, defaults={"role": "viewer"}
 """
 
 
-@pytest.fixture(scope="session")
-def console_server(sandbox_url, tmp_path_factory):
+@contextlib.contextmanager
+def running_console(sandbox_url, db_dir: Path, **settings: str):
+    """A migrated, seeded console under uvicorn on a free port; ``settings`` are extra environment."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('console') / 'console.sqlite3'}",
+        "DATABASE_URL": f"sqlite:///{db_dir / 'console.sqlite3'}",
         "SANDBOX_URL": sandbox_url,
         "DEMO_PASSWORD": DEMO_PASSWORD,
         "DEBUG": "true",
+        **settings,
     }
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "-v0"], ["demo"], ["shell", "-c", SECOND_ORG % sandbox_url]):
@@ -84,6 +87,12 @@ def console_server(sandbox_url, tmp_path_factory):
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def console_server(sandbox_url, tmp_path_factory):
+    with running_console(sandbox_url, tmp_path_factory.mktemp("console")) as base_url:
+        yield base_url
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ def log_in(page, base_url):
 
 def open_pane(page, console_server, sid, query=""):
     page.goto(f"{console_server}/o/demo/browsers/{sid}/{query}")
-    expect(page.locator("[data-telemetry-status] [data-state='live']")).to_be_visible(timeout=10_000)
+    expect(page.locator("#telemetry-pane .live-indicator [data-state='live']")).to_be_visible(timeout=10_000)
     return page.locator("[data-telemetry-rows]")
 
 
@@ -109,7 +109,7 @@ def test_it_filters_live_rows_by_category_from_the_url(console_server, sandbox_u
 
     page.locator(".telemetry__filters").get_by_role("link", name="console", exact=True).click()
     expect(page).to_have_url(re.compile(r"category=console"))
-    expect(page.locator("[data-telemetry-status] [data-state='live']")).to_be_visible(timeout=10_000)
+    expect(page.locator("#telemetry-pane .live-indicator [data-state='live']")).to_be_visible(timeout=10_000)
     network = {
         "type": "network_request",
         "data": {"method": "GET", "url": "https://shop.example.com/net-marker"},
@@ -127,7 +127,7 @@ def test_it_says_when_the_session_ends(console_server, sandbox_url, browser_page
     sid = new_session(sandbox_url)
     open_pane(page, console_server, sid)
     sandbox(sandbox_url, "DELETE", f"/browsers/{sid}")
-    expect(page.locator("[data-telemetry-status] [data-state='ended']")).to_be_visible(timeout=10_000)
+    expect(page.locator("#telemetry-pane .live-indicator [data-state='ended']")).to_be_visible(timeout=10_000)
     expect(page.locator("[data-telemetry-ended]")).to_contain_text("The session has ended")
 
 

@@ -146,13 +146,36 @@ async def test_it_reports_an_upstream_error_in_the_stream(service):
     assert frames[-1]["event"] == "ended"
 
 
-async def test_it_sends_keepalive_comments_while_quiet(service):
+async def test_it_sends_keepalive_events_while_quiet(service):
     hub = Hub()
     channel, _ = numbered_channel(service, count=2, interval=0.3)
     broadcast, viewer = hub.subscribe(channel)
     chunks = [chunk async for chunk in viewer_stream(broadcast, viewer, keepalive=0.05)]
-    assert b": keepalive\n\n" in chunks
+    assert b"event: keepalive\ndata: live\n\n" in chunks  # an event: scripts never see comments
     assert message_ids(parse(chunks)) == [1, 2]
+
+
+async def test_it_says_the_upstream_stalled_and_then_that_it_is_live_again(service, tenant):
+    # The upstream sends a keepalive comment every 0.1 s of quiet and its first event after 3 s, but
+    # freezes for 1.2 s right after connecting. Stalled = 0.4 s without a byte.
+    tenant.control("POST", "settings", {"keepalive_seconds": 0.1})
+    tenant.fault(method="GET", path="^/_sandbox/test_stream", stall_seconds=1.2, stall_after_chunks=1)
+    hub = Hub(stall_after=0.4)
+    channel, _ = numbered_channel(service, count=1, interval=3.0)
+    broadcast, viewer = hub.subscribe(channel)
+    seen = []
+    stream = viewer_stream(broadcast, viewer, keepalive=0.1)
+    async for chunk in stream:
+        frames = parse([chunk])
+        seen += [f["data"] for f in frames if f.get("event") == "keepalive"]
+        seen += ["event"] if message_ids(frames) else []
+        if "stalled" in seen and seen[-1] == "live":
+            break
+    await stream.aclose()
+    first_stall = seen.index("stalled")
+    assert "live" not in seen[first_stall:-1] and seen[-1] == "live"
+    # Back to live on keepalive comments alone: the upstream's first event was not sent yet.
+    assert "event" not in seen
 
 
 @pytest.mark.parametrize("html", ["<p>one</p>", "<p>a</p>\n<p>b</p>"])

@@ -583,3 +583,49 @@ async def test_it_relays_the_flow_states_and_ends_with_the_flow(viewer_client, t
 
 def pause_key(record) -> str:
     return AuthConnection.from_json(record).pause_key
+
+
+# Upstream URLs and roles ---------------------------------------------------------------------------
+
+
+async def test_it_gives_viewers_no_hosted_or_live_view_url_of_a_login(viewer_client, operator_client, tenant):
+    record = started(tenant, domain="workspace.example.com")
+    cid = record["id"]
+    running = get(tenant, cid)
+    capabilities = [running["hosted_url"], running["live_view_url"]]
+    capabilities += [u.split("://", 1)[1].split("/", 1)[1] for u in capabilities]  # the paths alone
+    for response in (
+        await viewer_client.get(url(f"{cid}/flow/")),
+        await viewer_client.get(url(f"{cid}/flow/"), headers=hx("auth-flow-step")),
+        await viewer_client.get(url(f"{cid}/")),
+    ):
+        body = body_of(response)
+        assert not [c for c in capabilities if c in body]
+        assert "Hosted login page" not in body and "Live view" not in body
+    operator_body = body_of(await operator_client.get(url(f"{cid}/flow/")))
+    assert f'href="{running["hosted_url"]}"' in operator_body
+    assert f'href="{running["live_view_url"]}"' in operator_body
+
+
+@pytest.mark.parametrize(
+    "hostile", ["javascript:alert(document.cookie)", "data:text/html;base64,PHNjcmlwdD4=", "VBScript:x"]
+)
+async def test_it_shows_upstream_urls_that_are_not_http_as_text(operator_client, tenant, hostile):
+    record = started(tenant, domain="workspace.example.com")
+    cid = record["id"]
+    planted = {"hosted_url": hostile, "live_view_url": hostile, "login_url": hostile}
+    tenant.fault(method="GET", path=f"^/auth/connections/{cid}$", fields=planted, count=None)
+    flow = body_of(await operator_client.get(url(f"{cid}/flow/")))
+    detail = body_of(await operator_client.get(url(f"{cid}/")))
+    tenant.control("DELETE", "faults")
+    tenant.fault(
+        method="GET",
+        path=f"^/auth/connections/{cid}$",
+        fields={"flow_status": "SUCCESS", "flow_step": None, "post_login_url": hostile},
+        count=None,
+    )
+    landed = body_of(await operator_client.get(url(f"{cid}/flow/")))
+    assert "The profile is logged in" in landed
+    for body in (flow, detail, landed):
+        assert "Not an http(s) address" in body and hostile.split(":")[1][:8] in body
+        assert not re.search(r'(href|src)="(?!data:,")[^"]*(script:|data:)', body, re.IGNORECASE)

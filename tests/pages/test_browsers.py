@@ -173,16 +173,37 @@ async def test_it_shows_the_service_validation_errors(operator_client, quiet):
 # Session page ----------------------------------------------------------------------------------------
 
 
-async def test_it_shows_the_configuration_and_a_read_only_live_view_to_viewers(viewer_client, quiet):
+async def test_it_shows_the_configuration_to_viewers_without_any_live_view_url(viewer_client, quiet):
     session = create(quiet, name="watch", tags={"team": "checkout"}, kiosk_mode=True, telemetry=ON)
-    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
-    assert "watch" in body and session["session_id"] in body and "kiosk" in body
+    sid = session["session_id"]
+    body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
+    assert "watch" in body and sid in body and "kiosk" in body
     assert "1920\u00d71080 @ 25 Hz" in body and "3 d 0 h" in body  # the 72 h timeout
     assert "console, network, page, control" in body
-    assert "readOnly=true" in body and "(view only)" in body
+    assert "The live view is for operators" in body
     jwt = session["cdp_ws_url"].split("jwt=")[1]
     assert jwt not in body  # the CDP token gives full control: never on a page
     assert "Delete…" not in body
+
+
+async def test_it_never_gives_a_viewer_the_live_view_url_in_any_form(viewer_client, quiet):
+    session = create(quiet, name="watch", telemetry=ON)
+    sid = session["session_id"]
+    live = quiet.call("GET", f"/browsers/{sid}").json()["browser_live_view_url"]
+    token = live.split("jwt=")[1]
+    pages = [
+        await viewer_client.get(url(f"{sid}/")),
+        await viewer_client.get(url(f"{sid}/"), {"view": "embed"}),
+        await viewer_client.get(url(f"{sid}/"), headers=hx("telemetry-pane")),
+        await viewer_client.get(url()),
+        await viewer_client.get(url(), {"status": "all"}, headers=hx("browsers-table")),
+    ]
+    for response in pages:
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert token not in body and f"/_sandbox/live/{sid}" not in body and "readOnly" not in body
+        assert "<iframe" not in body and "view=embed" not in body
+        assert "frame-src 'none'" in response["Content-Security-Policy"]
 
 
 async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):
@@ -190,9 +211,39 @@ async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operat
     response = await operator_client.get(url(f"{session['session_id']}/"), {"view": "embed"})
     body = response.content.decode()
     assert "readOnly=true" not in body and "<iframe" in body and "Delete…" in body
-    assert f"frame-src {quiet.url}" in response["Content-Security-Policy"]
+    assert 'sandbox="allow-scripts allow-same-origin allow-pointer-lock"' in body
+    assert "clipboard" not in body and "allow-forms" not in body
+    csp = response["Content-Security-Policy"]
+    assert csp.endswith(f"; frame-src {quiet.url}") and csp.count("frame-src") == 1
     plain = await operator_client.get(url(f"{session['session_id']}/"))
-    assert "frame-src" not in plain["Content-Security-Policy"]
+    assert "<iframe" not in plain.content.decode()
+    assert plain["Content-Security-Policy"].endswith("; frame-src 'none'")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "javascript:alert(document.domain)",
+        " JavaScript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "https://trusted.example@evil.example/",
+        "//evil.example/live",
+    ],
+)
+async def test_it_shows_a_live_view_url_that_is_not_http_as_text_only(operator_client, quiet, hostile):
+    session = create(quiet, name="odd")
+    sid = session["session_id"]
+    planted = {"browser_live_view_url": hostile}
+    quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields=planted, count=None)
+    response = await operator_client.get(url(f"{sid}/"), {"view": "embed"})
+    body = response.content.decode()
+    assert "<iframe" not in body
+    # (base.html's empty favicon, href="data:,", is ours)
+    assert not re.search(r'(href|src)="(?!data:,")[^"]*(script:|data:|evil\.example)', body, re.IGNORECASE)
+    assert "Not an http(s) address" in body  # shown, as text
+    assert response["Content-Security-Policy"].endswith("; frame-src 'none'")
 
 
 async def test_it_opens_the_pane_with_recent_history_and_a_resumable_stream(viewer_client, quiet):

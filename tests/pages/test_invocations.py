@@ -170,3 +170,24 @@ async def test_it_hides_the_org_from_outsiders(outsider_client, tenant):
     invocation_id = start(tenant)
     for path in ("", f"{invocation_id}/", f"{invocation_id}/events/", f"{invocation_id}/browsers/"):
         assert (await outsider_client.get(url(path))).status_code == 404
+
+
+async def test_it_shows_terminal_escapes_and_bidi_overrides_in_output_and_logs_as_symbols(
+    viewer_client, tenant
+):
+    hostile = "https://example.com/\x1b[31mred\u202etxt.exe"
+    shown = "https://example.com/\u241b[31mred[U+202E]txt.exe"
+    invocation_id = start(tenant, url=hostile)
+    tenant.advance(5)
+    tenant.fault(
+        method="GET",
+        path=f"^/invocations/{invocation_id}$",
+        fields={"output": json.dumps({"title": hostile})},
+        count=None,
+    )
+    body = (await viewer_client.get(url(f"{invocation_id}/"))).content.decode()
+    stream = await read_stream(viewer_client, url(f"{invocation_id}/events/"))
+    for text in (body, stream):
+        assert "\x1b" not in text and "\u202e" not in text
+    assert shown in stream  # "Navigating to …"
+    assert "txt.exe" in body  # the payload and output, as JSON (which escapes controls itself)

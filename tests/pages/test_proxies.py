@@ -114,6 +114,23 @@ async def test_it_never_shows_or_audits_the_custom_password(admin_client, tenant
         assert SECRET not in f"{entry.action} {entry.target_id} {entry.detail}"
 
 
+async def test_it_never_re_renders_a_submitted_ca_bundle(admin_client, tenant):
+    bundle = "-----BEGIN CERTIFICATE-----\nMIIBca-bundle-leak-probe\n-----END CERTIFICATE-----"
+    form = {
+        "type": "custom",
+        "protocol": "http",
+        "host": "p.example.com",
+        "port": "70000",
+        "ca_bundle": bundle,
+    }
+    for headers in ({}, hx("proxy-create")):
+        response = await admin_client.post(url("new/"), form, headers=headers)
+        body = response.content.decode()
+        assert response.status_code == 200 and "1 to 65535" in body
+        assert "ca-bundle-leak-probe" not in body and 'name="ca_bundle"' in body
+    assert posts(tenant) == []
+
+
 @pytest.mark.parametrize(
     ("form", "message"),
     [

@@ -23,6 +23,30 @@ async def test_it_sends_security_headers():
     assert response["X-Content-Type-Options"] == "nosniff"
 
 
+async def test_it_frames_nothing_on_pages_without_a_live_view():
+    response = await AsyncClient().get("/login/")
+    assert response["Content-Security-Policy"].endswith("; frame-src 'none'")
+
+
+async def test_it_keeps_signed_in_pages_and_partials_out_of_every_cache(viewer_client):
+    for response in (
+        await viewer_client.get("/o/acme/browsers/"),
+        await viewer_client.get(
+            "/o/acme/browsers/", headers={"HX-Request": "true", "HX-Target": "browsers-table"}
+        ),
+        await viewer_client.get("/"),
+    ):
+        assert response.status_code in (200, 302)
+        directives = set(response["Cache-Control"].split(", "))
+        assert {"no-store", "private"} <= directives
+
+
+async def test_it_lets_static_files_keep_their_caching(viewer_client):
+    response = await viewer_client.get("/static/css/console.css")
+    assert response.status_code == 200
+    assert "no-store" not in response.get("Cache-Control", "")
+
+
 async def test_it_has_no_inline_scripts():
     html = (await AsyncClient().get("/login/")).content.decode()
     for tag in html.split("<script")[1:]:

@@ -2,6 +2,8 @@
 
 from django import template
 
+from console.web import text
+
 register = template.Library()
 
 
@@ -9,3 +11,15 @@ register = template.Library()
 def words(value) -> str:
     """A service enum in plain words: ``AWAITING_INPUT`` → ``awaiting input``."""
     return str(value or "").replace("_", " ").lower()
+
+
+@register.filter
+def safe_url(value) -> str:
+    """An upstream URL fit for ``href``/``src`` (absolute http or https), else "" (see console.web.text)."""
+    return text.safe_url(value)
+
+
+@register.inclusion_tag("web/external_link.html")
+def external_link(url, label=""):
+    """A link to an upstream URL that opens in a new tab; a URL that is not http(s) is shown as text only."""
+    return {"url": url, "href": text.safe_url(url), "label": label}
