@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.sandbox_fixtures import free_port
+from tests.sandbox_fixtures import TEST_DEMO_KEY, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -44,6 +44,7 @@ def console_server(sandbox_url, tmp_path_factory):
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('console') / 'console.sqlite3'}",
         "SANDBOX_URL": sandbox_url,
+        "SANDBOX_DEMO_KEY": TEST_DEMO_KEY,
         "DEMO_PASSWORD": DEMO_PASSWORD,
         "DEBUG": "true",
     }
