@@ -100,6 +100,7 @@ def prepare(directory: Path) -> None:
     if identity() is not None:
         for path in [directory, *directory.rglob("*")]:
             own(path)
+        directory.chmod(0o700)  # the commands' user only (and the root sandbox)
 
 
 @cache
