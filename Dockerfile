@@ -15,8 +15,9 @@ RUN useradd --create-home --uid 10001 console
 COPY --from=builder /venv /venv
 WORKDIR /app
 COPY --chown=console:console . /app
-# collectstatic only needs settings to load: throwaway values, never used at run time.
-RUN SECRET_KEY=build-only KEY_ENCRYPTION_KEYS=YnVpbGQtb25seS1ub3QtYS1yZWFsLWtleS0wMDAwMDA= \
+# collectstatic only needs settings to load: throwaway random values, generated here and never kept.
+RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    KEY_ENCRYPTION_KEYS="$(python -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')" \
     python manage.py collectstatic --noinput \
     && chown -R console:console /app/staticfiles
 USER console

@@ -7,7 +7,7 @@ PORT ?= 8000
 SANDBOX_PORT ?= 8100
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
 
-.PHONY: run test lint format bench install install-dev chromium sandbox clean
+.PHONY: run test lint format bench install install-dev system-packages chromium sandbox clean
 
 $(BIN)/.installed: requirements/base.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
@@ -23,8 +23,12 @@ $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt
 install: $(BIN)/.installed
 install-dev: $(BIN)/.installed-dev
 
-# run: everything up (sandbox + console) with demo data; Ctrl-C stops both.
+# run: everything up (sandbox + console) with demo data; Ctrl-C stops both. The first run writes random
+# keys into .env (git-ignored, mode 0600); later runs reuse them.
 run: install
+	@$(MAKE) --no-print-directory system-packages PACKAGES="$(RUN_PACKAGES)" || echo "Without bubblewrap \
+	the sandbox refuses to run commands in browser sessions (503 exec_unavailable); the rest works." >&2
+	$(BIN)/python -m console.localenv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo
 	@set -m; \
@@ -42,20 +46,34 @@ run: install
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (Debian's Chromium included) and runs every test.
-test: install-dev chromium lint
+# test: installs what the tests need (bubblewrap and Debian's Chromium included) and runs every test.
+test: install-dev system-packages lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Browser tests drive Debian's Chromium: Playwright's own browser download cannot work here.
-chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=""; \
+# Debian packages, as package=file-it-installs, apt-installed when missing (as root or with passwordless
+# sudo). bubblewrap confines the commands the sandbox's browser sessions run; the browser tests drive
+# Debian's Chromium (Playwright's own browser download cannot work here).
+RUN_PACKAGES := bubblewrap=/usr/bin/bwrap
+PACKAGES ?= $(RUN_PACKAGES) chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation
+system-packages:
+	@missing=""; for entry in $(PACKAGES); do [ -e "$${entry#*=}" ] || missing="$$missing $${entry%%=*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v apt-get >/dev/null; then SUDO=none; \
+	  elif [ "$$(id -u)" = 0 ]; then SUDO=""; \
 	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	  else echo "Chromium is missing and this user cannot install it. As root, run: apt-get install -y chromium" >&2; exit 1; fi; \
-	  echo "Installing Debian's Chromium for the browser tests (apt-get install -y chromium)..."; \
+	  else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then \
+	    echo "Missing Debian packages:$$missing, and this user cannot install them. As root: apt-get install -y$$missing" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "Installing Debian packages:$$missing (apt-get install)..."; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation >/dev/null; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	    || { echo "apt-get could not install$$missing" >&2; exit 1; }; \
 	fi
+
+chromium:
+	@$(MAKE) --no-print-directory system-packages PACKAGES="chromium=/usr/bin/chromium"
 	@/usr/bin/chromium --version
 
 lint: install-dev

@@ -5,8 +5,6 @@ run the console locally against the sandbox with SQLite; production sets DEBUG=f
 SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and KEY_ENCRYPTION_KEYS.
 """
 
-import base64
-import hashlib
 import os
 import tempfile
 from datetime import timedelta
@@ -14,6 +12,8 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from console import localenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,23 +23,24 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=True)
 
-# The insecure default exists so `make run` works on a fresh machine; production must override it.
-SECRET_KEY = env.str("SECRET_KEY", default="" if not DEBUG else "dev-insecure-secret-key-change-me")
-if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+# No key ships in the repository: in development the keys are random per install, generated into the
+# git-ignored .env (mode 0600) on first run and kept after (console/localenv.py); production supplies its
+# own and refuses to start with a missing or published one.
+if DEBUG and localenv.ensure(BASE_DIR / ".env"):
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if (weakness := localenv.weak_secret_key(SECRET_KEY)) and not (DEBUG and SECRET_KEY):
+    raise ImproperlyConfigured(f"SECRET_KEY {weakness}; with DEBUG=false it must be a long random value")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # Organizations' service API keys are encrypted at rest with these Fernet keys (MultiFernet: the first
 # encrypts, every one decrypts, so a new key is prepended, `manage.py rotate_org_keys` run, and the old
-# key dropped later). In development a key derived from SECRET_KEY keeps the setup to zero steps.
+# key dropped later). Never derived from another value: in development they come from .env like SECRET_KEY.
 KEY_ENCRYPTION_KEYS = env.list("KEY_ENCRYPTION_KEYS", default=[])
 if not KEY_ENCRYPTION_KEYS:
-    if not DEBUG:
-        raise ImproperlyConfigured("KEY_ENCRYPTION_KEYS must be set when DEBUG is false")
-    _derived = hashlib.sha256(b"console.key-encryption:" + SECRET_KEY.encode()).digest()
-    KEY_ENCRYPTION_KEYS = [base64.urlsafe_b64encode(_derived).decode()]
+    raise ImproperlyConfigured("KEY_ENCRYPTION_KEYS must be set (Fernet keys, comma-separated)")
 
 # Whether an organization's service base URL may resolve to loopback or private addresses (the local
 # sandbox in development). Link-local and cloud metadata addresses are refused even then; see
@@ -47,7 +48,7 @@ if not KEY_ENCRYPTION_KEYS:
 SERVICE_URL_ALLOW_PRIVATE = env.bool("SERVICE_URL_ALLOW_PRIVATE", default=DEBUG)
 # The demo organization (`manage.py demo`) points at the local sandbox.
 SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
-SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="sandbox-demo-key")
+SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="")
 DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
 EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)  # 10 MiB
 # Largest file or zip an operator uploads into a browser session's filesystem.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -38,11 +39,16 @@ def wait_for(url: str, process: subprocess.Popen, seconds: float = 20) -> None:
     raise RuntimeError(f"{url} did not answer within {seconds} s")
 
 
-@pytest.fixture(scope="session")
-def sandbox_url():
+# The test sandbox's demo tenant key: a throwaway for a sandbox that lives as long as the test run.
+TEST_DEMO_KEY = "sandbox-demo-key"
+
+
+@contextlib.contextmanager
+def running_sandbox(**environ: str):
+    """A sandbox process on a free port (its URL), with extra environment variables; stopped after."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "SANDBOX_DEMO_KEY": "sandbox-demo-key"}
+    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, **environ}
     process = subprocess.Popen(
         [sys.executable, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env
     )
@@ -55,6 +61,12 @@ def sandbox_url():
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def sandbox_url():
+    with running_sandbox() as url:
+        yield url
 
 
 @dataclass

@@ -9,11 +9,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from console import localenv
 from console.sandbox import control
 from console.sandbox.resources import RESOURCES
 from console.sandbox.state import registry
 
-DEMO_KEY = os.environ.get("SANDBOX_DEMO_KEY", "sandbox-demo-key")
+# The demo tenant's key is per install (the local .env, which the console reads too); without one, the
+# sandbox has no demo tenant: tenants are created through the control interface.
+DEMO_KEY = os.environ.get("SANDBOX_DEMO_KEY") or localenv.read().get("SANDBOX_DEMO_KEY") or None
 
 
 async def http_error(request: Request, exc: HTTPException):

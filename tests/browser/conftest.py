@@ -11,7 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.sandbox_fixtures import free_port
+from tests.sandbox_fixtures import TEST_DEMO_KEY, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -46,6 +46,7 @@ def running_console(sandbox_url, db_dir: Path, **settings: str):
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db_dir / 'console.sqlite3'}",
         "SANDBOX_URL": sandbox_url,
+        "SANDBOX_DEMO_KEY": TEST_DEMO_KEY,
         "DEMO_PASSWORD": DEMO_PASSWORD,
         "DEBUG": "true",
         **settings,

@@ -3,12 +3,18 @@ exit code, stdin, kill with a signal, status, a TTY, and real execution turned o
 
 import base64
 import json
+import os
 import time
+import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.sandbox_fixtures import new_tenant, running_sandbox
+
 LONG = 259_200
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -215,3 +221,86 @@ def test_it_refuses_commands_when_execution_is_turned_off(tenant, session):
         assert response.json()["code"] == "exec_disabled" and "exec_enabled" in response.json()["message"]
     tenant.control("POST", "settings", {"exec_enabled": True})
     assert proc(tenant, session, "POST", "exec", json={"command": "true"}).status_code == 200
+
+
+def run(tenant, session, script, **body):
+    """exec ``sh -c script``: (exit code, stdout, stderr)."""
+    response = proc(tenant, session, "POST", "exec", json={"command": "sh", "args": ["-c", script], **body})
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    return reply["exit_code"], base64.b64decode(reply["stdout_b64"]), base64.b64decode(reply["stderr_b64"])
+
+
+def host_uids(pid: int) -> set[int]:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return {int(uid) for uid in line.split()[1:]}
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+def test_it_never_runs_a_command_as_root_or_as_the_owner_of_the_consoles_files(tenant, session):
+    code, out, _ = run(tenant, session, "id -u; grep CapEff /proc/self/status")
+    assert code == 0 and out.split()[0] != b"0"
+    assert out.split()[-1] == b"0000000000000000", "no capability inside"
+    started = spawn(tenant, session, "sleep", "30", as_root=True)
+    try:
+        uids = host_uids(started["pid"])
+        assert 0 not in uids
+        owner = (ROOT / "manage.py").stat().st_uid
+        if os.geteuid() == 0:  # a root sandbox drops to its own identity, never the console's
+            assert owner not in uids
+    finally:
+        proc(tenant, session, "POST", f"{started['process_id']}/kill", json={"signal": "KILL"})
+
+
+def test_it_keeps_the_consoles_tree_database_and_root_out_of_reach(tenant, session):
+    for path in (ROOT / "manage.py", ROOT / "console" / "settings.py", ROOT, Path("/root"), Path("/work")):
+        code, out, _ = run(tenant, session, f"cat '{path}' || ls -A '{path}'")
+        assert code != 0 and out == b"", f"{path} is readable from a session"
+    code, out, _ = run(tenant, session, "ls /proc | grep -c '^[0-9]'")
+    assert code == 0 and int(out) < 5, "only the session's own processes are visible"
+
+
+def test_it_writes_only_inside_the_sessions_directory(tenant, session):
+    name = f"escape-{uuid.uuid4().hex}.txt"
+    for target in (ROOT / name, Path("/usr") / name, Path("/etc") / name):
+        code, _, _ = run(tenant, session, f"mkdir -p '{target.parent}' && echo owned > '{target}'")
+        assert not target.exists(), f"a session wrote {target} on the host"
+        if code == 0:  # it landed in the session's own tree, where the files API sees it
+            listed = tenant.call("GET", f"/browsers/{session}/fs/read_file", params={"path": str(target)})
+            assert listed.status_code == 200 and listed.content == b"owned\n"
+
+
+def test_it_shares_the_sessions_files_between_processes_and_the_files_api(tenant, session):
+    wrote = tenant.call(
+        "PUT", f"/browsers/{session}/fs/write_file", params={"path": "/home/kernel/notes/a.txt"}, content=b"a"
+    )
+    assert wrote.status_code in (200, 201, 204), wrote.text
+    code, out, err = run(
+        tenant,
+        session,
+        "cat /home/kernel/notes/a.txt && echo b >> /home/kernel/notes/a.txt "
+        "&& echo c > /home/kernel/notes/c.txt && pwd && echo $HOME",
+    )
+    assert (code, out) == (0, b"a/home/kernel\n/home/kernel\n"), err
+    read = tenant.call(
+        "GET", f"/browsers/{session}/fs/read_file", params={"path": "/home/kernel/notes/a.txt"}
+    )
+    assert read.content == b"ab\n"
+    made = tenant.call(
+        "GET", f"/browsers/{session}/fs/read_file", params={"path": "/home/kernel/notes/c.txt"}
+    )
+    assert made.content == b"c\n"
+
+
+def test_it_refuses_to_run_anything_when_the_confinement_is_unavailable(tmp_path):
+    marker = tmp_path / "ran"
+    with running_sandbox(SANDBOX_BWRAP=str(tmp_path / "no-such-bwrap")) as url:
+        tenant = new_tenant(url)
+        session = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG}).json()["session_id"]
+        for op in ("exec", "spawn"):
+            response = proc(tenant, session, "POST", op, json={"command": "touch", "args": [str(marker)]})
+            assert response.status_code == 503, response.text
+            assert response.json()["code"] == "exec_unavailable"
+            assert "bubblewrap" in response.json()["message"]
+    assert not marker.exists()

@@ -76,7 +76,12 @@ def test_it_passes_the_deploy_checks_in_production():
 
 
 def test_it_refuses_production_without_encryption_keys():
-    env = {"PATH": os.environ["PATH"], "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "KEY_ENCRYPTION_KEYS": "",  # explicitly empty: a local .env must not fill it in
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )

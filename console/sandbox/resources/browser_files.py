@@ -21,8 +21,9 @@ Choices where the contract and the notes are silent (the lead copies them into t
   stops (and removes what it wrote) if the actual bytes exceed it, so a lying header cannot fill the disk.
   Uploads and single writes are limited to ``MAX_UPLOAD_BYTES`` (100 MiB); ``download_dir_zip`` refuses a
   directory holding more than that.
-- ``set_file_permissions`` applies ``mode``; ``owner`` and ``group`` are accepted and ignored (the sandbox
-  runs as one user).
+- ``set_file_permissions`` applies ``mode``; ``owner`` and ``group`` are accepted and ignored (every
+  command runs as one user). What the API writes belongs to that user (``confine``), so the session's
+  commands can change it: a command sees this directory as its ``/``.
 - Watches poll the watched tree every ``WATCH_INTERVAL`` (0.2 s) and diff it (no inotify), reporting
   ``CREATE``, ``WRITE``, ``DELETE`` and ``RENAME`` like fsnotify: a rename is ``RENAME`` of the old path
   followed by ``CREATE`` of the new one; a deleted directory reports its contents first. Events are
@@ -56,6 +57,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, StreamingResponse
 from starlette.routing import Route
 
+from console.sandbox import confine
 from console.sandbox.errors import ApiError, conflict, invalid
 from console.sandbox.http import endpoint, no_content, ok, read_json, sse_response
 from console.sandbox.state import Tenant, new_id, rfc3339
@@ -81,6 +83,8 @@ def temp_root() -> Path:
     if _temp_root is None:
         _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
         atexit.register(shutil.rmtree, _temp_root, True)
+        if confine.identity() is not None:
+            _temp_root.chmod(0o711)  # the commands' identity reaches its session directory, lists nothing
     return _temp_root
 
 
@@ -91,8 +95,19 @@ def session_root(record: dict) -> Path:
         root = temp_root() / record["session_id"]
         for part in SKELETON:
             (root / part).mkdir(parents=True, exist_ok=True)
+        confine.prepare(root)
         record["_fs_root"] = root
     return root
+
+
+def own(record: dict, host: Path) -> None:
+    """Hand what the API just wrote (and the parents it created) to the session's commands, so a
+    command can change what an operator uploaded (a root sandbox writes as root)."""
+    root = session_root(record)
+    for path in (host, *host.parents):
+        if path == root or root not in path.parents:
+            return
+        confine.own(path)
 
 
 # Paths ---------------------------------------------------------------------------------------------
@@ -276,6 +291,7 @@ async def write_file(request: Request):
     mode = _mode(request.query_params.get("mode"), default="644")
     await _spool(request.stream(), target, "path")
     os.chmod(target, mode)
+    own(record, target)
     _stamp(request.state.tenant, target)
     return no_content()
 
@@ -315,6 +331,7 @@ async def upload_files(request: Request):
         targets = [_writable(record, d, f"files[{i}].dest_path") for i, d in enumerate(dests)]
         for index, (upload, target) in enumerate(zip(uploads, targets, strict=True)):
             await _spool(_upload_chunks(upload), target, f"files[{index}].file")
+            own(record, target)
             _stamp(request.state.tenant, target)
     finally:
         await form.close()
@@ -427,7 +444,9 @@ async def upload_zip(request: Request):
     finally:
         await form.close()
     tenant = request.state.tenant
+    own(record, dest)
     for path in written:
+        own(record, path)
         _stamp(tenant, path)
     return no_content()
 
@@ -486,6 +505,7 @@ async def create_directory(request: Request):
             break
     target.mkdir(parents=True, exist_ok=True)
     os.chmod(target, mode)
+    own(record, target)
     return no_content()
 
 
@@ -788,6 +808,7 @@ def seed(tenant: Tenant) -> None:
             target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+            own(record, target)
             moment = (now - timedelta(minutes=minutes_ago)).timestamp()
             os.utime(target, (moment, moment))
 

@@ -1,18 +1,24 @@
 """A browser session's processes (notes §5): exec, spawn, status, kill, stdin, resize, output stream.
 
-Commands run for real, with ``asyncio.create_subprocess_exec`` (never a shell unless the command is one),
-inside the session's directory (``browser_files``): the working directory defaults to ``/home/kernel``
-(that is, ``<session dir>/home/kernel``) and ``HOME`` points there. Arguments are passed as given: a
-command that names an absolute path sees the host's filesystem, not the session's.
+Commands run for real (never a shell unless the command is one), confined by bubblewrap (``confine``):
+the session's directory (``browser_files``) is their ``/`` and the only place they can write, so
+``cwd``, ``HOME`` (``/home/kernel``, the default working directory) and every absolute path a command
+names are the session's paths, the ones the files API shows; the host's ``/usr`` is there read-only, and
+nothing of the console, its database or the rest of the host is. A root sandbox runs them as
+``SANDBOX_EXEC_USER`` (``nobody``), never as root; they have no capabilities and no network unless
+``SANDBOX_EXEC_NETWORK=on``.
 
 Choices where the contract and the notes are silent (the lead copies them into the docs):
 
 - Real execution can be turned off: ``SANDBOX_EXEC=off`` in the sandbox's environment, or the tenant
   setting ``exec_enabled: false`` (``POST /_sandbox/settings``). ``exec`` and ``spawn`` then answer 403
   ``exec_disabled``; processes already started can still be read, fed and killed.
-- ``as_user`` and ``as_root`` are accepted and ignored (the sandbox runs as one user).
-- A command that is not found (or not executable) is 400 with a ``command`` detail; a ``cwd`` that is not
-  a directory of the session is 400 with a ``cwd`` detail.
+- Where the confinement cannot be set up (bubblewrap missing, user namespaces disabled), ``exec`` and
+  ``spawn`` answer 503 ``exec_unavailable`` saying why: nothing ever runs unconfined.
+- ``as_user`` and ``as_root`` are accepted and ignored: every command runs as the one unprivileged user.
+- A command that is not found (or not executable) on the system's ``PATH`` is 400 with a ``command``
+  detail (a program inside the session is checked by running it: bubblewrap reports a failure on
+  stderr with exit code 1); a ``cwd`` that is not a directory of the session is 400 with a ``cwd`` detail.
 - ``exec`` waits at most ``timeout_sec`` (default 30 s, at most 300 s); on timeout the process group is
   killed and the answer is exit code 124 (as coreutils ``timeout``) with a note on stderr. Each of stdout
   and stderr keeps at most 1 MiB (the rest is discarded, and the reply says so on stderr).
@@ -21,10 +27,12 @@ Choices where the contract and the notes are silent (the lead copies them into t
   ``stdout``; ``resize`` applies ``cols``/``rows``); without a TTY ``resize`` is 400.
 - Exit codes: a process killed by a signal reports ``128 + signal`` (143 for TERM, 137 for KILL), as
   shells do.
-- ``kill`` signals the whole process group; killing or feeding a process that has exited is 409
-  ``process_exited``. ``stdin`` on a process whose stdin is closed is 409 too.
+- ``kill`` signals the whole process group (its host pid, the ``pid`` spawn returns, is the confinement's
+  first process; KILL ends every process of the session's command at once); killing or feeding a
+  process that has exited is 409 ``process_exited``. ``stdin`` on a process whose stdin is closed is 409 too.
 - ``status``: ``cpu_pct`` is the CPU share since the previous status read (or since the start), from
-  ``/proc``; ``mem_bytes`` the resident set size. Both are absent once the process exited.
+  the host's ``/proc``; ``mem_bytes`` the resident set size (of the confinement's first process and its
+  children). Both are absent once the process exited.
 - The output stream has no ids and no resume. While the process runs, each output chunk is delivered to
   the streams connected at that moment; output produced while no stream is connected is held (the newest
   1 MiB) for the next one. So a stream opened right after ``spawn`` sees everything, and a console that
@@ -42,6 +50,7 @@ import atexit
 import base64
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import struct
@@ -55,6 +64,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.routing import Route
 
+from console.sandbox import confine
 from console.sandbox.errors import ApiError, conflict, invalid
 from console.sandbox.http import endpoint, ok, read_json, sse_response
 from console.sandbox.resources import browser_files
@@ -96,7 +106,8 @@ class Proc:
     command: str
     args: list[str]
     started_at: str
-    process: asyncio.subprocess.Process | None = None
+    process: asyncio.subprocess.Process | None = None  # bwrap, as the host sees it
+    group: int | None = None  # host pid of the confinement's first process; the command is in its group
     tty: int | None = None  # the PTY master, when allocated
     exit_code: int | None = None
     held: deque = field(default_factory=deque)
@@ -109,7 +120,7 @@ class Proc:
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid if self.process else None
+        return self.group or (self.process.pid if self.process else None)
 
     @property
     def running(self) -> bool:
@@ -136,8 +147,14 @@ class Proc:
     def signal(self, signum: int) -> None:
         if self.process is None or self.exit_code is not None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signum)
+        # The command's group gets the signal, so it exits as killed by it; KILL also ends bwrap itself
+        # (and with it, by --die-with-parent and the PID namespace, everything the command started).
+        for group in {
+            self.group or self.process.pid,
+            *([self.process.pid] if signum == signal.SIGKILL else []),
+        }:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signum)
 
 
 def processes_of(record: dict) -> dict[str, Proc]:
@@ -223,10 +240,9 @@ def _command(record: dict, body: dict, *, spawn: bool) -> dict:
 
 
 def _environment(record: dict, extra: dict, *, tty: bool) -> dict[str, str]:
-    home = browser_files.session_root(record) / "home" / "kernel"
     env = {
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "HOME": str(home),
+        "PATH": confine.PATH,
+        "HOME": browser_files.HOME,
         "USER": "kernel",
         "LOGNAME": "kernel",
         "LANG": "C.UTF-8",
@@ -237,7 +253,7 @@ def _environment(record: dict, extra: dict, *, tty: bool) -> dict[str, str]:
     return env
 
 
-def _require_exec(tenant: Tenant) -> None:
+async def _require_exec(tenant: Tenant) -> None:
     if not exec_enabled(tenant):
         raise ApiError(
             403,
@@ -245,23 +261,88 @@ def _require_exec(tenant: Tenant) -> None:
             "running commands is turned off in this sandbox "
             "(SANDBOX_EXEC=off, or the tenant setting exec_enabled is false)",
         )
+    why = await asyncio.to_thread(confine.unavailable)  # checked once, then cached
+    if why:
+        raise ApiError(503, "exec_unavailable", f"commands cannot run in this sandbox: {why}")
 
 
-async def _start(spec: dict, env: dict, **streams) -> asyncio.subprocess.Process:
+def _check_program(command: str, env: dict[str, str]) -> None:
+    """400 for a bare program name found on none of the PATH's system directories (the host's /usr is
+    the session's). Anything else is the confined command's own business: the host is never searched."""
+    if "/" in command:
+        return
+    folders = [f for f in env.get("PATH", "").split(":") if f]
+    if not folders or not all(f.startswith(confine.SYSTEM) for f in folders):
+        return
+    for folder in folders:
+        candidate = os.path.join(folder, command)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return
+    raise invalid(f"command not found: {command}", command="no such program on the session's PATH")
+
+
+def _read_info(fd: int) -> int | None:
+    """The host pid of the confinement's first process, from bwrap's --info-fd (JSON), or None."""
+    data = b""
+    with os.fdopen(fd, "rb") as info:
+        while chunk := info.read(4096):
+            data += chunk
     try:
-        return await asyncio.create_subprocess_exec(
-            spec["command"], *spec["args"], cwd=spec["cwd"], env=env, start_new_session=True, **streams
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+async def _start(
+    record: dict, spec: dict, env: dict, **streams
+) -> tuple[asyncio.subprocess.Process, int | None]:
+    _check_program(spec["command"], env)
+    root = browser_files.session_root(record)
+    cwd = browser_files.service_path(record, spec["cwd"])
+    info_read, info_write = os.pipe()
+    try:
+        argv = confine.command(root, cwd, [spec["command"], *spec["args"]], info_fd=info_write)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=root,
+            env=env,
+            start_new_session=True,
+            pass_fds=(info_write,),
+            **confine.popen_options(),
+            **streams,
         )
-    except FileNotFoundError:
-        raise invalid(
-            f"command not found: {spec['command']}", command="no such program on the session's PATH"
-        ) from None
-    except PermissionError:
-        raise invalid(
-            f"permission denied: {spec['command']}", command="the program is not executable"
-        ) from None
     except OSError as exc:
-        raise invalid(f"the command could not start: {exc.strerror}", command=str(exc.strerror)) from None
+        os.close(info_read)
+        raise ApiError(503, "exec_unavailable", f"the confinement could not start: {exc.strerror}") from None
+    finally:
+        os.close(info_write)
+    try:
+        group = await asyncio.wait_for(
+            asyncio.to_thread(_read_info, info_read), timeout=confine.PROBE_TIMEOUT
+        )
+    except TimeoutError:
+        group = None
+    if group is not None:
+        await _command_started(process, group)
+    return process, group
+
+
+async def _command_started(process: asyncio.subprocess.Process, group: int) -> None:
+    """Wait until the confinement's first process has started the command (it does once the mounts are
+    set up), so a signal sent right after spawn reaches the command and not only that first process."""
+    deadline = time.monotonic() + confine.PROBE_TIMEOUT
+    while process.returncode is None and time.monotonic() < deadline:
+        if _children(group) != []:  # the command runs, or has already come and gone
+            return
+        await asyncio.sleep(0.005)
+
+
+def _children(pid: int) -> list[int] | None:
+    """The host pids of a process's children, from /proc (None once it is gone: never worth waiting)."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return None
 
 
 def _exit_code(returncode: int) -> int:
@@ -286,18 +367,21 @@ async def _collect(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]
 async def exec_command(request: Request):
     tenant = request.state.tenant
     record = _session(request)
-    _require_exec(tenant)
+    await _require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=False)
     env = _environment(record, spec["env"], tty=False)
     started = time.monotonic()
-    process = await _start(
+    process, group = await _start(
+        record,
         spec,
         env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    proc = Proc(id="exec", command=spec["command"], args=spec["args"], started_at="", process=process)
+    proc = Proc(
+        id="exec", command=spec["command"], args=spec["args"], started_at="", process=process, group=group
+    )
     _running.add(proc)
     readers = asyncio.gather(_collect(process.stdout, OUTPUT_CAP), _collect(process.stderr, OUTPUT_CAP))
     timeout = spec["timeout"] or EXEC_TIMEOUT
@@ -396,7 +480,7 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
 async def spawn(request: Request):
     tenant = request.state.tenant
     record = _session(request)
-    _require_exec(tenant)
+    await _require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=True)
     processes = processes_of(record)
     if sum(1 for p in processes.values() if p.running) >= MAX_RUNNING:
@@ -412,7 +496,9 @@ async def spawn(request: Request):
         master, slave = os.openpty()
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", spec["rows"], spec["cols"], 0, 0))
         try:
-            proc.process = await _start(spec, env, stdin=slave, stdout=slave, stderr=slave)
+            proc.process, proc.group = await _start(
+                record, spec, env, stdin=slave, stdout=slave, stderr=slave
+            )
         except BaseException:
             os.close(master)
             raise
@@ -421,7 +507,8 @@ async def spawn(request: Request):
         proc.tty = master
         pumps = [asyncio.create_task(_pump(proc, await _tty_reader(master), "stdout"))]
     else:
-        proc.process = await _start(
+        proc.process, proc.group = await _start(
+            record,
             spec,
             env,
             stdin=asyncio.subprocess.PIPE,
@@ -447,14 +534,19 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _usage(pid: int) -> tuple[float, int] | None:
-    """(CPU seconds, resident bytes) of a live process, from /proc (None where /proc is absent)."""
-    try:
-        stat_fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        statm = Path(f"/proc/{pid}/statm").read_text().split()
-    except (OSError, IndexError):
-        return None
-    cpu = (int(stat_fields[11]) + int(stat_fields[12])) / _TICKS
-    return cpu, int(statm[1]) * _PAGE
+    """(CPU seconds, resident bytes) of a live process and its children, from /proc (None where /proc
+    is absent): the confinement's first process is small, the command is its child."""
+    cpu, rss, found = 0.0, 0, False
+    for each in (pid, *(_children(pid) or [])):
+        try:
+            stat_fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            statm = Path(f"/proc/{each}/statm").read_text().split()
+        except (OSError, IndexError):
+            continue
+        found = True
+        cpu += (int(stat_fields[11]) + int(stat_fields[12])) / _TICKS
+        rss += int(statm[1]) * _PAGE
+    return (cpu, rss) if found else None
 
 
 @endpoint

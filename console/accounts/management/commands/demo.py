@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from console.accounts.models import Membership, Organization, Role
@@ -16,6 +16,10 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, url, **options):
+        if not settings.SANDBOX_DEMO_KEY:
+            raise CommandError(
+                "SANDBOX_DEMO_KEY is not set (in development `make run` generates it into .env)"
+            )
         org, _ = Organization.objects.get_or_create(
             slug="demo", defaults={"name": "Demo", "service_base_url": settings.SANDBOX_URL}
         )

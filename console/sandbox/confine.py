@@ -1,0 +1,201 @@
+"""Confinement of the commands a browser session runs (``browser_processes``), with bubblewrap.
+
+Every command runs under ``bwrap``, never directly: new user, PID, IPC, UTS, cgroup and network
+namespaces; no capabilities; its own session; killed with the sandbox. What it sees:
+
+- the session's directory (``browser_files``) as ``/``, read-write: ``/home/kernel`` and ``/tmp`` are the
+  paths the files API shows, and the only place a command can write;
+- the host's ``/usr`` (with ``/bin``, ``/sbin``, ``/lib*``) read-only, a new ``/proc`` (its own processes
+  only) and a minimal ``/dev``;
+- an ``/etc`` of its own: a generated ``passwd``/``group`` (the ``kernel`` user), ``hosts`` and
+  ``nsswitch.conf``, plus the few host entries programs need (dynamic linker cache, CA certificates,
+  alternatives, time zone). Never the console's tree, its database, ``/root``, ``/home`` or ``/work``.
+
+Identity: a sandbox running as root starts bwrap as ``SANDBOX_EXEC_USER`` (default ``nobody``), which owns
+the session directories. A sandbox running as an ordinary user cannot change uid: its commands keep that
+uid, but in a user namespace where nothing of the host tree but ``/usr`` and the session is mounted, so the
+console's files stay out of reach. ``SANDBOX_EXEC_NETWORK=on`` shares the host's network (off by default).
+
+Nothing runs unconfined: ``unavailable()`` checks once (bwrap runs ``true`` with the same confinement)
+and, when bwrap is missing or cannot confine, says why; exec and spawn then refuse (503).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+# Read-only from the host: the system's programs and libraries (merged-/usr symlinks are bound as the
+# directories they point to, so nothing is created in the session but empty mount points).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What programs need from the host's /etc; nothing holding credentials (no pip.conf, npmrc, gitconfig,
+# ssl/private, shadow).
+HOST_ETC = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "localtime",
+    "timezone",
+    "os-release",
+    "debian_version",
+    "mime.types",
+    "services",
+    "protocols",
+    "gai.conf",
+    "host.conf",
+    "inputrc",
+    "bash.bashrc",
+    "profile",
+    "terminfo",
+    "fonts",
+)
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+PROBE_TIMEOUT = 10
+
+
+def _flag(name: str, default: str) -> bool:
+    return os.environ.get(name, default).strip().lower() not in ("off", "0", "false", "no", "")
+
+
+def bwrap() -> str:
+    return os.environ.get("SANDBOX_BWRAP") or shutil.which("bwrap") or "/usr/bin/bwrap"
+
+
+@cache
+def identity() -> tuple[int, int] | None:
+    """(uid, gid) commands run as when the sandbox is root; None when it cannot change identity."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("SANDBOX_EXEC_USER", "nobody").strip() or "nobody"
+    try:
+        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    except (KeyError, ValueError):
+        uid = gid = int(name) if name.isdigit() else -1
+    if uid <= 0 or gid <= 0:
+        raise LookupError(f"SANDBOX_EXEC_USER={name!r} is not an unprivileged user of this machine")
+    return uid, gid
+
+
+def own(path: Path) -> None:
+    """Give a path the commands' identity (a root sandbox writes the session's files as root)."""
+    ids = identity()
+    if ids is not None:
+        os.lchown(path, *ids)
+
+
+def prepare(directory: Path) -> None:
+    """Hand a new session directory (and what it holds) to the commands' identity."""
+    if identity() is not None:
+        for path in [directory, *directory.rglob("*")]:
+            own(path)
+        directory.chmod(0o700)  # the commands' user only (and the root sandbox)
+
+
+@cache
+def _etc() -> Path:
+    """The generated /etc files (once per sandbox process, removed at exit)."""
+    uid, gid = identity() or (os.getuid(), os.getgid())
+    etc = Path(tempfile.mkdtemp(prefix="sandbox-etc-"))
+    atexit.register(shutil.rmtree, etc, True)
+    files = {
+        "passwd": (
+            f"root:x:0:0:root:/root:/usr/sbin/nologin\nkernel:x:{uid}:{gid}:kernel:/home/kernel:/bin/sh\n"
+        ),
+        "group": f"root:x:0:\nkernel:x:{gid}:\n",
+        "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
+        "hosts": "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n",
+        "hostname": "sandbox\n",
+    }
+    for name, text in files.items():
+        (etc / name).write_text(text)
+        (etc / name).chmod(0o644)
+    etc.chmod(0o755)
+    return etc
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM:
+        if os.path.isdir(path):
+            args += ["--ro-bind", os.path.realpath(path), path]
+    args += ["--tmpfs", "/etc"]
+    for name, generated in ((n, _etc() / n) for n in sorted(os.listdir(_etc()))):
+        args += ["--ro-bind", str(generated), f"/etc/{name}"]
+    for name in HOST_ETC:
+        host = Path("/etc", name)
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.exists():
+            args += ["--ro-bind", str(host), str(host)]
+    if _flag("SANDBOX_EXEC_NETWORK", "off") and os.path.exists("/etc/resolv.conf"):
+        args += ["--ro-bind", os.path.realpath("/etc/resolv.conf"), "/etc/resolv.conf"]
+    return [*args, "--remount-ro", "/etc"]
+
+
+def command(root: Path, cwd: str, argv: list[str], *, info_fd: int | None = None) -> list[str]:
+    """The bwrap command line running ``argv`` in the session directory ``root``, from ``cwd`` (a path
+    inside the session, as the files API names it)."""
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns"]
+    if _flag("SANDBOX_EXEC_NETWORK", "off"):
+        args.append("--share-net")
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    args += ["--bind", str(root), "/", *_system_binds(), "--proc", "/proc", "--dev", "/dev"]
+    if info_fd is not None:
+        args += ["--info-fd", str(info_fd)]
+    return [*args, "--chdir", cwd, "--", *argv]
+
+
+def popen_options() -> dict:
+    """subprocess options that start bwrap as the commands' identity (a root sandbox drops root)."""
+    ids = identity()
+    if ids is None:
+        return {}
+    return {"user": ids[0], "group": ids[1], "extra_groups": []}
+
+
+@cache
+def unavailable() -> str | None:
+    """None when commands can be confined; otherwise why not (checked once per sandbox process)."""
+    advice = "Install bubblewrap (`make run` does; or apt-get install bubblewrap) and restart the sandbox."
+    binary = bwrap()
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        return f"bubblewrap (bwrap) was not found at {binary}, so no command can be confined. {advice}"
+    try:
+        identity()
+    except LookupError as exc:
+        return f"{exc}; commands are never run as root."
+    probe = Path(tempfile.mkdtemp(prefix="sandbox-probe-"))
+    try:
+        (probe / "tmp").mkdir()
+        prepare(probe)
+        result = subprocess.run(  # noqa: S603 - a fixed command line
+            command(probe, "/", ["true"]),
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT,
+            env={"PATH": PATH},
+            **popen_options(),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap could not confine a command ({exc}). {advice}"
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    if result.returncode != 0:
+        why = (result.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        return (
+            f"bubblewrap could not confine a command ({why}); user namespaces may be disabled on this "
+            "machine. Nothing runs unconfined."
+        )
+    return None
