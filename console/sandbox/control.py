@@ -73,6 +73,8 @@ async def add_fault(request: Request):
         retry_after=body.get("retry_after"),
         latency_ms=int(body.get("latency_ms") or 0),
         drop_after_events=body.get("drop_after_events"),
+        delay_response_ms=int(body.get("delay_response_ms") or 0),
+        drop_response=bool(body.get("drop_response")),
         count=body.get("count", 1),
     )
     request.state.tenant.faults.append(fault)

@@ -51,6 +51,9 @@ class Fault:
     retry_after: float | None = None
     latency_ms: int = 0
     drop_after_events: int | None = None
+    # Both act after the handler ran, so the change is made but the client never hears about it.
+    delay_response_ms: int = 0  # hold the answer this long (past the client's read timeout)
+    drop_response: bool = False  # start a 200 and cut the connection mid-body
     count: int | None = 1
 
     def matches(self, method: str, path: str) -> bool:

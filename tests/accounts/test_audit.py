@@ -52,3 +52,98 @@ async def test_it_returns_the_table_partial_for_htmx(entries, admin_client):
 
 async def test_it_refuses_the_audit_log_to_an_operator(org, operator_client):
     assert (await operator_client.get("/o/acme/audit/")).status_code == 403
+
+
+# --- every mutation leaves one row, whatever its end (proxy delete as the representative) ----------
+
+
+@pytest.fixture
+def proxy(tenant):
+    return tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc-east"}).json()
+
+
+@pytest.fixture
+def short_read_timeout(monkeypatch):
+    from console.service import http
+
+    monkeypatch.setattr(http, "TIMEOUT", http.httpx.Timeout(connect=3, read=0.3, write=3, pool=3))
+
+
+async def delete_proxy(client, proxy):
+    return await client.post(f"/o/acme/proxies/{proxy['id']}/delete/")
+
+
+async def only_row(action):
+    rows = [row async for row in AuditLog.objects.filter(action=action)]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+async def test_it_records_a_successful_mutation_as_ok(admin_client, tenant, proxy):
+    await delete_proxy(admin_client, proxy)
+    row = await only_row("proxy.delete")
+    assert (row.outcome, row.target_id) == ("ok", proxy["id"])
+    assert row.request_id.startswith("req_")
+
+
+async def test_it_records_a_refused_mutation_with_the_services_code_and_request_id(
+    admin_client, tenant, proxy
+):
+    tenant.fault(method="DELETE", path="^/proxies/", status=409, code="proxy_in_use", message="in use")
+    response = await delete_proxy(admin_client, proxy)
+    row = await only_row("proxy.delete")
+    assert (row.outcome, row.target_id) == ("error", proxy["id"])
+    assert "proxy_in_use" in row.detail and "in use" in row.detail
+    assert row.request_id.startswith("req_") and row.request_id in response.content.decode()
+
+
+async def test_it_records_a_5xx_as_an_error(admin_client, tenant, proxy):
+    tenant.fault(method="DELETE", path="^/proxies/", status=500, code="internal")
+    response = await delete_proxy(admin_client, proxy)
+    assert response.status_code == 503
+    row = await only_row("proxy.delete")
+    assert row.outcome == "error" and "HTTP 500 internal" in row.detail
+    assert row.request_id.startswith("req_")
+
+
+async def test_it_records_a_timeout_as_unknown_and_says_to_check(
+    admin_client, tenant, proxy, short_read_timeout
+):
+    # The service deletes the proxy, then answers too late: the console cannot know it happened.
+    tenant.fault(method="DELETE", path="^/proxies/", delay_response_ms=1500)
+    response = await delete_proxy(admin_client, proxy)
+    html = response.content.decode()
+    assert response.status_code == 504
+    assert "Result unknown" in html and "Check the resource" in html
+    row = await only_row("proxy.delete")
+    assert (row.outcome, row.target_id) == ("unknown", proxy["id"])
+    assert "did not answer" in row.detail
+    assert tenant.call("GET", f"/proxies/{proxy['id']}").status_code == 404
+
+
+async def test_it_records_a_dropped_connection_as_unknown(admin_client, tenant, proxy):
+    tenant.fault(method="DELETE", path="^/proxies/", drop_response=True)
+    response = await delete_proxy(
+        admin_client,
+        proxy,
+    )
+    assert "Result unknown" in response.content.decode()
+    row = await only_row("proxy.delete")
+    assert row.outcome == "unknown" and row.request_id.startswith("req_")
+    assert tenant.call("GET", f"/proxies/{proxy['id']}").status_code == 404
+
+
+async def test_it_records_a_refused_form_with_field_errors_as_an_error(admin_client, tenant, proxy):
+    tenant.fault(method="PATCH", path="^/proxies/", status=400, code="invalid", message="name taken")
+    response = await admin_client.post(f"/o/acme/proxies/{proxy['id']}/rename/", {"name": "dup"})
+    assert response.status_code == 200
+    row = await only_row("proxy.rename")
+    assert row.outcome == "error" and "name taken" in row.detail
+
+
+async def test_it_offers_the_new_outcomes_as_filters(org, admin_client):
+    await AuditLog.objects.acreate(org=org, action="proxy.delete", outcome="unknown")
+    await AuditLog.objects.acreate(org=org, action="proxy.rename", outcome="ok")
+    html = (await admin_client.get("/o/acme/audit/?outcome=unknown")).content.decode()
+    assert 'value="unknown" selected' in html
+    assert "proxy.delete" in html and "proxy.rename" not in html
