@@ -23,7 +23,7 @@ from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.live import Channel, Frame, relay_response, service_stream
@@ -160,18 +160,19 @@ async def session_create(request):
         form = SessionForm(request.POST, **choices)
         if form.is_valid():
             try:
-                session = await browsers.create_session(request.service, **form.body())
+                async with audited(request, "browser.create") as entry:
+                    session = await browsers.create_session(request.service, **form.body())
+                    entry.target_id = session.session_id
+                    entry.detail = (
+                        f"name={session.name or ''} headless={session.headless} region={session.region}"
+                    )
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
-                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
             except ServiceError as exc:
                 if exc.status != 409:
                     raise
                 form.add_error("name", exc.message)
-                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
             else:
-                detail = f"name={session.name or ''} headless={session.headless} region={session.region}"
-                await audit.record(request, "browser.create", target_id=session.session_id, detail=detail)
                 messages.success(request, f"Browser session “{session.label}” started.")
                 return done(request, _url(request, "detail", session_id=session.session_id))
     return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
@@ -377,14 +378,11 @@ async def telemetry_enable(request, session_id: str):
     session = await _get(request, session_id, include_deleted=False)
     body = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
     try:
-        await browsers.update_session(request.service, session_id, telemetry=body)
+        async with audited(request, "browser.telemetry", target_id=session_id, detail="enabled"):
+            await browsers.update_session(request.service, session_id, telemetry=body)
     except (Invalid, NotFound) as exc:
-        await audit.record(
-            request, "browser.telemetry", target_id=session_id, outcome="error", detail=exc.message
-        )
         messages.error(request, f"Telemetry could not be turned on: {exc.message}")
     else:
-        await audit.record(request, "browser.telemetry", target_id=session_id, detail="enabled")
         messages.success(request, f"Telemetry is on for “{session.label}”.")
     return done(request, _url(request, "detail", session_id=session_id))
 
@@ -395,11 +393,11 @@ async def session_delete(request, session_id: str):
     session = await _get(request, session_id)
     if request.method == "POST":
         require_role(request, "operator")
-        if not session.ended:
-            # NotFound: it ended on its own meanwhile, the outcome the operator wanted.
-            with contextlib.suppress(NotFound):
-                await browsers.delete_session(request.service, session_id)
-        await audit.record(request, "browser.delete", target_id=session_id, detail=session.name or "")
+        async with audited(request, "browser.delete", target_id=session_id, detail=session.name or ""):
+            if not session.ended:
+                # NotFound: it ended on its own meanwhile, the outcome the operator wanted.
+                with contextlib.suppress(NotFound):
+                    await browsers.delete_session(request.service, session_id)
         messages.success(request, f"Browser session “{session.label}” ended.")
         return done(request, _url(request, "list"))
     return render(request, "browsers/delete.html", {"session": session})
