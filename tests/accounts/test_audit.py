@@ -1,3 +1,7 @@
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from console.accounts.models import AuditLog
@@ -147,3 +151,101 @@ async def test_it_offers_the_new_outcomes_as_filters(org, admin_client):
     html = (await admin_client.get("/o/acme/audit/?outcome=unknown")).content.decode()
     assert 'value="unknown" selected' in html
     assert "proxy.delete" in html and "proxy.rename" not in html
+
+
+# --- every mutation in every view goes through the one helper --------------------------------------
+
+CONSOLE = Path(__file__).resolve().parents[2] / "console"
+MUTATING = re.compile(r'"(POST|PATCH|PUT|DELETE)"')
+# POSTs that only read (the service's interface uses POST for them), and the sandbox's own client.
+READS = {("computer", "screenshot"), ("computer", "mouse_position"), ("computer", "read_clipboard")}
+
+
+def mutating_functions() -> set[tuple[str, str]]:
+    """(module, function) of every service-client function that sends a mutating request, directly or
+    through a helper of the same module."""
+    found = set()
+    for path in (CONSOLE / "service").glob("*.py"):
+        if path.name == "http.py":
+            continue
+        source = path.read_text()
+        functions = {
+            node.name: ast.get_source_segment(source, node)
+            for node in ast.parse(source).body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        names = {name for name, text in functions.items() if MUTATING.search(text)}
+        while True:
+            more = {n for n, t in functions.items() if any(re.search(rf"\b{m}\(", t) for m in names)}
+            if more <= names:
+                break
+            names |= more
+        found |= {(path.stem, name) for name in names} - READS
+    return found
+
+
+def call_sites():
+    """Every call of a mutating service function in a view module, with the module's parent map.
+
+    A form's ``call`` method or a view module's undecorated helper that makes such a call is itself a
+    mutation: its own call sites are the ones checked.
+    """
+    mutating = mutating_functions()
+    modules = [*CONSOLE.glob("*/views.py"), *CONSOLE.glob("browsers/panes/*.py")]
+    for path in modules:
+        if path.name == "forms.py":
+            continue  # its ``call`` methods are checked where views call ``form.call``
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        helpers = {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.AsyncFunctionDef)
+            and not node.decorator_list
+            and any(_calls(call, mutating) for call in ast.walk(node))
+        }
+        for node in ast.walk(tree):
+            direct = _calls(node, mutating) and _enclosing(node, parents) not in helpers
+            if direct or (isinstance(node, ast.Call) and getattr(node.func, "id", "") in helpers):
+                yield path.relative_to(CONSOLE.parent), node, parents
+
+
+def _calls(node, mutating) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+    owner = {"auth": "auth_connections"}.get(owner, owner)
+    return (owner, node.func.attr) in mutating or (owner == "form" and node.func.attr == "call")
+
+
+def _enclosing(node, parents) -> str:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef):
+            return node.name
+    return ""
+
+
+def inside_audited(node, parents) -> bool:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.AsyncWith) and any(
+            isinstance(item.context_expr, ast.Call) and getattr(item.context_expr.func, "id", "") == "audited"
+            for item in node.items
+        ):
+            return True
+    return False
+
+
+def test_it_finds_the_mutations_it_checks():
+    sites = list(call_sites())
+    assert len(sites) >= 40
+    assert ("proxies", "delete_proxy") in mutating_functions()
+    assert ("computer", "move_mouse") in mutating_functions()
+
+
+def test_it_sends_every_mutation_of_every_view_through_audited():
+    outside = [
+        f"{path}:{node.lineno}" for path, node, parents in call_sites() if not inside_audited(node, parents)
+    ]
+    assert outside == []
