@@ -249,3 +249,28 @@ def test_it_sends_every_mutation_of_every_view_through_audited():
         f"{path}:{node.lineno}" for path, node, parents in call_sites() if not inside_audited(node, parents)
     ]
     assert outside == []
+
+
+@pytest.mark.parametrize("page", ["99999999999999999999", "-3", "0", "two", "1e9", "9" * 5000])
+async def test_it_answers_a_bad_page_number_with_the_first_page_and_a_notice(org, admin_client, page):
+    await AuditLog.objects.acreate(org=org, action="proxy.delete")
+    response = await admin_client.get("/o/acme/audit/", {"page": page})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "proxy.delete" in html and "Page 1" in html
+    assert "“page” must be a whole number" in html
+
+
+async def test_it_shows_an_empty_page_past_the_end_without_error(org, admin_client):
+    await AuditLog.objects.acreate(org=org, action="proxy.delete")
+    response = await admin_client.get("/o/acme/audit/", {"page": "100000"})
+    assert response.status_code == 200
+    assert "No entries." in response.content.decode()
+
+
+async def test_it_shows_each_outcome_as_a_labelled_chip(org, admin_client):
+    await AuditLog.objects.acreate(org=org, action="proxy.delete", outcome="unknown")
+    await AuditLog.objects.acreate(org=org, action="proxy.rename", outcome="error")
+    html = (await admin_client.get("/o/acme/audit/")).content.decode()
+    assert '<span class="chip chip-warn">unknown (check the resource)</span>' in html
+    assert '<span class="chip chip-error">error</span>' in html
