@@ -407,7 +407,7 @@ async def request(
     if expect == "json":
         try:
             reply.data  # noqa: B018 - parse now so a bad body fails here, not in a template
-        except ValueError:
+        except (ValueError, RecursionError):
             preview = body[:ERROR_BODY_PREVIEW].decode("utf-8", "replace")
             raise errors.BadResponse(
                 f"the service sent a body that is not JSON: {preview}",
