@@ -500,6 +500,18 @@ async def test_it_runs_a_batch_in_order(operator_client, tenant, session):
     assert entry.detail == "move_mouse, click_mouse, press_key"
 
 
+async def test_it_refuses_a_batch_over_the_limit_and_sends_nothing(operator_client, tenant, session):
+    data = {}
+    for i in range(25):
+        data.update({f"action-{i}-type": "move_mouse", f"action-{i}-x": "1", f"action-{i}-y": str(i)})
+    response = await operator_client.post(url(session, "computer/batch/"), data, headers=hx("computer-pane"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "at most 20 actions" in body and "this one has 25" in body
+    assert service_calls(tenant, "POST", "/computer/batch") == []
+    assert not await AuditLog.objects.filter(action="browser.computer.batch").aexists()
+
+
 async def test_it_marks_the_batch_row_that_the_service_stopped_at(operator_client, tenant, session):
     # The console checks what it can; a refusal it cannot foresee comes back from the service.
     tenant.fault(

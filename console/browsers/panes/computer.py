@@ -165,8 +165,16 @@ async def batch(request, session_id: str):
         rows[-1].index = len(rows) - 1
         context = await _context(request, session, rows=rows)
         return render(request, "browsers/panes/computer.html", context, partial="computer-pane")
-    built = build_batch(rows, common.viewport(session))
     batch_error = None
+    filled = sum(1 for row in rows if row.type)
+    if filled > MAX_BATCH_ROWS:
+        batch_error = (
+            f"A batch holds at most {MAX_BATCH_ROWS} actions; this one has {filled}. "
+            "Remove some and run it again: nothing was sent."
+        )
+        built = None
+    else:
+        built = build_batch(rows, common.viewport(session))
     done = None
     if built is not None:
         actions, used = built

@@ -383,7 +383,8 @@ def batch_rows(data, count: int | None = None) -> list[BatchRow]:
         if len(parts) == 3 and parts[0] == "action" and parts[1].isdigit():
             indexes.add(int(parts[1]))
     rows = []
-    for position, index in enumerate(sorted(indexes)[:MAX_BATCH_ROWS]):
+    # Every row, even past the limit: the view refuses an oversized batch rather than cut it silently.
+    for position, index in enumerate(sorted(indexes)):
         values = {name: (data.get(f"action-{index}-{name}") or "").strip() for name in BATCH_FIELDS}
         rows.append(BatchRow(position, values))
     return rows
