@@ -12,6 +12,7 @@ live rows (one upstream per session serves every viewer, whatever their filter).
 from __future__ import annotations
 
 import contextlib
+import re
 from datetime import timedelta
 from urllib.parse import urlencode, urlsplit
 
@@ -48,6 +49,11 @@ STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
 HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
 MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
+# A cursor is the service's opaque X-Next-Offset: we only know it is a short token, never free text.
+CURSOR = re.compile(r"[A-Za-z0-9._~-]{1,200}")
+BAD_CURSOR = (
+    "That link is not a position in this session's history (or it has expired); showing the newest events."
+)
 # Panes other resources add to the session page, in tab order (rendered when their template exists).
 PANES = [
     ("processes", "Processes", "browsers/_processes.html"),
@@ -254,7 +260,17 @@ def _chips(request, session_id: str, categories: list[str], types: list[str]) ->
 
 async def _pane_context(request, session: browsers.Session, before: str | None = None) -> dict:
     categories, types = _filters(request)
-    rows, older = await _history(request.service, session.session_id, categories, types, before)
+    cursor_notice = ""
+    if before is not None and not CURSOR.fullmatch(before):
+        before, cursor_notice = None, BAD_CURSOR
+    try:
+        rows, older = await _history(request.service, session.session_id, categories, types, before)
+    except Invalid:
+        if before is None:
+            raise
+        # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
+        before, cursor_notice = None, BAD_CURSOR
+        rows, older = await _history(request.service, session.session_id, categories, types, None)
     sid = session.session_id
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
     stream_url = _url(request, "telemetry-stream", session_id=sid)
@@ -283,6 +299,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
         "filtered": bool(categories or types),
         "max_rows": MAX_ROWS,
         "before": before,
+        "cursor_notice": cursor_notice,
     }
 
 
