@@ -298,7 +298,23 @@ async def test_it_checks_paths_before_sending(operator_client, tenant, session):
         await operator_client.post(url(session, "files/mkdir/"), {"path": "/tmp/../etc"})
     ).content.decode()
     assert "cannot contain" in body
+    for path, message in [
+        ("/tmp/" + "a" * 256, "at most 255 bytes"),
+        ("/tmp/" + "/b" * 2100, "at most 4096"),
+    ]:
+        response = await operator_client.post(url(session, "files/mkdir/"), {"path": path})
+        assert response.status_code == 200 and message in response.content.decode()
     assert service_calls(tenant, "PUT", "/fs/create_directory") == []
+
+
+async def test_it_answers_an_over_long_path_in_the_url_without_asking_the_service(
+    viewer_client, tenant, session
+):
+    for path in ["/tmp/" + "a" * 5000, "/tmp/" + "x" * 300]:
+        for view in ("files/", "files/file/", "files/download/"):
+            response = await viewer_client.get(url(session, view), {"path": path})
+            assert response.status_code == 404, (view, response.status_code)
+    assert [c for c in tenant.requests() if "/fs/" in c["path"] and "a" * 300 in str(c)] == []
 
 
 async def test_it_uploads_files_into_a_directory(operator_client, tenant, session):
