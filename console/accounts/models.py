@@ -141,6 +141,8 @@ class AuditLog(models.Model):
     class Outcome(models.TextChoices):
         OK = "ok", "ok"
         ERROR = "error", "error"
+        # The request went out but no readable answer came back: it may or may not have taken effect.
+        UNKNOWN = "unknown", "unknown (check the resource)"
         DENIED = "denied", "denied"
 
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_entries")

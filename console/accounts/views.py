@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from console.accounts import audit
 from console.accounts.forms import (
+    MAX_AUDIT_PAGE,
     AuditFilterForm,
     InviteForm,
     LoginForm,
@@ -280,6 +281,9 @@ async def audit_log(request):
     if filters.get("outcome"):
         entries = entries.filter(outcome=filters["outcome"])
     page = filters.get("page") or 1
+    page_notice = ""
+    if "page" in form.errors:
+        page_notice = f"“page” must be a whole number from 1 to {MAX_AUDIT_PAGE:,}; showing page 1."
     offset = (page - 1) * AUDIT_PAGE_SIZE
     # One extra row tells whether a next page exists without counting the whole table.
     rows = [e async for e in entries[offset : offset + AUDIT_PAGE_SIZE + 1]]
@@ -289,6 +293,7 @@ async def audit_log(request):
         "form": form,
         "entries": rows[:AUDIT_PAGE_SIZE],
         "page": page,
+        "page_notice": page_notice,
         "has_next": len(rows) > AUDIT_PAGE_SIZE,
         "query": query.urlencode(),
     }

@@ -17,6 +17,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from console.apps import schema as schemas
+from console.web.forms import parse_json
 
 ASYNC_TIMEOUT_MIN = 10
 ASYNC_TIMEOUT_MAX = 3600
@@ -47,12 +48,7 @@ class JSONText(forms.CharField):
         text = super().clean(value)
         if text in (None, ""):
             return self.EMPTY
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise ValidationError(
-                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            ) from None
+        return parse_json(text)
 
 
 class LinesField(forms.CharField):

@@ -6,7 +6,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.apps import schema
 from console.apps.forms import InvokeForm
 from console.service import Invalid, NotFound, apps, invocations
@@ -70,34 +70,21 @@ async def invoke(request, app_name: str, version: str, action_name: str):
         if form.is_valid():
             target = f"{app_name}@{version} {action_name}"
             try:
-                started = await invocations.invoke(
-                    request.service,
-                    app_name=app_name,
-                    action_name=action_name,
-                    version=version,
-                    payload=form.payload(),
-                    async_timeout_seconds=form.cleaned_data.get("async_timeout_seconds"),
-                )
+                async with audited(request, "invocation.create", detail=target) as entry:
+                    started = await invocations.invoke(
+                        request.service,
+                        app_name=app_name,
+                        action_name=action_name,
+                        version=version,
+                        payload=form.payload(),
+                        async_timeout_seconds=form.cleaned_data.get("async_timeout_seconds"),
+                    )
+                    entry.target_id = started.id
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(
-                    request,
-                    "invocation.create",
-                    outcome="error",
-                    request_id=exc.request_id or "",
-                    detail=f"{target}: {exc.message}",
-                )
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
-                await audit.record(
-                    request,
-                    "invocation.create",
-                    outcome="error",
-                    request_id=exc.request_id or "",
-                    detail=f"{target}: {exc.message}",
-                )
             else:
-                await audit.record(request, "invocation.create", target_id=started.id, detail=target)
                 url = reverse(
                     "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": started.id}
                 )

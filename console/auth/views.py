@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepForm, describe_interval
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
@@ -160,30 +160,22 @@ async def connection_create(request):
         svc = request.service
         try:
             profile_is_new = not await auth.profile_exists(svc, body["profile_name"])
-            connection = await auth.create_connection(svc, **body)
-        except Conflict as exc:
+            detail = f"{body['profile_name']} @ {body['domain']}"
+            async with audited(request, "auth.create", detail=detail) as entry:
+                connection = await auth.create_connection(svc, **body)
+                entry.target_id = connection.id
+        except Conflict:
             conflict_with = await auth.find_connection(
                 svc, domain=body["domain"], profile_name=body["profile_name"]
             )
             form.add_error(
                 None, f"Profile “{body['profile_name']}” already has an auth connection for {body['domain']}."
             )
-            await audit.record(
-                request, "auth.create", outcome="error", request_id=exc.request_id, detail=exc.message
-            )
         except Forbidden as exc:
             form.add_error(None, f"Your plan does not allow another auth connection: {exc.message}")
-            await audit.record(
-                request, "auth.create", outcome="error", request_id=exc.request_id, detail=exc.message
-            )
         except Invalid as exc:
             apply_service_errors(form, exc, SERVICE_FIELDS)
-            await audit.record(
-                request, "auth.create", outcome="error", request_id=exc.request_id, detail=exc.message
-            )
         else:
-            detail = f"{connection.profile_name} @ {connection.domain}"
-            await audit.record(request, "auth.create", target_id=connection.id, detail=detail)
             text = f"Auth connection for {connection.profile_name} on {connection.domain} created."
             if profile_is_new:
                 text += f" The profile “{connection.profile_name}” did not exist, so it was created."
@@ -245,25 +237,16 @@ async def connection_settings(request, connection_id: str):
             messages.info(request, "Nothing to save: the health settings are unchanged.")
             saved = True
         else:
+            detail = "changed: " + ", ".join(changes)
             try:
-                connection = await auth.update_connection(request.service, connection.id, **changes)
+                async with audited(request, "auth.update", target_id=connection.id, detail=detail):
+                    connection = await auth.update_connection(request.service, connection.id, **changes)
             except Invalid as exc:
                 apply_service_errors(form, exc, SERVICE_FIELDS)
-                await audit.record(
-                    request,
-                    "auth.update",
-                    target_id=connection.id,
-                    outcome="error",
-                    request_id=exc.request_id,
-                    detail=exc.message,
-                )
             except NotFound:
                 raise Http404("No such auth connection") from None
             else:
                 saved = True
-                await audit.record(
-                    request, "auth.update", target_id=connection.id, detail="changed: " + ", ".join(changes)
-                )
                 messages.success(request, "Health settings saved.")
         if saved:
             form = HealthForm(connection=connection, floor=floor)
@@ -309,15 +292,15 @@ async def connection_history(request, connection_id: str):
 async def connection_delete(request, connection_id: str):
     connection = await _connection(request, connection_id)
     if request.method == "POST":
+        detail = f"{connection.profile_name} @ {connection.domain}"
+        if connection.flow_running:
+            detail += " (canceled the login flow in progress)"
         try:
-            await auth.delete_connection(request.service, connection.id)
+            async with audited(request, "auth.delete", target_id=connection.id, detail=detail):
+                await auth.delete_connection(request.service, connection.id)
         except NotFound:
             messages.info(request, "That auth connection was already deleted.")
         else:
-            detail = f"{connection.profile_name} @ {connection.domain}"
-            if connection.flow_running:
-                detail += " (canceled the login flow in progress)"
-            await audit.record(request, "auth.delete", target_id=connection.id, detail=detail)
             messages.success(
                 request, f"Auth connection for {connection.profile_name} on {connection.domain} deleted."
             )
@@ -358,23 +341,13 @@ async def connection_flow(request, connection_id: str):
 async def connection_login(request, connection_id: str):
     connection = await _connection(request, connection_id)
     try:
-        started = await auth.start_login(request.service, connection.id)
+        async with audited(request, "auth.login", target_id=connection.id) as entry:
+            started = await auth.start_login(request.service, connection.id)
+            entry.detail = f"{started.flow_type} flow started"
     except NotFound:
         raise Http404("No such auth connection") from None
     except ServiceError as exc:
-        await audit.record(
-            request,
-            "auth.login",
-            target_id=connection.id,
-            outcome="error",
-            request_id=exc.request_id,
-            detail=exc.message,
-        )
         messages.error(request, f"The login could not start: {exc.message}")
-    else:
-        await audit.record(
-            request, "auth.login", target_id=connection.id, detail=f"{started.flow_type} flow started"
-        )
     return done(request, _url(request.org.slug, "flow", connection.id))
 
 
@@ -401,30 +374,14 @@ async def connection_submit(request, connection_id: str):
         else:
             detail = "submitted fields: " + form.field_names(payload)
         try:
-            await _send(request.service, connection, kind, payload)
-        except Conflict as exc:
+            async with audited(request, "auth.flow.submit", target_id=connection.id, detail=detail):
+                await _send(request.service, connection, kind, payload)
+        except Conflict:
             notice, form = STALE, None
-            await audit.record(
-                request,
-                "auth.flow.submit",
-                target_id=connection.id,
-                outcome="error",
-                request_id=exc.request_id,
-                detail=detail,
-            )
         except Invalid as exc:
             form.add_service_errors(exc.field_errors)
-            await audit.record(
-                request,
-                "auth.flow.submit",
-                target_id=connection.id,
-                outcome="error",
-                request_id=exc.request_id,
-                detail=detail,
-            )
         else:
             sent = True
-            await audit.record(request, "auth.flow.submit", target_id=connection.id, detail=detail)
     if sent and not request.htmx:
         return HttpResponseRedirect(_url(request.org.slug, "flow", connection.id))
     if sent or notice:

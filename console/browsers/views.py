@@ -12,6 +12,7 @@ live rows (one upstream per session serves every viewer, whatever their filter).
 from __future__ import annotations
 
 import contextlib
+import re
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -22,7 +23,7 @@ from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.live import Channel, Frame, relay_response, service_stream
@@ -48,6 +49,11 @@ STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
 HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
 MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
+# A cursor is the service's opaque X-Next-Offset: we only know it is a short token, never free text.
+CURSOR = re.compile(r"[A-Za-z0-9._~-]{1,200}")
+BAD_CURSOR = (
+    "That link is not a position in this session's history (or it has expired); showing the newest events."
+)
 # Panes other resources add to the session page, in tab order (rendered when their template exists).
 PANES = [
     ("processes", "Processes", "browsers/_processes.html"),
@@ -160,18 +166,19 @@ async def session_create(request):
         form = SessionForm(request.POST, **choices)
         if form.is_valid():
             try:
-                session = await browsers.create_session(request.service, **form.body())
+                async with audited(request, "browser.create") as entry:
+                    session = await browsers.create_session(request.service, **form.body())
+                    entry.target_id = session.session_id
+                    entry.detail = (
+                        f"name={session.name or ''} headless={session.headless} region={session.region}"
+                    )
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
-                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
             except ServiceError as exc:
                 if exc.status != 409:
                     raise
                 form.add_error("name", exc.message)
-                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
             else:
-                detail = f"name={session.name or ''} headless={session.headless} region={session.region}"
-                await audit.record(request, "browser.create", target_id=session.session_id, detail=detail)
                 messages.success(request, f"Browser session “{session.label}” started.")
                 return done(request, _url(request, "detail", session_id=session.session_id))
     return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
@@ -256,7 +263,17 @@ def _chips(request, session_id: str, categories: list[str], types: list[str]) ->
 
 async def _pane_context(request, session: browsers.Session, before: str | None = None) -> dict:
     categories, types = _filters(request)
-    rows, older = await _history(request.service, session.session_id, categories, types, before)
+    cursor_notice = ""
+    if before is not None and not CURSOR.fullmatch(before):
+        before, cursor_notice = None, BAD_CURSOR
+    try:
+        rows, older = await _history(request.service, session.session_id, categories, types, before)
+    except Invalid:
+        if before is None:
+            raise
+        # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
+        before, cursor_notice = None, BAD_CURSOR
+        rows, older = await _history(request.service, session.session_id, categories, types, None)
     sid = session.session_id
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
     stream_url = _url(request, "telemetry-stream", session_id=sid)
@@ -285,6 +302,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
         "filtered": bool(categories or types),
         "max_rows": MAX_ROWS,
         "before": before,
+        "cursor_notice": cursor_notice,
     }
 
 
@@ -372,14 +390,11 @@ async def telemetry_enable(request, session_id: str):
     session = await _get(request, session_id, include_deleted=False)
     body = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
     try:
-        await browsers.update_session(request.service, session_id, telemetry=body)
+        async with audited(request, "browser.telemetry", target_id=session_id, detail="enabled"):
+            await browsers.update_session(request.service, session_id, telemetry=body)
     except (Invalid, NotFound) as exc:
-        await audit.record(
-            request, "browser.telemetry", target_id=session_id, outcome="error", detail=exc.message
-        )
         messages.error(request, f"Telemetry could not be turned on: {exc.message}")
     else:
-        await audit.record(request, "browser.telemetry", target_id=session_id, detail="enabled")
         messages.success(request, f"Telemetry is on for “{session.label}”.")
     return done(request, _url(request, "detail", session_id=session_id))
 
@@ -390,11 +405,11 @@ async def session_delete(request, session_id: str):
     session = await _get(request, session_id)
     if request.method == "POST":
         require_role(request, "operator")
-        if not session.ended:
-            # NotFound: it ended on its own meanwhile, the outcome the operator wanted.
-            with contextlib.suppress(NotFound):
-                await browsers.delete_session(request.service, session_id)
-        await audit.record(request, "browser.delete", target_id=session_id, detail=session.name or "")
+        async with audited(request, "browser.delete", target_id=session_id, detail=session.name or ""):
+            if not session.ended:
+                # NotFound: it ended on its own meanwhile, the outcome the operator wanted.
+                with contextlib.suppress(NotFound):
+                    await browsers.delete_session(request.service, session_id)
         messages.success(request, f"Browser session “{session.label}” ended.")
         return done(request, _url(request, "list"))
     return render(request, "browsers/delete.html", {"session": session})

@@ -16,6 +16,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from console.accounts import audit
+from console.accounts.audit import audited
 from console.credentials.forms import (
     SECRET_FIELDS,
     SERVICE_FIELDS,
@@ -93,17 +94,17 @@ async def credential_create(request):
     form = CredentialForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            credential = await credentials.create_credential(request.service, **form.payload())
+            async with audited(request, "credential.create", detail=form.summary()) as entry:
+                try:
+                    credential = await credentials.create_credential(request.service, **form.payload())
+                except ServiceError as exc:
+                    raise _scrub(exc, form.secrets()) from None  # before the audit log sees it
+                entry.target_id = credential.id
         except Invalid as exc:
-            apply_service_errors(form, _scrub(exc, form.secrets()), SERVICE_FIELDS)
-            await audit.record(request, "credential.create", outcome="error", detail=exc.message)
+            apply_service_errors(form, exc, SERVICE_FIELDS)
         except Conflict as exc:
-            form.add_error("name", f"{_scrub(exc, form.secrets()).message}. Choose another name.")
-            await audit.record(request, "credential.create", outcome="error", detail=exc.message)
-        except ServiceError as exc:
-            raise _scrub(exc, form.secrets()) from None
+            form.add_error("name", f"{exc.message}. Choose another name.")
         else:
-            await audit.record(request, "credential.create", target_id=credential.id, detail=form.summary())
             messages.success(request, f"Credential “{credential.name}” saved.")
             return done(request, _url(request, "detail", credential_id=credential.id))
     context = {"form": form, "sso_providers": SSO_PROVIDERS}
@@ -126,23 +127,20 @@ async def credential_edit(request, credential_id: str):
     if request.method == "POST" and form.is_valid():
         body = form.changes()
         try:
-            updated = await credentials.update_credential(request.service, credential.id, **body)
+            async with audited(
+                request, "credential.update", target_id=credential.id, detail=form.summary(body)
+            ):
+                try:
+                    updated = await credentials.update_credential(request.service, credential.id, **body)
+                except ServiceError as exc:
+                    raise _scrub(exc, form.secrets()) from None  # before the audit log sees it
         except Invalid as exc:
-            apply_service_errors(form, _scrub(exc, form.secrets()), SERVICE_FIELDS)
-            await audit.record(
-                request, "credential.update", target_id=credential.id, outcome="error", detail=exc.message
-            )
+            apply_service_errors(form, exc, SERVICE_FIELDS)
         except Conflict as exc:
-            form.add_error("name", f"{_scrub(exc, form.secrets()).message}. Choose another name.")
-            await audit.record(
-                request, "credential.update", target_id=credential.id, outcome="error", detail=exc.message
-            )
+            form.add_error("name", f"{exc.message}. Choose another name.")
         except NotFound:
             raise Http404("No such credential") from None
-        except ServiceError as exc:
-            raise _scrub(exc, form.secrets()) from None
         else:
-            await audit.record(request, "credential.update", target_id=updated.id, detail=form.summary(body))
             messages.success(request, f"Credential “{updated.name}” updated.")
             return done(request, _url(request, "detail", credential_id=updated.id))
     context = {"credential": credential, "form": form, "sso_providers": SSO_PROVIDERS}
@@ -155,11 +153,11 @@ async def credential_delete(request, credential_id: str):
     credential = await _credential(request, credential_id)
     if request.method == "POST":
         try:
-            await credentials.delete_credential(request.service, credential.id)
+            async with audited(request, "credential.delete", target_id=credential.id, detail=credential.name):
+                await credentials.delete_credential(request.service, credential.id)
         except NotFound:
             messages.info(request, f"Credential “{credential.name}” was already deleted.")
         else:
-            await audit.record(request, "credential.delete", target_id=credential.id, detail=credential.name)
             messages.success(request, f"Credential “{credential.name}” deleted.")
         return done(request, _url(request, "list"))
     return render(request, "credentials/delete.html", {"credential": credential})

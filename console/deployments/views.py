@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.deployments.forms import DeploymentForm, FilterForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Invalid, NotFound, deployments
@@ -67,41 +67,30 @@ async def deployment_create(request):
             if env:
                 what += f", env vars {', '.join(sorted(env))}"
             try:
-                created = await deployments.create_deployment(
-                    request.service,
-                    file=data["file"].file,
-                    filename=data["file"].name,
-                    entrypoint_rel_path=data["entrypoint_rel_path"],
-                    version=data["version"],
-                    env_vars=env,
-                    force=data["force"],
-                    region=data["region"],
-                )
+                async with audited(request, "deployment.create", detail=what) as entry:
+                    created = await deployments.create_deployment(
+                        request.service,
+                        file=data["file"].file,
+                        filename=data["file"].name,
+                        entrypoint_rel_path=data["entrypoint_rel_path"],
+                        version=data["version"],
+                        env_vars=env,
+                        force=data["force"],
+                        region=data["region"],
+                    )
+                    entry.target_id = created.id
             except Invalid as exc:
                 field_map = {name: "env_vars" for name in exc.field_errors if name.startswith("env_vars[")}
                 apply_service_errors(form, exc, field_map)
-                await _failed(request, exc, what)
             except Conflict as exc:
                 form.add_error(
                     "version",
                     f"{exc.message} To replace it, tick “Replace this version if it is already deployed”.",
                 )
-                await _failed(request, exc, what)
             else:
-                await audit.record(request, "deployment.create", target_id=created.id, detail=what)
                 messages.success(request, f"Deployment {created.id} queued: follow its build below.")
                 return done(request, _url(request, "detail", deployment_id=created.id))
     return render(request, "deployments/new.html", {"form": form}, partial="deployment-create")
-
-
-async def _failed(request, exc, what: str) -> None:
-    await audit.record(
-        request,
-        "deployment.create",
-        outcome="error",
-        request_id=exc.request_id or "",
-        detail=f"{what}: {exc.message}",
-    )
 
 
 def summary_context(deployment: Deployment, org_slug: str) -> dict:
@@ -183,16 +172,18 @@ async def deployment_delete(request, deployment_id: str):
     require_role(request, "admin")
     before = await _get(request, deployment_id)
     if request.method == "POST":
+        if before.terminal:
+            outcome = f"was already {before.status}: nothing changed"
+        else:
+            outcome = f"was {before.status}: stopped and marked for deletion"
         try:
-            await deployments.delete_deployment(request.service, deployment_id)
+            async with audited(request, "deployment.delete", target_id=deployment_id, detail=outcome):
+                await deployments.delete_deployment(request.service, deployment_id)
         except NotFound:
             raise Http404("No such deployment") from None
         if before.terminal:
-            outcome = f"was already {before.status}: nothing changed"
             messages.info(request, f"Deployment {deployment_id} {outcome}.")
         else:
-            outcome = f"was {before.status}: stopped and marked for deletion"
             messages.success(request, f"Deployment {deployment_id} {outcome}.")
-        await audit.record(request, "deployment.delete", target_id=deployment_id, detail=outcome)
         return done(request, _url(request, "detail", deployment_id=deployment_id))
     return render(request, "deployments/delete.html", {"dep": before}, partial="deployment-delete")

@@ -45,7 +45,7 @@ def archive_problem(fileobj) -> str | None:
                 return "manifest.json is too large to be an extension manifest."
             try:
                 data = json.loads(archive.read(manifest).decode("utf-8-sig"))
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 return "manifest.json is not valid JSON."
             if not isinstance(data, dict):
                 return "manifest.json must hold a JSON object."

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
 from console.service import Conflict, Invalid, NotFound, ServiceError, extensions
 from console.web.decorators import org_view, require_role
@@ -34,9 +34,12 @@ async def _upload(request, form: UploadForm) -> extensions.Extension | None:
     upload = form.cleaned_data["file"]
     name = form.cleaned_data["name"] or None
     try:
-        record = await extensions.upload_extension(
-            request.service, upload.file, name=name, filename=upload.name
-        )
+        async with audited(request, "extension.upload", detail=f"name={name or ''}") as entry:
+            record = await extensions.upload_extension(
+                request.service, upload.file, name=name, filename=upload.name
+            )
+            entry.target_id = record.id
+            entry.detail = f"name={record.name or ''} size={record.size_bytes} sha256={record.checksum or ''}"
     except Invalid as exc:
         apply_service_errors(form, exc)
     except Conflict as exc:
@@ -46,10 +49,7 @@ async def _upload(request, form: UploadForm) -> extensions.Extension | None:
             raise
         form.add_error("file", f"The service refused the file as too large: {exc.message}")
     else:
-        detail = f"name={record.name or ''} size={record.size_bytes} sha256={record.checksum or ''}"
-        await audit.record(request, "extension.upload", target_id=record.id, detail=detail)
         return record
-    await audit.record(request, "extension.upload", outcome="error", detail=f"name={name or ''}")
     return None
 
 
@@ -135,10 +135,12 @@ async def extension_delete(request, id_or_name: str):
         raise Http404("No such extension") from None
     if request.method == "POST":
         try:
-            await extensions.delete_extension(request.service, extension.id)
+            async with audited(
+                request, "extension.delete", target_id=extension.id, detail=extension.name or ""
+            ):
+                await extensions.delete_extension(request.service, extension.id)
         except NotFound:
             raise Http404("No such extension") from None
-        await audit.record(request, "extension.delete", target_id=extension.id, detail=extension.name or "")
         messages.success(request, f"Extension “{extension.label}” deleted.")
         url = _url(request, "list")
         return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.invocations.forms import FilterForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, NotFound, invocations
@@ -184,20 +184,12 @@ async def invocation_cancel(request, invocation_id: str):
     conflict = ""
     if request.method == "POST":
         try:
-            invocation = await invocations.cancel_invocation(request.service, invocation_id)
+            async with audited(request, "invocation.cancel", target_id=invocation_id):
+                invocation = await invocations.cancel_invocation(request.service, invocation_id)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(
-                request,
-                "invocation.cancel",
-                target_id=invocation_id,
-                outcome="error",
-                request_id=exc.request_id or "",
-                detail=exc.message,
-            )
             invocation = await _get(request, invocation_id)
         else:
-            await audit.record(request, "invocation.cancel", target_id=invocation_id)
             messages.success(request, "Invocation cancelled: it is marked failed.")
             return done(request, _url(request, "detail", invocation_id=invocation_id))
     context = {"inv": invocation, "conflict": conflict}
@@ -213,14 +205,13 @@ async def invocation_delete_browsers(request, invocation_id: str):
         _get(request, invocation_id), _browsers(request, invocation_id)
     )
     if request.method == "POST":
+        count = len(browsers)
         try:
-            await invocations.delete_browsers(request.service, invocation_id)
+            detail = f"{count} session(s)"
+            async with audited(request, "invocation.delete_browsers", target_id=invocation_id, detail=detail):
+                await invocations.delete_browsers(request.service, invocation_id)
         except NotFound:
             raise Http404("No such invocation") from None
-        count = len(browsers)
-        await audit.record(
-            request, "invocation.delete_browsers", target_id=invocation_id, detail=f"{count} session(s)"
-        )
         messages.success(request, f"Deleted the invocation's browser sessions ({count}).")
         return done(request, _url(request, "detail", invocation_id=invocation_id))
     context = {"inv": invocation, "browsers": browsers}

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from django import forms
 
 from console.service.pools import CATEGORIES
+from console.web.forms import parse_json
 
 MAX_SIZE = 500
 MAX_POLICY_BYTES = 5 * 1024 * 1024
@@ -193,10 +194,7 @@ class PoolForm(forms.Form):
             return {}
         if len(raw.encode()) > MAX_POLICY_BYTES:
             raise forms.ValidationError("The policy can be at most 5 MiB.")
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
+        value = parse_json(raw)
         if not isinstance(value, dict):
             raise forms.ValidationError("Give a JSON object of policy names to values.")
         blocked = [name for name in value if name in BLOCKED_POLICIES]

@@ -10,7 +10,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
 from console.service import Conflict, Invalid, NotFound, extensions, pools, profiles, projects, proxies
 from console.service.pools import CATEGORIES
@@ -141,14 +141,12 @@ async def pool_create(request):
         form = PoolForm(request.POST, **_form_choices(choices))
         if form.is_valid():
             try:
-                pool = await pools.create_pool(request.service, **form.create_body())
+                async with audited(request, "pool.create") as entry:
+                    pool = await pools.create_pool(request.service, **form.create_body())
+                    entry.target_id, entry.detail = pool.id, f"{pool.label} size={pool.size}"
             except (Invalid, Conflict) as exc:
                 _apply_errors(form, exc)
-                await audit.record(request, "pool.create", outcome="error", detail=exc.message)
             else:
-                await audit.record(
-                    request, "pool.create", target_id=pool.id, detail=f"{pool.label} size={pool.size}"
-                )
                 messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
                 return done(request, _url(request, "detail", pool_id=pool.id))
     context = {"form": form, "pool": None, **choices}
@@ -184,13 +182,15 @@ async def pool_acquire(request, pool_id: str):
         data = form.cleaned_data
         timeout = data["timeout_seconds"] if data["timeout_seconds"] is not None else 10
         try:
-            session = await pools.acquire(
-                request.service,
-                pool_id,
-                timeout_seconds=timeout,
-                name=data["name"] or None,
-                start_url=data["start_url"] or None,
-            )
+            async with audited(request, "pool.acquire", target_id=pool_id) as entry:
+                session = await pools.acquire(
+                    request.service,
+                    pool_id,
+                    timeout_seconds=timeout,
+                    name=data["name"] or None,
+                    start_url=data["start_url"] or None,
+                )
+                entry.detail = f"session {session.session_id}" if session else f"none free within {timeout} s"
         except NotFound:
             raise Http404("No such pool") from None
         except (Invalid, Conflict) as exc:
@@ -198,13 +198,8 @@ async def pool_acquire(request, pool_id: str):
                 apply_service_errors(form, exc)
             else:
                 form.add_error("name", exc.message)
-            await audit.record(
-                request, "pool.acquire", target_id=pool_id, outcome="error", detail=exc.message
-            )
         else:
             waited = session is None
-            detail = f"session {session.session_id}" if session else f"none free within {timeout} s"
-            await audit.record(request, "pool.acquire", target_id=pool_id, detail=detail)
     pool = await _get(request, pool_id)
     context = {
         "pool": pool,
@@ -229,19 +224,15 @@ async def pool_release(request, pool_id: str):
     if form.is_valid():
         session_id, reuse = form.cleaned_data["session_id"], form.cleaned_data["reuse"]
         try:
-            await pools.release(request.service, pool_id, session_id, reuse=reuse)
+            detail = f"session {session_id} reuse={reuse}"
+            async with audited(request, "pool.release", target_id=pool_id, detail=detail):
+                await pools.release(request.service, pool_id, session_id, reuse=reuse)
         except NotFound as exc:
             form.add_error("session_id", f"Not a browser leased from this pool: {exc.message}")
-            await audit.record(
-                request, "pool.release", target_id=pool_id, outcome="error", detail=exc.message
-            )
         except Invalid as exc:
             apply_service_errors(form, exc)
         else:
             what = "returned to the pool" if reuse else "destroyed; the pool warms a new one"
-            await audit.record(
-                request, "pool.release", target_id=pool_id, detail=f"session {session_id} reuse={reuse}"
-            )
             messages.success(request, f"Session {session_id} released: the browser was {what}.")
             return done(request, _url(request, "detail", pool_id=pool_id))
     pool = await _get(request, pool_id)
@@ -258,10 +249,10 @@ async def pool_release(request, pool_id: str):
 @org_view("operator")
 async def pool_flush(request, pool_id: str):
     try:
-        await pools.flush(request.service, pool_id)
+        async with audited(request, "pool.flush", target_id=pool_id):
+            await pools.flush(request.service, pool_id)
     except NotFound:
         raise Http404("No such pool") from None
-    await audit.record(request, "pool.flush", target_id=pool_id)
     messages.success(request, "Idle browsers flushed; leased ones are untouched. The pool warms up again.")
     return done(request, _url(request, "detail", pool_id=pool_id))
 
@@ -280,16 +271,15 @@ async def pool_edit(request, pool_id: str):
             if not body and not discard:
                 form.add_error(None, "Nothing changed.")
             else:
+                changed = (", ".join(sorted(body)) + (" discard_all_idle" if discard else "")).strip()
                 try:
-                    pool = await pools.update_pool(request.service, pool.id, discard_all_idle=discard, **body)
+                    async with audited(request, "pool.update", target_id=pool.id, detail=changed):
+                        pool = await pools.update_pool(
+                            request.service, pool.id, discard_all_idle=discard, **body
+                        )
                 except (Invalid, Conflict) as exc:
                     _apply_errors(form, exc)
-                    await audit.record(
-                        request, "pool.update", target_id=pool.id, outcome="error", detail=exc.message
-                    )
                 else:
-                    changed = ", ".join(sorted(body)) + (" discard_all_idle" if discard else "")
-                    await audit.record(request, "pool.update", target_id=pool.id, detail=changed.strip())
                     messages.success(request, f"Pool “{pool.label}” saved.")
                     return done(request, _url(request, "detail", pool_id=pool.id))
     context = {"form": form, "pool": pool, **choices}
@@ -308,15 +298,14 @@ async def pool_delete(request, pool_id: str):
         form.is_valid()
         force = bool(form.cleaned_data.get("force"))
         try:
-            await pools.delete_pool(request.service, pool.id, force=force)
+            async with audited(
+                request, "pool.delete", target_id=pool.id, detail=f"{pool.label} force={force}"
+            ):
+                await pools.delete_pool(request.service, pool.id, force=force)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(request, "pool.delete", target_id=pool.id, outcome="error", detail=exc.message)
             pool = await _get(request, pool_id)
         else:
-            await audit.record(
-                request, "pool.delete", target_id=pool.id, detail=f"{pool.label} force={force}"
-            )
             messages.success(request, f"Pool “{pool.label}” deleted.")
             return done(request, _url(request, "list"))
     context = {"pool": pool, "form": form, "conflict": conflict}

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts import audit
+from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
 from console.service import Conflict, Invalid, NotFound, profiles
 from console.web.decorators import org_view, require_role
@@ -40,16 +41,16 @@ async def profile_list(request):
         require_role(request, "admin")
         form = ProfileForm(request.POST, required=False)
         if form.is_valid():
+            name = form.cleaned_data["name"] or None
             try:
-                profile = await profiles.create_profile(request.service, form.cleaned_data["name"] or None)
+                async with audited(request, "profile.create", detail=name or "") as entry:
+                    profile = await profiles.create_profile(request.service, name)
+                    entry.target_id = profile.id
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(request, "profile.create", outcome="error", detail=exc.message)
             except Conflict as exc:
                 form.add_error("name", exc.message)
-                await audit.record(request, "profile.create", outcome="error", detail=exc.message)
             else:
-                await audit.record(request, "profile.create", target_id=profile.id, detail=profile.name or "")
                 messages.success(request, f"Profile “{profile.label}” created.")
                 return done(request, _url(request, "list") + f"?q={profile.id}")
     page_params = paging(request)
@@ -69,19 +70,17 @@ async def profile_rename(request, profile_id: str):
     if request.method == "POST":
         form = ProfileForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"]
             try:
-                profile = await profiles.rename_profile(
-                    request.service, profile.id, form.cleaned_data["name"]
-                )
+                async with audited(request, "profile.rename", target_id=profile.id, detail=name):
+                    profile = await profiles.rename_profile(request.service, profile.id, name)
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except Conflict as exc:
                 form.add_error("name", exc.message)
             else:
-                await audit.record(request, "profile.rename", target_id=profile.id, detail=profile.name or "")
                 messages.success(request, f"Renamed to “{profile.label}”.")
                 return done(request, _url(request, "list"))
-            await audit.record(request, "profile.rename", target_id=profile.id, outcome="error")
     return render(
         request, "profiles/rename.html", {"profile": profile, "form": form}, partial="profile-rename"
     )
@@ -95,14 +94,11 @@ async def profile_delete(request, profile_id: str):
     conflict = ""
     if request.method == "POST":
         try:
-            await profiles.delete_profile(request.service, profile.id)
+            async with audited(request, "profile.delete", target_id=profile.id, detail=profile.name or ""):
+                await profiles.delete_profile(request.service, profile.id)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(
-                request, "profile.delete", target_id=profile.id, outcome="error", detail=exc.message
-            )
         else:
-            await audit.record(request, "profile.delete", target_id=profile.id, detail=profile.name or "")
             messages.success(request, f"Profile “{profile.label}” deleted.")
             return done(request, _url(request, "list"))
     return render(

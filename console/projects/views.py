@@ -9,7 +9,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
 from console.service import Conflict, Invalid, NotFound, projects
 from console.web.decorators import org_view, require_role
@@ -30,16 +30,16 @@ async def project_list(request):
         require_role(request, "admin")
         form = ProjectForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"]
             try:
-                project = await projects.create_project(request.service, form.cleaned_data["name"])
+                async with audited(request, "project.create", detail=name) as entry:
+                    project = await projects.create_project(request.service, name)
+                    entry.target_id = project.id
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(request, "project.create", outcome="error", detail=exc.message)
             except Conflict as exc:
                 form.add_error("name", exc.message)
-                await audit.record(request, "project.create", outcome="error", detail=exc.message)
             else:
-                await audit.record(request, "project.create", target_id=project.id, detail=project.name)
                 messages.success(request, f"Project “{project.name}” created.")
                 return done(request, _url(request, "detail", project_id=project.id))
     page_params = paging(request)
@@ -104,16 +104,13 @@ async def project_limits(request, project_id: str):
                     None, "Nothing to change: pick “Cap at” or “Remove the cap” for at least one limit."
                 )
             else:
+                summary = ", ".join(f"{k}={v or 'no cap'}" for k, v in changes.items())
                 try:
-                    await projects.update_limits(svc, project_id, **changes)
+                    async with audited(request, "project.limits", target_id=project_id, detail=summary):
+                        await projects.update_limits(svc, project_id, **changes)
                 except Invalid as exc:
                     apply_service_errors(form, exc, {name: f"{name}_value" for name in LIMIT_LABELS})
-                    await audit.record(
-                        request, "project.limits", target_id=project_id, outcome="error", detail=exc.message
-                    )
                 else:
-                    summary = ", ".join(f"{k}={v or 'no cap'}" for k, v in changes.items())
-                    await audit.record(request, "project.limits", target_id=project_id, detail=summary)
                     messages.success(request, "Limits saved.")
                     form, editing = LimitsForm(), False
     elif editing:
@@ -147,16 +144,15 @@ async def project_rename(request, project_id: str):
     if request.method == "POST":
         form = ProjectForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"]
             try:
-                project = await projects.update_project(
-                    request.service, project_id, name=form.cleaned_data["name"]
-                )
+                async with audited(request, "project.rename", target_id=project_id, detail=name):
+                    project = await projects.update_project(request.service, project_id, name=name)
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except Conflict as exc:
                 form.add_error("name", exc.message)
             else:
-                await audit.record(request, "project.rename", target_id=project_id, detail=project.name)
                 messages.success(request, f"Renamed to “{project.name}”.")
                 return done(request, _url(request, "detail", project_id=project_id))
     return render(
@@ -173,13 +169,12 @@ async def project_status(request, project_id: str):
     if status not in ("active", "archived"):
         messages.error(request, "Choose archive or restore.")
         return done(request, _url(request, "detail", project_id=project_id))
+    action = f"project.{'archive' if status == 'archived' else 'restore'}"
     try:
-        project = await projects.update_project(request.service, project_id, status=status)
+        async with audited(request, action, target_id=project_id):
+            project = await projects.update_project(request.service, project_id, status=status)
     except NotFound:
         raise Http404("No such project") from None
-    await audit.record(
-        request, f"project.{'archive' if status == 'archived' else 'restore'}", target_id=project_id
-    )
     messages.success(
         request, f"Project “{project.name}” {'archived' if status == 'archived' else 'restored'}."
     )
@@ -198,14 +193,11 @@ async def project_delete(request, project_id: str):
     conflict = ""
     if request.method == "POST":
         try:
-            await projects.delete_project(request.service, project_id)
+            async with audited(request, "project.delete", target_id=project_id, detail=project.name):
+                await projects.delete_project(request.service, project_id)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(
-                request, "project.delete", target_id=project_id, outcome="error", detail=exc.message
-            )
         else:
-            await audit.record(request, "project.delete", target_id=project_id, detail=project.name)
             if request.membership.project_id == project_id:
                 request.membership.project_id = request.membership.project_name = ""
                 await request.membership.asave(update_fields=["project_id", "project_name"])

@@ -13,7 +13,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.proxies.forms import FIELD_MAP, TYPE_LABELS, CheckForm, ProxyForm, RenameForm, type_choices
 from console.service import Invalid, NotFound, proxies
 from console.web.decorators import org_view
@@ -64,23 +64,19 @@ async def proxy_create(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                proxy = await proxies.create_proxy(
-                    request.service,
-                    type=kind,
-                    name=data["name"] or None,
-                    protocol=data["protocol"],
-                    bypass_hosts=data["bypass_hosts"],
-                    config=form.config(),
-                )
+                async with audited(request, "proxy.create", detail=f"type={kind}") as entry:
+                    proxy = await proxies.create_proxy(
+                        request.service,
+                        type=kind,
+                        name=data["name"] or None,
+                        protocol=data["protocol"],
+                        bypass_hosts=data["bypass_hosts"],
+                        config=form.config(),
+                    )
+                    entry.target_id, entry.detail = proxy.id, f"type={kind} name={proxy.name or ''}"
             except Invalid as exc:
                 apply_service_errors(form, exc, {**FIELD_MAP, "type": "name"})
-                await audit.record(
-                    request, "proxy.create", outcome="error", detail=f"type={kind}: {exc.message}"
-                )
             else:
-                await audit.record(
-                    request, "proxy.create", target_id=proxy.id, detail=f"type={kind} name={proxy.name or ''}"
-                )
                 messages.success(request, f"{TYPE_LABELS[kind]} proxy “{proxy.name or proxy.id}” created.")
                 return done(request, _url(request, "detail", proxy_id=proxy.id))
     context = {"form": form, "kind": kind, "types": type_choices(), "labels": TYPE_LABELS}
@@ -116,14 +112,15 @@ async def proxy_rename(request, proxy_id: str):
     if request.method == "POST":
         form = RenameForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"]
             try:
-                proxy = await proxies.rename_proxy(request.service, proxy_id, form.cleaned_data["name"])
+                async with audited(request, "proxy.rename", target_id=proxy_id, detail=name):
+                    proxy = await proxies.rename_proxy(request.service, proxy_id, name)
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except NotFound:
                 raise Http404("No such proxy") from None
             else:
-                await audit.record(request, "proxy.rename", target_id=proxy_id, detail=proxy.name or "")
                 messages.success(request, f"Renamed to “{proxy.name}”.")
                 if not request.htmx:
                     return HttpResponseRedirect(_url(request, "detail", proxy_id=proxy_id))
@@ -142,17 +139,16 @@ async def proxy_check(request, proxy_id: str):
     if form.is_valid():
         target = form.cleaned_data["url"] or None
         try:
-            result = await proxies.check_proxy(request.service, proxy_id, url=target)
+            async with audited(request, "proxy.check", target_id=proxy_id) as entry:
+                result = await proxies.check_proxy(request.service, proxy_id, url=target)
+                entry.detail = f"status={result.status} ip={result.ip_address or '-'}" + (
+                    " target" if target else ""
+                )
         except Invalid as exc:
             apply_service_errors(form, exc)
-            await audit.record(
-                request, "proxy.check", target_id=proxy_id, outcome="error", detail=exc.message
-            )
         except NotFound:
             raise Http404("No such proxy") from None
         else:
-            detail = f"status={result.status} ip={result.ip_address or '-'}" + (" target" if target else "")
-            await audit.record(request, "proxy.check", target_id=proxy_id, detail=detail)
             if not target:
                 proxy = result
     context = _detail_context(proxy, check_form=form, result=result, target=form.cleaned_data.get("url", ""))
@@ -169,10 +165,10 @@ async def proxy_delete(request, proxy_id: str):
     proxy = await _get(request, proxy_id)
     if request.method == "POST":
         try:
-            await proxies.delete_proxy(request.service, proxy_id)
+            async with audited(request, "proxy.delete", target_id=proxy_id, detail=proxy.name or ""):
+                await proxies.delete_proxy(request.service, proxy_id)
         except NotFound:
             raise Http404("No such proxy") from None
-        await audit.record(request, "proxy.delete", target_id=proxy_id, detail=proxy.name or "")
         messages.success(request, f"Proxy “{proxy.name or proxy.id}” deleted.")
         return done(request, _url(request, "list"))
     return render(request, "proxies/delete.html", {"proxy": proxy, "labels": TYPE_LABELS})

@@ -76,6 +76,8 @@ async def add_fault(request: Request):
         fields=body.get("fields") if isinstance(body.get("fields"), dict) else None,
         stall_seconds=float(body.get("stall_seconds") or 0),
         stall_after_chunks=int(body.get("stall_after_chunks") or 1),
+        delay_response_ms=int(body.get("delay_response_ms") or 0),
+        drop_response=bool(body.get("drop_response")),
         count=body.get("count", 1),
     )
     request.state.tenant.faults.append(fault)

@@ -61,6 +61,8 @@ def endpoint(handler: Handler) -> Handler:
             response = await handler(request)
             if fault is not None and fault.fields:
                 response = _with_fields(response, fault.fields)
+            if fault is not None:
+                response = await _after_fault(fault, response)
         except ApiError as error:
             response = error_response(error, request_id)
         response.headers.setdefault("X-Request-Id", request_id)
@@ -112,6 +114,23 @@ def _with_fields(response: Response, fields: dict) -> Response:
     dropped = ("content-length", "content-type")
     headers = {k: v for k, v in response.headers.items() if k.lower() not in dropped}
     return JSONResponse(body, status_code=response.status_code, headers=headers)
+
+
+async def _after_fault(fault, response: Response) -> Response:
+    """Faults that strike once the request has taken effect: a late answer, or one cut short."""
+    if fault.delay_response_ms:
+        await asyncio.sleep(fault.delay_response_ms / 1000)
+    if not fault.drop_response:
+        return response
+    body = getattr(response, "body", b"") or b"{}"
+
+    async def cut():
+        yield body[: len(body) // 2]
+        raise StreamDropped("response dropped mid-body (injected fault)")
+
+    # A declared length longer than what is sent: the client sees the connection close early.
+    headers = {"Content-Length": str(len(body)), "Content-Type": "application/json"}
+    return StreamingResponse(cut(), status_code=200, headers=headers)
 
 
 async def read_json(request: Request) -> dict:

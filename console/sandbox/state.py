@@ -54,6 +54,9 @@ class Fault:
     fields: dict | None = None  # merged into a JSON object answer (into each of its ``items`` for a list)
     stall_seconds: float = 0  # a stream sends nothing at all (no keepalives either) for this long...
     stall_after_chunks: int = 1  # ...after this many chunks (1: right after ": connected")
+    # Both act after the handler ran, so the change is made but the client never hears about it.
+    delay_response_ms: int = 0  # hold the answer this long (past the client's read timeout)
+    drop_response: bool = False  # start a 200 and cut the connection mid-body
     count: int | None = 1
 
     def matches(self, method: str, path: str) -> bool:

@@ -7,10 +7,12 @@ page = await projects.list_projects(svc, limit=20, offset=0)
 
 from console.service.errors import (
     BadRequest,
+    BadResponse,
     Conflict,
     Forbidden,
     Gone,
     Invalid,
+    NoAnswer,
     NotFound,
     RateLimited,
     ServiceError,
@@ -23,10 +25,12 @@ from console.service.pagination import Page
 
 __all__ = [
     "BadRequest",
+    "BadResponse",
     "Conflict",
     "Forbidden",
     "Gone",
     "Invalid",
+    "NoAnswer",
     "NotFound",
     "Page",
     "RateLimited",

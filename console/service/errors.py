@@ -137,10 +137,36 @@ class RateLimited(ServiceError):
         self.retry_after = retry_after
 
 
+class NoAnswer(Unavailable):
+    """The request went out but no complete answer came back (read timeout, connection cut mid-way).
+
+    Unlike a refused connection, the service may have acted on it: a mutation's result is unknown.
+    """
+
+    default_message = "the service did not answer"
+
+
+class BadResponse(Unavailable):
+    """A 2xx whose body is not what the contract promises (not JSON, wrong shape, missing fields).
+
+    Shown like a 5xx. For a mutation the service said yes but we cannot read what it did: unknown.
+    """
+
+    default_message = "the service sent an answer the console cannot read"
+
+
 class StreamDropped(Unavailable):
     """An event stream ended abruptly (connection reset, incomplete chunked body, read error)."""
 
     default_message = "the event stream was interrupted"
+
+
+def leaves_outcome_unknown(error: BaseException) -> bool:
+    """Whether a failed call may still have taken effect: no answer, an unreadable one, or a gateway
+    timeout. Every other error is the service's own refusal, or came before anything was sent."""
+    if isinstance(error, NoAnswer | BadResponse):
+        return True
+    return isinstance(error, ServiceError) and error.status == 504
 
 
 ERROR_BY_STATUS: dict[int, type[ServiceError]] = {

@@ -65,7 +65,7 @@ def _path(session_id: str, tail: str) -> str:
 
 async def list_files(svc: Service, session_id: str, path: str) -> list[FileInfo]:
     reply = await request(svc, "GET", _path(session_id, "list_files"), params={"path": path})
-    return FileInfo.list_from_json(reply.data if isinstance(reply.data, list) else [])
+    return FileInfo.list_from_json(reply.data)
 
 
 async def file_info(svc: Service, session_id: str, path: str) -> FileInfo:

@@ -342,7 +342,19 @@ def _transport_error(svc: Service, exc: httpx.TransportError, timeout: httpx.Tim
         message = f"could not connect to {svc.base_url}: {reason}"
     else:
         message = f"the connection to {svc.base_url} broke: {str(exc) or type(exc).__name__}"
-    return errors.Unavailable(_redact(svc, message))
+    # Only a failure before the request left (no connection, a request we could not even write) proves
+    # nothing was sent; anything later may have reached the service.
+    unsent = (
+        httpx.ConnectError,
+        httpx.ConnectTimeout,
+        httpx.PoolTimeout,
+        httpx.LocalProtocolError,
+        httpx.UnsupportedProtocol,
+        httpx.ProxyError,
+    )
+    sent = not isinstance(exc, unsent)
+    cls = errors.NoAnswer if sent else errors.Unavailable
+    return cls(_redact(svc, message))
 
 
 def _secs(value: float | None) -> str:
@@ -429,18 +441,23 @@ async def request(
     )
     request_id = response.headers.get("x-request-id")
     try:
-        body = b"" if expect == "none" else await response.aread()
+        # Read even a body we discard: an answer cut short must not pass for a success.
+        body = await response.aread()
+        if expect == "none":
+            body = b""
     except httpx.TransportError as exc:
-        raise _transport_error(svc, exc, _timeout(timeout, False)) from None
+        error = _transport_error(svc, exc, _timeout(timeout, False))
+        error.status, error.request_id = response.status_code, request_id
+        raise error from None
     finally:
         await response.aclose()
     reply = Reply(status=response.status_code, headers=response.headers, content=body, request_id=request_id)
     if expect == "json":
         try:
             reply.data  # noqa: B018 - parse now so a bad body fails here, not in a template
-        except ValueError:
+        except (ValueError, RecursionError):
             preview = body[:ERROR_BODY_PREVIEW].decode("utf-8", "replace")
-            raise errors.Unavailable(
+            raise errors.BadResponse(
                 f"the service sent a body that is not JSON: {preview}",
                 status=response.status_code,
                 request_id=request_id,

@@ -66,8 +66,7 @@ async def fetch_page(
     """
     query = {**(params or {}), "limit": limit, "offset": offset}
     reply = await request(svc, "GET", path, params=query)
-    data = reply.data if isinstance(reply.data, list) else []
-    return page_from_reply(record_cls.list_from_json(data), reply.headers, limit=limit, offset=offset)
+    return page_from_reply(record_cls.list_from_json(reply.data), reply.headers, limit=limit, offset=offset)
 
 
 async def iter_all(

@@ -17,6 +17,10 @@ dataclass automatically (keyword-only ``__init__``)::
 - fields typed ``datetime`` are parsed from RFC 3339 into aware datetimes (naive → UTC); a value that
   does not parse is kept as the raw string rather than failing the whole page;
 - fields typed as another Record (or ``list[SomeRecord]``) are built recursively.
+
+What the contract does promise is checked: an object where an object is expected, a list where a list
+is, and every field declared without a default (ids) present. Otherwise ``errors.BadResponse``, shown
+like a 5xx, instead of a TypeError deep in a view.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import types
 import typing
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
+
+from console.service import errors
+from console.service.http import last_request_id
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
 
@@ -98,6 +105,8 @@ class Record:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Self:
+        if data is not None and not isinstance(data, dict):
+            raise _bad_shape(f"expected {_a(cls)} object, got {_kind(data)}")
         data = dict(data or {})
         kwargs: dict[str, Any] = {}
         for name, hint in cls._field_hints().items():
@@ -105,11 +114,37 @@ class Record:
                 kwargs[name] = _convert(hint, data.pop(name))
             elif not _has_default(cls, name):
                 kwargs[name] = None
+        # A field declared without a default is one the contract always sends (an id): without it
+        # nothing can link to the record, so the answer is unusable rather than merely sparse.
+        missing = [n for n in cls._field_hints() if not _has_default(cls, n) and kwargs.get(n) in (None, "")]
+        if missing:
+            raise _bad_shape(f"{_a(cls)} object without {', '.join(missing)}")
         return cls(**kwargs, extra=data)
 
     @classmethod
     def list_from_json(cls, items: list[dict[str, Any]] | None) -> list[Self]:
-        return [cls.from_json(item) for item in items or [] if isinstance(item, dict)]
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise _bad_shape(f"expected a list of {cls.__name__} objects, got {_kind(items)}")
+        return [cls.from_json(item) for item in items]
+
+
+def _bad_shape(what: str) -> errors.BadResponse:
+    # The request id of the answer being read: records are built right after their request.
+    return errors.BadResponse(
+        f"the service sent an answer of the wrong shape: {what}", request_id=last_request_id.get() or None
+    )
+
+
+def _a(cls: type) -> str:
+    return ("an " if cls.__name__[:1] in "AEIOU" else "a ") + cls.__name__
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
+    )
 
 
 def _has_default(cls: type, name: str) -> bool:

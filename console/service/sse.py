@@ -54,7 +54,7 @@ def _to_event(frame: Any) -> ServerEvent | None:
         return None
     try:
         data = json.loads(frame.data)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = frame.data
     event = frame.event if frame.event and frame.event != "message" else None
     return ServerEvent(id=frame.id or None, event=event, data=data, retry=frame.retry)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django import forms
 
 from console.service.errors import Invalid
@@ -32,3 +35,37 @@ def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, 
             placed = True
     if not placed:
         form.add_error(None, error.message)
+
+
+# Deeper than any policy or payload a person writes; deep enough input used to end in a RecursionError
+# (a 500), and anything near Python's limit would fail again when sent on.
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(text: str) -> Any:
+    """JSON typed into a form, parsed; bad or too deeply nested JSON is a ValidationError for the field."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise forms.ValidationError(TOO_DEEP) from None
+    except ValueError as exc:
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise forms.ValidationError(f"Not valid JSON: {getattr(exc, 'msg', exc)}{where}.") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise forms.ValidationError(TOO_DEEP)
+    return value
+
+
+TOO_DEEP = f"The JSON is too deeply nested (at most {MAX_JSON_DEPTH} levels)."
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest

@@ -120,6 +120,13 @@ def describe(request, error) -> dict:
             settings_url = reverse("settings", kwargs={"org_slug": org.slug})
         except NoReverseMatch:
             settings_url = ""
+    if request.method not in ("GET", "HEAD") and errors.leaves_outcome_unknown(error):
+        return {
+            "title": "Result unknown",
+            "text": "The service did not give a readable answer, so the change may or may not have been "
+            "made. Check the resource before trying again.",
+            "status": 504,
+        }
     if isinstance(error, errors.Unauthorized):
         return {
             "title": "Service rejected the key",

@@ -150,6 +150,9 @@ async def test_it_checks_patterns_and_nested_json_against_the_schema(operator_cl
     assert "period.from must be a date" in (await operator_client.post(report, bad)).content.decode()
     broken = {"input-p__format": "csv", "input-p__period": "{oops"}
     assert "Not valid JSON" in (await operator_client.post(report, broken)).content.decode()
+    deep = {"input-p__format": "csv", "input-p__period": "[" * 100_000}
+    response = await operator_client.post(report, deep)
+    assert response.status_code == 200 and "too deeply nested" in response.content.decode()
     assert posted_invocations(tenant) == []
 
 

@@ -298,7 +298,23 @@ async def test_it_checks_paths_before_sending(operator_client, tenant, session):
         await operator_client.post(url(session, "files/mkdir/"), {"path": "/tmp/../etc"})
     ).content.decode()
     assert "cannot contain" in body
+    for path, message in [
+        ("/tmp/" + "a" * 256, "at most 255 bytes"),
+        ("/tmp/" + "/b" * 2100, "at most 4096"),
+    ]:
+        response = await operator_client.post(url(session, "files/mkdir/"), {"path": path})
+        assert response.status_code == 200 and message in response.content.decode()
     assert service_calls(tenant, "PUT", "/fs/create_directory") == []
+
+
+async def test_it_answers_an_over_long_path_in_the_url_without_asking_the_service(
+    viewer_client, tenant, session
+):
+    for path in ["/tmp/" + "a" * 5000, "/tmp/" + "x" * 300]:
+        for view in ("files/", "files/file/", "files/download/"):
+            response = await viewer_client.get(url(session, view), {"path": path})
+            assert response.status_code == 404, (view, response.status_code)
+    assert [c for c in tenant.requests() if "/fs/" in c["path"] and "a" * 300 in str(c)] == []
 
 
 async def test_it_uploads_files_into_a_directory(operator_client, tenant, session):
@@ -498,6 +514,18 @@ async def test_it_runs_a_batch_in_order(operator_client, tenant, session):
     }
     entry = await AuditLog.objects.aget(action="browser.computer.batch")
     assert entry.detail == "move_mouse, click_mouse, press_key"
+
+
+async def test_it_refuses_a_batch_over_the_limit_and_sends_nothing(operator_client, tenant, session):
+    data = {}
+    for i in range(25):
+        data.update({f"action-{i}-type": "move_mouse", f"action-{i}-x": "1", f"action-{i}-y": str(i)})
+    response = await operator_client.post(url(session, "computer/batch/"), data, headers=hx("computer-pane"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "at most 20 actions" in body and "this one has 25" in body
+    assert service_calls(tenant, "POST", "/computer/batch") == []
+    assert not await AuditLog.objects.filter(action="browser.computer.batch").aexists()
 
 
 async def test_it_marks_the_batch_row_that_the_service_stopped_at(operator_client, tenant, session):

@@ -345,6 +345,20 @@ async def test_it_loads_older_history_with_the_cursor(viewer_client, quiet):
     assert plain.status_code == 302 and "before=" in plain["Location"]
 
 
+@pytest.mark.parametrize("before", ["not-a-cursor", "12", "9" * 5000, "../x", "1 2"])
+async def test_it_shows_the_newest_events_for_a_bad_cursor(viewer_client, quiet, before):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    emit(quiet, sid, "page_load")
+    response = await viewer_client.get(url(f"{sid}/"), {"before": before})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "not a position in this session" in body and "data-seq=" in body
+    older = await viewer_client.get(
+        url(f"{sid}/telemetry/"), {"before": before}, headers=hx("telemetry-older")
+    )
+    assert older.status_code == 200 and "not a position in this session" in older.content.decode()
+
+
 async def test_it_shows_an_ended_session_without_a_stream(viewer_client, quiet):
     sid = create(quiet, telemetry=ON)["session_id"]
     emit(quiet, sid, "page_load")

@@ -98,6 +98,7 @@ async def test_it_answers_an_htmx_upload_with_the_form_and_a_refresh_event(admin
         (zipped({"background.js": "x"}), "manifest.json is missing"),
         (zipped({"a/manifest.json": "{}", "b/x.js": ""}), "manifest.json is missing"),
         (zipped({"manifest.json": "{oops"}), "not valid JSON"),
+        (zipped({"manifest.json": "[" * 100_000}), "not valid JSON"),
         (zipped({"manifest.json": "{}", "../../evil.js": ""}), "unsafe entry"),
         (zipped({"manifest.json": "{}", "/etc/passwd": ""}), "unsafe entry"),
         (zipped({}), "empty"),

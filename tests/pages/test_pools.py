@@ -157,6 +157,8 @@ async def test_it_creates_a_pool_with_the_whole_configuration(admin_client, tena
         ({"size": "0"}, "At least 1."),
         ({"chrome_policy": "{not json"}, "Not valid JSON"),
         ({"chrome_policy": "[1, 2]"}, "JSON object"),
+        ({"chrome_policy": "[" * 100_000}, "too deeply nested"),
+        ({"chrome_policy": '{"a": ' * 100_000}, "too deeply nested"),
         ({"chrome_policy": '{"ProxyMode": "direct"}'}, "Managed by the service"),
         ({"start_url": "javascript:alert(1)"}, "http:// or https://"),
         ({"viewport": "custom"}, "Required for a custom viewport."),

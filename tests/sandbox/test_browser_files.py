@@ -112,6 +112,22 @@ def test_it_refuses_traversal_and_relative_paths_with_400(tenant, session, path)
     assert "path" in details(response)
 
 
+@pytest.mark.parametrize(
+    ("method", "tail"),
+    [("GET", "read_file"), ("GET", "list_files"), ("GET", "file_info"), ("PUT", "create_directory")],
+)
+@pytest.mark.parametrize(
+    "path", ["/tmp/" + "a" * 5000, "/tmp/" + "b" * 256, "/tmp/" + "/".join(["c" * 200] * 25)]
+)
+def test_it_refuses_over_long_paths_and_names_with_400(tenant, session, method, tail, path):
+    if method == "PUT":
+        response = fs(tenant, session, "PUT", tail, json={"path": path})
+    else:
+        response = fs(tenant, session, method, tail, params={"path": path})
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] in ("invalid", "invalid_request") and "path" in details(response)
+
+
 def test_it_never_serves_the_hosts_own_files(tenant, session):
     response = fs(tenant, session, "GET", "read_file", params={"path": "/etc/passwd"})
     assert response.status_code == 404

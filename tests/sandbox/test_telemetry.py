@@ -96,9 +96,10 @@ def test_it_refuses_a_limit_outside_1_to_100(quiet, limit):
     assert error_shape(response)["details"][0]["code"] == "limit"
 
 
-def test_it_refuses_a_cursor_it_did_not_issue(quiet):
+@pytest.mark.parametrize("offset", ["17", "not-a-cursor", "9" * 5000, "-5", "1e9", "\x00", "9" * 40])
+def test_it_refuses_a_cursor_it_did_not_issue(quiet, offset):
     sid = session(quiet)
-    response = quiet.call("GET", f"/browsers/{sid}/telemetry/events", params={"offset": "17"})
+    response = quiet.call("GET", f"/browsers/{sid}/telemetry/events", params={"offset": offset})
     assert response.status_code == 400
     assert error_shape(response)["details"][0]["code"] == "offset"
 

@@ -16,6 +16,7 @@ from console.service import (
     ServiceError,
     Unauthorized,
     Unavailable,
+    errors,
     projects,
     uploads,
 )
@@ -216,7 +217,22 @@ def test_records_tolerate_unknown_and_absent_fields():
     assert project.extra == {"new": 1}
     assert project.created_at.tzinfo is not None
     assert project.created_at.microsecond == 123456
-    assert Project.list_from_json([{"id": "a"}, "junk"]) == [Project(id="a")]
+    assert Project.list_from_json([{"id": "a"}]) == [Project(id="a")]
+    assert Project.list_from_json(None) == []
+
+
+@pytest.mark.parametrize(
+    "data", [[{"id": "a"}, "junk"], {"id": "a"}, "text", 3, [{"name": "no id"}], [{"id": None}]]
+)
+def test_records_refuse_a_list_of_the_wrong_shape(data):
+    with pytest.raises(errors.BadResponse, match="wrong shape"):
+        Project.list_from_json(data)
+
+
+@pytest.mark.parametrize("data", [[], "text", 3, {}, {"name": "no id"}, {"id": ""}])
+def test_records_refuse_an_object_of_the_wrong_shape(data):
+    with pytest.raises(errors.BadResponse, match="wrong shape"):
+        Project.from_json(data)
 
 
 def test_it_reads_retry_hints_in_every_form():

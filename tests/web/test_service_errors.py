@@ -63,3 +63,66 @@ async def test_it_retargets_htmx_requests_to_the_banner(org):
 
 async def test_it_ignores_other_exceptions():
     assert await handle(request_for(None), ValueError("x")) is None
+
+
+# --- a 200 whose body is not what the contract promises: the same banner as a 5xx -----------------
+
+DETAIL_PAGES = [
+    ("/o/acme/proxies/p1/", "^/proxies/p1$"),
+    ("/o/acme/pools/p1/", "^/browser_pools/p1$"),
+    ("/o/acme/invocations/i1/", "^/invocations/i1$"),
+    ("/o/acme/deployments/d1/", "^/deployments/d1$"),
+    ("/o/acme/browsers/b1/", "^/browsers/b1$"),
+    ("/o/acme/credentials/c1/", "^/credentials/c1$"),
+    ("/o/acme/auth/a1/", "^/auth/connections/a1$"),
+]
+LIST_PAGES = [
+    ("/o/acme/proxies/", "^/proxies$"),
+    ("/o/acme/projects/", "^/org/projects$"),
+    ("/o/acme/deployments/", "^/deployments$"),
+]
+NOT_AN_OBJECT = [
+    '"text"',
+    "[1, 2]",
+    '[{"name": "x"}]',
+    "3",
+    "{}",
+    '{"name": "no id"}',
+    "not json",
+    "[" * 5000,
+]
+NOT_A_LIST = ['{"items": []}', "[1, 2]", '[{"name": "no id"}]', '"text"', "not json"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("page", "path"), DETAIL_PAGES)
+async def test_it_shows_a_malformed_answer_like_a_5xx(admin_client, tenant, page, path):
+    for body in NOT_AN_OBJECT:
+        tenant.control("DELETE", "faults")
+        tenant.fault(method="GET", path=path, status=200, body=body, count=None)
+        response = await admin_client.get(page)
+        html = response.content.decode()
+        assert response.status_code == 503, body
+        assert "Service unavailable" in html and "Traceback" not in html
+        assert "Request id: <code>req_" in html
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("page", "path"), LIST_PAGES)
+async def test_it_shows_a_malformed_list_like_a_5xx(admin_client, tenant, page, path):
+    for body in NOT_A_LIST:
+        tenant.control("DELETE", "faults")
+        tenant.fault(method="GET", path=path, status=200, body=body, count=None)
+        response = await admin_client.get(page)
+        assert response.status_code == 503, body
+        assert "Service unavailable" in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_puts_a_malformed_answer_in_the_banner_for_htmx(admin_client, tenant):
+    tenant.fault(method="GET", path="^/proxies$", status=200, body="[1]")
+    response = await admin_client.get(
+        "/o/acme/proxies/", headers={"HX-Request": "true", "HX-Target": "proxies-table"}
+    )
+    assert response.status_code == 200 and response["HX-Retarget"] == "#banner"
+    assert "Service unavailable" in response.content.decode()

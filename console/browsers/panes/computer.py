@@ -15,7 +15,7 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.browsers.panes import common
 from console.browsers.panes.forms import (
     ACTION_FORMS,
@@ -131,12 +131,11 @@ async def computer_action(request, session_id: str, action: str):
     if form.is_valid():
         what = _describe(action, form.cleaned_data)
         try:
-            await form.call(request.service, session_id)
+            async with audited(request, f"browser.computer.{action}", target_id=session_id, detail=what):
+                await form.call(request.service, session_id)
         except (Invalid, NotFound, Conflict) as exc:
             _explain(form, exc)
-            await audit.record(request, f"browser.computer.{action}", target_id=session_id, outcome="error")
         else:
-            await audit.record(request, f"browser.computer.{action}", target_id=session_id, detail=what)
             done = what[:1].upper() + what[1:] + "."
             form = form_class(viewport=common.viewport(session), prefix=action, initial=_keep(action, form))
     if done and not request.htmx:
@@ -166,14 +165,23 @@ async def batch(request, session_id: str):
         rows[-1].index = len(rows) - 1
         context = await _context(request, session, rows=rows)
         return render(request, "browsers/panes/computer.html", context, partial="computer-pane")
-    built = build_batch(rows, common.viewport(session))
     batch_error = None
+    filled = sum(1 for row in rows if row.type)
+    if filled > MAX_BATCH_ROWS:
+        batch_error = (
+            f"A batch holds at most {MAX_BATCH_ROWS} actions; this one has {filled}. "
+            "Remove some and run it again: nothing was sent."
+        )
+        built = None
+    else:
+        built = build_batch(rows, common.viewport(session))
     done = None
     if built is not None:
         actions, used = built
         summary = ", ".join(a["type"] for a in actions)
         try:
-            await computer.batch(request.service, session_id, actions)
+            async with audited(request, "browser.computer.batch", target_id=session_id, detail=summary):
+                await computer.batch(request.service, session_id, actions)
         except (Invalid, NotFound, Conflict) as exc:
             failed = computer.failed_action(exc) if isinstance(exc, Invalid) else None
             if failed is not None and failed[0] < len(used):
@@ -185,11 +193,7 @@ async def batch(request, session_id: str):
                 )
             else:
                 batch_error = f"The batch was refused: {exc.message}"
-            await audit.record(
-                request, "browser.computer.batch", target_id=session_id, outcome="error", detail=summary
-            )
         else:
-            await audit.record(request, "browser.computer.batch", target_id=session_id, detail=summary)
             done = f"Ran {len(actions)} action{'s' if len(actions) != 1 else ''} in order."
             if not request.htmx:
                 messages.success(request, done)

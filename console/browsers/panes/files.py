@@ -22,7 +22,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.browsers.panes import common
 from console.browsers.panes.forms import (
     DirectoryForm,
@@ -146,15 +146,12 @@ async def make_directory(request, session_id: str):
     if form.is_valid():
         path = form.cleaned_data["path"]
         try:
-            await files.create_directory(request.service, session_id, path)
+            async with audited(request, "browser.fs.mkdir", target_id=session_id, detail=path):
+                await files.create_directory(request.service, session_id, path)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "path")
-            await audit.record(
-                request, "browser.fs.mkdir", target_id=session_id, outcome="error", detail=path
-            )
         else:
             ok = True
-            await audit.record(request, "browser.fs.mkdir", target_id=session_id, detail=path)
             messages.success(request, f"Created {path}.")
     where = _parent(request)
     return await _after(request, session, where, ok, mkdir_form=None if ok else form)
@@ -183,21 +180,18 @@ async def upload(request, session_id: str):
     if form.is_valid():
         items = form.destinations()
         names = ", ".join(name for _, name, _ in items)
+        detail = f"{form.cleaned_data['directory']}: {names}"
         try:
-            await files.upload(request.service, session_id, items)
+            async with audited(request, "browser.fs.upload", target_id=session_id, detail=detail):
+                await files.upload(request.service, session_id, items)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "files", {"files": "files"})
-            await audit.record(
-                request, "browser.fs.upload", target_id=session_id, outcome="error", detail=names
-            )
         except ServiceError as exc:
             if exc.status != 413:
                 raise
             form.add_error("files", f"The service refused the upload as too large: {exc.message}")
         else:
             ok = True
-            detail = f"{form.cleaned_data['directory']}: {names}"
-            await audit.record(request, "browser.fs.upload", target_id=session_id, detail=detail)
             messages.success(request, f"Uploaded {len(items)} file{'s' if len(items) != 1 else ''}.")
     where = form.cleaned_data.get("directory") if ok else _parent(request)
     return await _after(request, session, where, ok, upload_form=None if ok else form)
@@ -215,21 +209,18 @@ async def upload_zip(request, session_id: str):
         dest = form.cleaned_data["dest_path"]
         detail = f"{upload_file.name} -> {dest} ({upload_file.size} bytes)"
         try:
-            await files.upload_zip(
-                request.service, session_id, upload_file.file, dest_path=dest, filename=upload_file.name
-            )
+            async with audited(request, "browser.fs.upload_zip", target_id=session_id, detail=detail):
+                await files.upload_zip(
+                    request.service, session_id, upload_file.file, dest_path=dest, filename=upload_file.name
+                )
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "zip_file")
-            await audit.record(
-                request, "browser.fs.upload_zip", target_id=session_id, outcome="error", detail=detail
-            )
         except ServiceError as exc:
             if exc.status != 413:
                 raise
             form.add_error("zip_file", f"The service refused the archive as too large: {exc.message}")
         else:
             ok = True
-            await audit.record(request, "browser.fs.upload_zip", target_id=session_id, detail=detail)
             messages.success(request, f"Extracted {upload_file.name} into {dest}.")
     where = form.cleaned_data.get("dest_path") if ok else _parent(request)
     response = await _after(request, session, where, ok, zip_form=None if ok else form)
@@ -251,14 +242,11 @@ async def move(request, session_id: str):
     if request.method == "POST" and form.is_valid():
         src, dest = form.cleaned_data["src_path"], form.cleaned_data["dest_path"]
         try:
-            await files.move(request.service, session_id, src, dest)
+            async with audited(request, "browser.fs.move", target_id=session_id, detail=f"{src} -> {dest}"):
+                await files.move(request.service, session_id, src, dest)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "dest_path")
-            await audit.record(
-                request, "browser.fs.move", target_id=session_id, outcome="error", detail=f"{src} -> {dest}"
-            )
         else:
-            await audit.record(request, "browser.fs.move", target_id=session_id, detail=f"{src} -> {dest}")
             messages.success(request, f"Moved {src} to {dest}.")
             target = _with_path(common.url(request, "files", session_id), posixpath.dirname(dest) or "/")
             return common.redirect(request, target)
@@ -288,15 +276,14 @@ async def delete(request, session_id: str):
     if request.method == "POST":
         action = "browser.fs.rmdir" if info.is_dir else "browser.fs.delete"
         try:
-            if info.is_dir:
-                await files.delete_directory(request.service, session_id, path)
-            else:
-                await files.delete_file(request.service, session_id, path)
+            async with audited(request, action, target_id=session_id, detail=path):
+                if info.is_dir:
+                    await files.delete_directory(request.service, session_id, path)
+                else:
+                    await files.delete_file(request.service, session_id, path)
         except (Invalid, NotFound, Conflict) as exc:
-            await audit.record(request, action, target_id=session_id, outcome="error", detail=path)
             messages.error(request, f"{path} could not be deleted: {exc.message}")
         else:
-            await audit.record(request, action, target_id=session_id, detail=path)
             messages.success(request, f"Deleted {path}.")
         return common.redirect(request, back)
     context = {
@@ -415,17 +402,14 @@ async def watch_start(request, session_id: str):
     if form.is_valid():
         path, recursive = form.cleaned_data["path"], form.cleaned_data["recursive"]
         try:
-            watch_id = await files.watch(request.service, session_id, path, recursive=recursive)
+            async with audited(request, "browser.fs.watch", target_id=session_id, detail=path) as entry:
+                watch_id = await files.watch(request.service, session_id, path, recursive=recursive)
+                if watch_id:
+                    entry.target_id, entry.detail = watch_id, f"session={session_id} {path}"
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "path")
-            await audit.record(
-                request, "browser.fs.watch", target_id=session_id, outcome="error", detail=path
-            )
         else:
             if watch_id:
-                await audit.record(
-                    request, "browser.fs.watch", target_id=watch_id, detail=f"session={session_id} {path}"
-                )
                 target = (
                     common.url(request, "watch-view", session_id, watch_id=watch_id)
                     + "?"
@@ -486,11 +470,11 @@ async def watch_stream(request, session_id: str, watch_id: str):
 @org_view("operator")
 async def watch_stop(request, session_id: str, watch_id: str):
     try:
-        await files.stop_watch(request.service, session_id, watch_id)
+        async with audited(request, "browser.fs.unwatch", target_id=watch_id, detail=f"session={session_id}"):
+            await files.stop_watch(request.service, session_id, watch_id)
     except NotFound:
         messages.info(request, "The watch had already stopped.")
     else:
-        await audit.record(request, "browser.fs.unwatch", target_id=watch_id, detail=f"session={session_id}")
         messages.success(request, "Stopped watching.")
     path = request.POST.get("path") or HOME
     try:

@@ -13,6 +13,8 @@ from console.service import computer, processes
 
 MAX_TEXT = 10_000
 MAX_STDIN = 64 * 1024
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
 
 
 def check_path(value: str, *, label: str = "The path") -> str:
@@ -25,6 +27,13 @@ def check_path(value: str, *, label: str = "The path") -> str:
         raise forms.ValidationError(f"{label} cannot contain “..”.")
     if "\x00" in value:
         raise forms.ValidationError(f"{label} contains a NUL character.")
+    # Linux's limits (PATH_MAX, NAME_MAX): the service cannot hold longer ones, so they are never sent.
+    if len(value.encode()) > MAX_PATH_BYTES:
+        raise forms.ValidationError(f"{label} is too long: at most {MAX_PATH_BYTES} bytes.")
+    if any(len(p.encode()) > MAX_NAME_BYTES for p in parts):
+        raise forms.ValidationError(
+            f"{label} has a name that is too long: each at most {MAX_NAME_BYTES} bytes."
+        )
     return "/" + "/".join(parts)
 
 
@@ -35,7 +44,7 @@ def max_upload_bytes() -> int:
 class PathField(forms.CharField):
     def __init__(self, *, label_text: str = "The path", **kwargs):
         self.label_text = label_text
-        kwargs.setdefault("max_length", 4096)
+        kwargs.setdefault("max_length", MAX_PATH_BYTES)
         super().__init__(**kwargs)
 
     def clean(self, value):
@@ -383,7 +392,8 @@ def batch_rows(data, count: int | None = None) -> list[BatchRow]:
         if len(parts) == 3 and parts[0] == "action" and parts[1].isdigit():
             indexes.add(int(parts[1]))
     rows = []
-    for position, index in enumerate(sorted(indexes)[:MAX_BATCH_ROWS]):
+    # Every row, even past the limit: the view refuses an oversized batch rather than cut it silently.
+    for position, index in enumerate(sorted(indexes)):
         values = {name: (data.get(f"action-{index}-{name}") or "").strip() for name in BATCH_FIELDS}
         rows.append(BatchRow(position, values))
     return rows

@@ -20,7 +20,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.accounts.models import AuditLog
 from console.browsers.panes import ansi, common
 from console.browsers.panes.forms import CommandForm, KillForm, StdinForm
@@ -112,22 +112,20 @@ async def process_list(request, session_id: str):
             argv = form.argv
             detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
             try:
-                spawned = await processes.spawn(
-                    request.service,
-                    session_id,
-                    argv[0],
-                    argv[1:],
-                    cwd=data.get("cwd") or None,
-                    timeout_sec=data.get("timeout_sec"),
-                    allocate_tty=data.get("allocate_tty") or None,
-                )
+                async with audited(request, "browser.process.spawn", detail=detail) as entry:
+                    spawned = await processes.spawn(
+                        request.service,
+                        session_id,
+                        argv[0],
+                        argv[1:],
+                        cwd=data.get("cwd") or None,
+                        timeout_sec=data.get("timeout_sec"),
+                        allocate_tty=data.get("allocate_tty") or None,
+                    )
+                    entry.target_id = spawned.process_id
             except (Invalid, Forbidden, Conflict, NotFound) as exc:
                 _explain(form, exc, "command")
-                await audit.record(request, "browser.process.spawn", outcome="error", detail=detail)
             else:
-                await audit.record(
-                    request, "browser.process.spawn", target_id=spawned.process_id, detail=detail
-                )
                 messages.success(request, f"Started {argv[0]} (pid {spawned.pid}).")
                 return common.redirect(
                     request, common.url(request, "process", session_id, process_id=spawned.process_id)
@@ -160,19 +158,19 @@ async def process_exec(request, session_id: str):
         argv = form.argv
         detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
         try:
-            reply = await processes.exec_command(
-                request.service,
-                session_id,
-                argv[0],
-                argv[1:],
-                cwd=form.cleaned_data.get("cwd") or None,
-                timeout_sec=form.cleaned_data.get("timeout_sec"),
-            )
+            async with audited(request, "browser.process.exec", detail=detail) as entry:
+                reply = await processes.exec_command(
+                    request.service,
+                    session_id,
+                    argv[0],
+                    argv[1:],
+                    cwd=form.cleaned_data.get("cwd") or None,
+                    timeout_sec=form.cleaned_data.get("timeout_sec"),
+                )
+                entry.detail = f"{detail} exit={reply.exit_code}"
         except (Invalid, Forbidden, Conflict, NotFound) as exc:
             _explain(form, exc, "command")
-            await audit.record(request, "browser.process.exec", outcome="error", detail=detail)
         else:
-            await audit.record(request, "browser.process.exec", detail=f"{detail} exit={reply.exit_code}")
             result = _result(argv, reply)
     context = await _pane(request, session, exec_form=form, result=result)
     return render(request, "browsers/panes/processes.html", context, partial="exec-pane")
@@ -257,14 +255,16 @@ async def process_stdin(request, session_id: str, process_id: str):
     if form.is_valid():
         data = form.data_bytes()
         try:
-            written = await processes.write_stdin(request.service, session_id, process_id, data)
+            # Only the byte count: what is typed may be a password.
+            async with audited(
+                request, "browser.process.stdin", target_id=process_id, detail=f"bytes={len(data)}"
+            ) as entry:
+                written = await processes.write_stdin(request.service, session_id, process_id, data)
+                sent = written if written is not None else len(data)
+                entry.detail = f"bytes={sent}"
         except (Conflict, Invalid, NotFound) as exc:
             form.add_error("text", _gone(exc))
-            await audit.record(request, "browser.process.stdin", target_id=process_id, outcome="error")
         else:
-            sent = written if written is not None else len(data)
-            # Only the byte count: what is typed may be a password.
-            await audit.record(request, "browser.process.stdin", target_id=process_id, detail=f"bytes={sent}")
             form = StdinForm(initial={"newline": form.cleaned_data.get("newline")})
     if not request.htmx and sent is not None:
         messages.success(request, f"Sent {sent} bytes.")
@@ -292,20 +292,13 @@ async def process_kill(request, session_id: str, process_id: str):
     if request.method == "POST" and form.is_valid():
         chosen = form.cleaned_data["signal"]
         try:
-            await processes.kill(request.service, session_id, process_id, chosen)
+            async with audited(
+                request, "browser.process.kill", target_id=process_id, detail=f"signal={chosen}"
+            ):
+                await processes.kill(request.service, session_id, process_id, chosen)
         except (Conflict, NotFound) as exc:
-            await audit.record(
-                request,
-                "browser.process.kill",
-                target_id=process_id,
-                outcome="error",
-                detail=f"signal={chosen}",
-            )
             messages.warning(request, _gone(exc))
         else:
-            await audit.record(
-                request, "browser.process.kill", target_id=process_id, detail=f"signal={chosen}"
-            )
             messages.success(request, f"Sent {chosen} to the process.")
         return common.redirect(request, common.url(request, "process", session_id, process_id=process_id))
     context = {**_process_context(request, session, process_id, status), "kill_form": form}

@@ -112,6 +112,9 @@ def own(record: dict, host: Path) -> None:
 
 # Paths ---------------------------------------------------------------------------------------------
 
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
 
 def resolve(record: dict, raw, field: str = "path") -> Path:
     """A service path → the host path inside the session's directory (400 when it would escape)."""
@@ -124,6 +127,13 @@ def resolve(record: dict, raw, field: str = "path") -> Path:
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise invalid(f"{field} must not contain ..", **{field: "path traversal (..) is not allowed"})
+    # Linux's own limits (PATH_MAX, NAME_MAX), checked here so the answer is a 400, not an OSError.
+    if len(raw.encode()) > MAX_PATH_BYTES:
+        raise invalid(f"{field} is too long", **{field: f"at most {MAX_PATH_BYTES} bytes"})
+    if any(len(p.encode()) > MAX_NAME_BYTES for p in parts):
+        raise invalid(
+            f"{field} has a name that is too long", **{field: f"each name at most {MAX_NAME_BYTES} bytes"}
+        )
     root = session_root(record)
     target = root.joinpath(*parts)
     real = target.resolve()

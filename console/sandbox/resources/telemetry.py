@@ -329,7 +329,8 @@ def _cursor(log: Log, raw: str | None) -> int | None:
         value = int(raw)
     except ValueError:
         value = -1
-    if value < log.cursor_base:
+    # Only positions up to the next seq were ever issued; a larger number is no cursor of ours.
+    if not log.cursor_base <= value <= log.cursor_base + log.next_seq:
         raise invalid(
             "offset is not a cursor this session issued",
             offset="pass the X-Next-Offset of the previous page (an opaque cursor, not a seq)",
