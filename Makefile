@@ -29,7 +29,8 @@ run: install
 	$(BIN)/python manage.py demo
 	@set -m; \
 	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
-	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning & console=$$!; \
+	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \
+	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
 	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
 	for i in $$(seq 1 100); do \
 	  $(BIN)/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$(PORT)/healthz', timeout=1)" 2>/dev/null && break; sleep 0.2; \
