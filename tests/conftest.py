@@ -11,7 +11,7 @@ from django.test import AsyncClient
 
 from console.accounts.models import Membership, Organization, Role
 
-pytest_plugins = ["tests.sandbox_fixtures"]
+pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
 PASSWORD = "a-long-test-password-42"
 
