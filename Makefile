@@ -7,7 +7,7 @@ PORT ?= 8000
 SANDBOX_PORT ?= 8100
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
 
-.PHONY: run test lint format bench install install-dev chromium sandbox clean
+.PHONY: run test lint format bench install install-dev chromium postgresql sandbox clean
 
 $(BIN)/.installed: requirements/base.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
@@ -43,9 +43,11 @@ run: install
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (Debian's Chromium included) and runs every test.
-test: install-dev chromium lint
+# test: installs what the tests need (Debian's Chromium and PostgreSQL included) and runs every test on
+# SQLite, then everything but the browser tests on a throwaway PostgreSQL cluster (tests/database.py).
+test: install-dev chromium postgresql lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
 
 # Browser tests drive Debian's Chromium: Playwright's own browser download cannot work here.
 chromium:
@@ -58,6 +60,17 @@ chromium:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation >/dev/null; \
 	fi
 	@/usr/bin/chromium --version
+
+# PostgreSQL binaries for the second test run (the tests start and remove their own cluster).
+postgresql:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; \
+	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	  else echo "PostgreSQL is missing and this user cannot install it. As root, run: apt-get install -y postgresql" >&2; exit 1; fi; \
+	  echo "Installing Debian's PostgreSQL for the tests (apt-get install -y postgresql)..."; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	fi
 
 lint: install-dev
 	$(BIN)/ruff check .
