@@ -10,7 +10,6 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
 from console.accounts.models import Membership, Organization, Role
-from tests.sandbox_fixtures import SandboxTenant, new_tenant
 
 pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
@@ -36,7 +35,9 @@ def org(transactional_db, tenant) -> Organization:
 
 
 @pytest.fixture
-def other_tenant(sandbox_url) -> SandboxTenant:
+def other_tenant(sandbox_url):
+    from tests.sandbox_fixtures import new_tenant  # a plugin (above): imported here, not before pytest does
+
     return new_tenant(sandbox_url)
 
 
