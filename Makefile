@@ -33,7 +33,8 @@ run: install
 	$(BIN)/python manage.py demo
 	@set -m; \
 	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
-	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning & console=$$!; \
+	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \
+	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
 	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
 	for i in $$(seq 1 100); do \
 	  $(BIN)/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$(PORT)/healthz', timeout=1)" 2>/dev/null && break; sleep 0.2; \
@@ -46,17 +47,21 @@ run: install
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (bubblewrap and Debian's Chromium included) and runs every test.
+# test: installs what the tests need (bubblewrap, Debian's Chromium and PostgreSQL included) and runs every
+# test on SQLite, then everything but the browser tests on a throwaway PostgreSQL cluster (tests/database.py).
 test: install-dev system-packages lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
 
-# Debian packages, as package=file-it-installs, apt-installed when missing (as root or with passwordless
+# Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing (as root or with passwordless
 # sudo). bubblewrap confines the commands the sandbox's browser sessions run; the browser tests drive
 # Debian's Chromium (Playwright's own browser download cannot work here).
 RUN_PACKAGES := bubblewrap=/usr/bin/bwrap
-PACKAGES ?= $(RUN_PACKAGES) chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation
+# PostgreSQL's binaries serve the second test run (the tests start and remove their own cluster).
+PACKAGES ?= $(RUN_PACKAGES) chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation \
+	postgresql=/usr/lib/postgresql/*/bin/initdb
 system-packages:
-	@missing=""; for entry in $(PACKAGES); do [ -e "$${entry#*=}" ] || missing="$$missing $${entry%%=*}"; done; \
+	@missing=""; for entry in $(PACKAGES); do ls -d $${entry#*=} >/dev/null 2>&1 || missing="$$missing $${entry%%=*}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if ! command -v apt-get >/dev/null; then SUDO=none; \
 	  elif [ "$$(id -u)" = 0 ]; then SUDO=""; \

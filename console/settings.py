@@ -85,6 +85,8 @@ INSTALLED_APPS = [
 SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered whatever the Host header: probes do not know the public host name.
+    "console.web.middleware.ProbeMiddleware",
     "console.web.inline.SecurityMiddleware",
     "console.web.middleware.SecurityHeadersMiddleware",
     "console.web.middleware.StaticFilesMiddleware",
@@ -217,9 +219,8 @@ SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if len(_proxy_header) == 2 else N
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    # Health probes come over plain HTTP: ProbeMiddleware answers them before any redirect.
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    # Health probes come over plain HTTP from inside the cluster or container.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

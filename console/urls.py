@@ -9,7 +9,6 @@ from django.urls import include, path
 
 from console.accounts import urls as accounts_urls
 from console.dashboard import views as dashboard_views
-from console.web import views as web_views
 
 org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
@@ -27,10 +26,9 @@ org_urlpatterns = [
     path("deployments/", include("console.deployments.urls")),
 ]
 
+# /healthz and /readyz are answered by console.web.middleware.ProbeMiddleware, ahead of the Host check.
 urlpatterns = [
     path("", dashboard_views.home, name="home"),
-    path("healthz", web_views.healthz, name="healthz"),
-    path("readyz", web_views.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("", include(accounts_urls.urlpatterns)),
     path("o/<slug:org_slug>/", include(org_urlpatterns)),

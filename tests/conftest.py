@@ -11,7 +11,7 @@ from django.test import AsyncClient
 
 from console.accounts.models import Membership, Organization, Role
 
-pytest_plugins = ["tests.sandbox_fixtures"]
+pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
 PASSWORD = "a-long-test-password-42"
 
@@ -35,9 +35,17 @@ def org(transactional_db, tenant) -> Organization:
 
 
 @pytest.fixture
-def other_org(transactional_db) -> Organization:
-    org = Organization(name="Globex", slug="globex", service_base_url="http://127.0.0.1:9")
-    org.set_api_key("other-org-key-0000")
+def other_tenant(sandbox_url):
+    from tests.sandbox_fixtures import new_tenant  # a plugin (above): imported here, not before pytest does
+
+    return new_tenant(sandbox_url)
+
+
+@pytest.fixture
+def other_org(transactional_db, other_tenant) -> Organization:
+    """A second organization with a sandbox tenant of its own, so using the wrong key shows."""
+    org = Organization(name="Globex", slug="globex", service_base_url=other_tenant.url)
+    org.set_api_key(other_tenant.api_key)
     org.save()
     return org
 

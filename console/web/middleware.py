@@ -11,6 +11,33 @@ from whitenoise.middleware import WhiteNoiseMiddleware
 log = logging.getLogger(__name__)
 
 
+class ProbeMiddleware:
+    """Answers /healthz and /readyz before anything reads the Host header; first in MIDDLEWARE.
+
+    Orchestrators and the Dockerfile's HEALTHCHECK probe over plain HTTP with a Host of their own (a pod IP,
+    127.0.0.1), which ALLOWED_HOSTS rightly refuses elsewhere: health must not depend on it, nor on the SSL
+    redirect. Every other path still goes through Django's Host validation.
+    """
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response):
+        from console.web import views
+
+        self.get_response = get_response
+        self.probes = {"/healthz": views.healthz, "/readyz": views.readyz}
+        markcoroutinefunction(self)
+
+    async def __call__(self, request):
+        probe = self.probes.get(request.path_info)
+        if probe is None:
+            return await self.get_response(request)
+        if iscoroutinefunction(probe):
+            return await probe(request)
+        return await sync_to_async(probe)(request)
+
+
 class SecurityHeadersMiddleware:
     """Content-Security-Policy (no inline scripts or styles) and, for signed-in users, no caching.
 

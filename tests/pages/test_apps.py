@@ -49,7 +49,7 @@ async def test_it_corrects_out_of_range_paging_instead_of_forwarding_it(viewer_c
     assert response.status_code == 200
     body = response.content.decode()
     assert "between 1 and 100" in body and "0 or more" in body
-    assert all(r["status"] == 200 for r in tenant.requests())
+    assert [r["status"] for r in tenant.requests() if r["path"] == "/apps"] == [200]
     pages = await viewer_client.get(url(), {"limit": "2"})
     assert 'rel="next"' in pages.content.decode()
 

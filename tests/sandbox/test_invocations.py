@@ -206,11 +206,14 @@ def test_it_sends_heartbeats_while_quiet(deployed):
     invocation = started(deployed, {"duration_seconds": 600})
     headers = {"Authorization": f"Bearer {deployed.api_key}"}
     url = f"{deployed.url}/invocations/{invocation['id']}/events"
+    heartbeat = None
     with httpx.stream("GET", url, headers=headers, timeout=10) as response:
         for line in response.iter_lines():
             if line.startswith("data: ") and json.loads(line[6:])["event"] == "sse_heartbeat":
+                heartbeat = json.loads(line[6:])
                 break
     deployed.call("PATCH", f"/invocations/{invocation['id']}", json={"status": "failed"})
+    assert heartbeat is not None, "the stream ended without a heartbeat"
 
 
 def test_it_starts_from_the_current_state_with_since(deployed):

@@ -60,7 +60,7 @@ async def test_it_lists_one_page_with_filters(demo_service):
     failed = await invocations.list_invocations(demo_service, status="failed", limit=100)
     assert failed.items and all(i.status == "failed" for i in failed.items)
     recent = await invocations.list_invocations(demo_service, since="1h", app_name="web-scraper")
-    assert all(i.app_name == "web-scraper" for i in recent.items)
+    assert recent.items and all(i.app_name == "web-scraper" for i in recent.items)
 
 
 async def test_it_lists_and_deletes_the_invocations_browsers(demo_service):
@@ -75,7 +75,7 @@ async def test_it_reads_the_events_stream_until_terminal(demo_service, demo_tena
     started = await start(demo_service, payload={"url": "https://example.com", "fail": True})
     demo_tenant.advance(5)
     events = [e async for e in invocations.events(demo_service, started.id)]
-    assert all(e.id is None for e in events)
+    assert events and all(e.id is None for e in events)
     last = events[-1].data
     assert last["event"] == "invocation_state"
     assert invocations.Invocation.from_json(last["invocation"]).status == "failed"

@@ -49,9 +49,17 @@ async def test_it_writes_stdin_and_kills(service, session):
 
 
 async def test_it_resizes_a_tty(service, session):
-    spawned = await processes.spawn(service, session, "sleep", ["5"], allocate_tty=True, cols=80, rows=24)
+    # The shell reports the terminal's size once a line arrives, after the resize.
+    spawned = await processes.spawn(
+        service, session, "sh", ["-c", "read line; stty size"], allocate_tty=True, cols=80, rows=24
+    )
+    stream = processes.stream(service, session, spawned.process_id)
     await processes.resize(service, session, spawned.process_id, cols=100, rows=30)
-    await processes.kill(service, session, spawned.process_id, "KILL")
+    await processes.write_stdin(service, session, spawned.process_id, b"go\n")
+    frames = [frame async for frame in stream]
+    out = b"".join(f.data for f in frames if f.stream == "stdout")
+    assert b"30 100" in out
+    assert frames[-1].is_exit and frames[-1].exit_code == 0
 
 
 async def test_it_maps_the_services_refusals(service, tenant, session):

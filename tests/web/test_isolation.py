@@ -1,18 +1,39 @@
-"""A non-member gets 404 on every URL of an organization, partials included.
+"""Every URL of an organization is its own: a non-member gets 404, and no page reaches another org's tenant.
 
-The URL list comes from the resolver, so every page other engineers add under /o/<org_slug>/ is
-covered without touching this file.
+The URL list comes from the resolver, so every page other engineers add under /o/<org_slug>/ is covered
+without touching this file. The ids in those URLs are real: each organization has its own sandbox tenant
+holding one of everything, so a page that used the wrong organization's key would find the other's resource
+(and the other tenant would see the request) instead of answering a harmless 404 for a made-up id.
 """
 
+import io
+import json
 import re
+import zipfile
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.test import AsyncClient
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+
+from console.accounts.models import Invite, Membership
+from tests.sandbox_fixtures import SandboxTenant, new_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PARAM = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>")
-DUMMY = {"int": "1", "slug": "x", "str": "x", "uuid": "00000000-0000-0000-0000-000000000001", "path": "x"}
+# Parameters that are verbs, not resources: the same in every organization.
+VERBS = {"action": "click_mouse"}
+APP_SOURCE = """
+from kernel import App
+
+app = App("{name}")
+
+@app.action("greet")
+async def greet(ctx, payload):
+    return {{"hello": "world"}}
+"""
 
 
 def walk(patterns, prefix=""):
@@ -30,13 +51,125 @@ def org_routes():
     )
 
 
-def fill(route: str, org_slug: str) -> str:
+def zipped(entries: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in entries.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def made(tenant: SandboxTenant, method: str, path: str, **kwargs) -> dict:
+    response = tenant.call(method, path, **kwargs)
+    assert response.status_code in (200, 201, 202), f"{method} {path}: {response.text}"
+    return response.json()
+
+
+def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
+    """One of every resource in the tenant, by the URL parameter that names it."""
+    app = f"{name}-app"
+    files = {"file": ("app.zip", zipped({"main.py": APP_SOURCE.format(name=app)}), "application/zip")}
+    data = {"version": "1.0.0", "entrypoint_rel_path": "main.py"}
+    deployment = made(tenant, "POST", "/deployments", data=data, files=files)
+    tenant.advance(10)
+    invocation = made(
+        tenant,
+        "POST",
+        "/invocations",
+        json={"app_name": app, "action_name": "greet", "version": "1.0.0", "async": True},
+    )
+    session = made(tenant, "POST", "/browsers", json={"timeout_seconds": 3600})["session_id"]
+    process = made(
+        tenant, "POST", f"/browsers/{session}/process/spawn", json={"command": "sleep", "args": ["600"]}
+    )
+    watch = made(
+        tenant, "POST", f"/browsers/{session}/fs/watch", json={"path": "/home/kernel", "recursive": True}
+    )
+    manifest = json.dumps({"manifest_version": 3, "name": name, "version": "1.0"})
+    extension = made(
+        tenant,
+        "POST",
+        "/extensions",
+        data={"name": f"{name}-ext"},
+        files={"file": ("ext.zip", zipped({"manifest.json": manifest}), "application/zip")},
+    )
+    credential = {
+        "name": f"{name}-login",
+        "domain": "github.com",
+        "values": {"username": "bot", "password": "pw"},
+    }
+    proxy = {"type": "custom", "name": f"{name}-proxy", "config": {"host": "proxy.example.net", "port": 3128}}
+    return {
+        "app_name": app,
+        "version": "1.0.0",
+        "action_name": "greet",
+        "deployment_id": deployment["id"],
+        "invocation_id": invocation["id"],
+        "session_id": session,
+        "process_id": process["process_id"],
+        "watch_id": watch["watch_id"],
+        "id_or_name": extension["id"],
+        "project_id": made(tenant, "POST", "/org/projects", json={"name": f"{name}-project"})["id"],
+        "proxy_id": made(tenant, "POST", "/proxies", json=proxy)["id"],
+        "credential_id": made(tenant, "POST", "/credentials", json=credential)["id"],
+        "pool_id": made(tenant, "POST", "/browser_pools", json={"name": f"{name}-pool", "size": 1})["id"],
+        "profile_id": made(tenant, "POST", "/profiles", json={"name": f"{name}-profile"})["id"],
+        "connection_id": made(
+            tenant, "POST", "/auth/connections", json={"domain": "plain.example.com", "profile_name": name}
+        )["id"],
+    }
+
+
+@pytest.fixture(scope="module")
+def acme_seeded(sandbox_url):
+    tenant = new_tenant(sandbox_url)
+    return tenant, seed(tenant, "acme")
+
+
+@pytest.fixture(scope="module")
+def globex_seeded(sandbox_url):
+    tenant = new_tenant(sandbox_url)
+    return tenant, seed(tenant, "globex")
+
+
+@pytest.fixture
+def tenant(acme_seeded):
+    return acme_seeded[0]
+
+
+@pytest.fixture
+def other_tenant(globex_seeded):
+    return globex_seeded[0]
+
+
+def real_ids(seeded, org) -> dict[str, str]:
+    """The organization's real ids: its tenant's resources, its own membership and a pending invite."""
+    membership = Membership.objects.filter(org=org).first()
+    invite = Invite.objects.filter(org=org).first() or Invite.objects.create(
+        org=org, email=f"x@{org.slug}.example", token_hash=f"isolation-{org.slug}", expires_at=timezone.now()
+    )
+    return {**seeded[1], "member_id": str(membership.pk), "invite_id": str(invite.pk)}
+
+
+def fill(route: str, org_slug: str, ids: dict[str, str]) -> str:
     def value(match):
         if match["name"] == "org_slug":
             return org_slug
-        return DUMMY.get(match["converter"] or "str", "x")
+        name = match["name"]
+        assert name in VERBS or name in ids, f"seed() has no real id for <{name}> in {route}"
+        return VERBS.get(name) or ids[name]
 
     return "/" + PARAM.sub(value, route).lstrip("^").rstrip("$")
+
+
+async def answers(client: AsyncClient, url: str) -> list[int]:
+    statuses = []
+    for headers in ({}, {"HX-Request": "true", "HX-Target": "x"}):
+        response = await client.get(url, headers=headers)
+        if response.status_code == 405:
+            response = await client.post(url, headers=headers)
+        statuses.append(response.status_code)
+    return statuses
 
 
 def test_it_finds_the_org_pages():
@@ -46,20 +179,35 @@ def test_it_finds_the_org_pages():
 
 
 @pytest.mark.parametrize("route", org_routes())
-async def test_it_hides_every_org_url_from_outsiders(route, org, outsider_client):
-    url = fill(route, org.slug)
-    for headers in ({}, {"HX-Request": "true", "HX-Target": "x"}):
-        response = await outsider_client.get(url, headers=headers)
-        if response.status_code == 405:
-            response = await outsider_client.post(url, headers=headers)
-        assert response.status_code == 404, f"{url} answered {response.status_code} to a non-member"
+async def test_it_hides_every_org_url_from_outsiders(route, org, admin, outsider_client, acme_seeded):
+    url = fill(route, org.slug, await sync_to_async(real_ids)(acme_seeded, org))
+    before = len(acme_seeded[0].requests())
+    statuses = await answers(outsider_client, url)
+    assert statuses == [404, 404], f"{url} answered {statuses} to a non-member"
+    assert len(acme_seeded[0].requests()) == before, f"{url} called the service for a non-member"
 
 
 @pytest.mark.parametrize("route", org_routes())
-async def test_it_sends_anonymous_users_to_login(route, org):
-    from django.test import AsyncClient
+async def test_it_never_reaches_another_orgs_tenant(
+    route, org, other_org, admin_client, outsider_client, acme_seeded, globex_seeded
+):
+    """Each org's admin asks its own URLs for the other org's real ids: the other tenant hears nothing."""
+    for client, mine, (theirs_tenant, _), their_org, seeded in (
+        (admin_client, org, globex_seeded, other_org, globex_seeded),
+        (outsider_client, other_org, acme_seeded, org, acme_seeded),
+    ):
+        url = fill(route, mine.slug, await sync_to_async(real_ids)(seeded, their_org))
+        before = len(theirs_tenant.requests())
+        statuses = await answers(client, url)
+        heard = theirs_tenant.requests()[before:]
+        assert heard == [], f"{url} reached {their_org.slug}'s tenant: {heard}"
+        if "member_id" in route or "invite_id" in route:
+            assert statuses == [404, 404], f"{url} answered {statuses} for {their_org.slug}'s record"
 
-    url = fill(route, org.slug)
+
+@pytest.mark.parametrize("route", org_routes())
+async def test_it_sends_anonymous_users_to_login(route, org, admin, acme_seeded):
+    url = fill(route, org.slug, await sync_to_async(real_ids)(acme_seeded, org))
     response = await AsyncClient().get(url)
     if response.status_code == 405:
         response = await AsyncClient().post(url)

@@ -1,0 +1,129 @@
+"""Pytest plugin: the test database. SQLite by default; `TEST_DB=postgres` runs the suite on PostgreSQL.
+
+PostgreSQL is what several replicas share in production, so `make test` runs the suite on both. The cluster
+is a throwaway one (Debian's `postgresql` binaries): initdb'd in a temporary directory, reachable only
+through a unix socket in that directory, and removed at the end. initdb refuses to run as root, so as root
+the server runs as the `postgres` account the Debian package creates.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from asgiref.sync import SyncToAsync
+
+from tests.sandbox_fixtures import free_port
+
+SUPERUSER = "postgres"
+
+
+def using_postgres() -> bool:
+    return os.environ.get("TEST_DB", "sqlite") == "postgres"
+
+
+def postgres_bin() -> Path:
+    """Debian's newest PostgreSQL (PG_BIN overrides): `apt-get install postgresql`, as `make test` does."""
+    if os.environ.get("PG_BIN"):
+        return Path(os.environ["PG_BIN"])
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name)
+    )
+    if not versions:
+        raise RuntimeError("TEST_DB=postgres needs PostgreSQL: apt-get install postgresql (make test does)")
+    return versions[-1].parent
+
+
+class Cluster:
+    def __init__(self):
+        self.bin = postgres_bin()
+        self.base = Path(tempfile.mkdtemp(prefix="console-test-pg-"))
+        self.data = self.base / "data"
+        self.sockets = self.base / "sockets"
+        self.sockets.mkdir()
+        self.port = free_port()  # names the socket file; nothing listens on TCP
+        self.account = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+        if self.account:
+            for path in (self.base, self.sockets):
+                os.chown(path, self.account.pw_uid, self.account.pw_gid)
+
+    def run(self, program: str, *args: str) -> None:
+        as_user = {}
+        if self.account:
+            as_user = {"user": self.account.pw_uid, "group": self.account.pw_gid, "extra_groups": []}
+        result = subprocess.run(
+            [str(self.bin / program), *args], cwd=self.base, capture_output=True, text=True, **as_user
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{program} failed: {result.stdout}{result.stderr}")
+
+    def start(self) -> None:
+        self.run("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
+        # Durability is worth nothing in a throwaway cluster; speed is.
+        options = f"-k {self.sockets} -p {self.port} -c listen_addresses='' -c fsync=off"
+        options += " -c synchronous_commit=off -c full_page_writes=off"
+        self.run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.base / "server.log"), "-o", options, "-w", "start"
+        )
+
+    def stop(self) -> None:
+        try:
+            self.run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def settings(self) -> dict:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": "console",
+            "USER": SUPERUSER,
+            "PASSWORD": "",
+            "HOST": str(self.sockets),
+            "PORT": str(self.port),
+        }
+
+
+def pytest_report_header(config):
+    return f"database: {'PostgreSQL (throwaway cluster)' if using_postgres() else 'SQLite'} (TEST_DB)"
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings, request):
+    """Points the default database at the throwaway cluster before pytest-django creates the test database."""
+    if not using_postgres():
+        return
+    from django.db import connections
+
+    cluster = request.getfixturevalue("postgres_cluster")
+    connections["default"].close()
+    # One dict: settings.DATABASES["default"] is the one the connection handler reads.
+    connections.settings["default"].update(cluster.settings())
+    del connections["default"]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """Closes the ORM thread's connection before pytest-django drops the test database.
+
+    Async views run their queries on asgiref's one process-wide thread (console/asgi.py), which keeps its
+    persistent connection (CONN_MAX_AGE); PostgreSQL refuses to drop a database another session is using.
+    """
+    yield
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
