@@ -33,7 +33,7 @@ def _url(request, name: str, **kwargs) -> str:
     return reverse(f"invocations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
-def json_block(value: Any, raw: str | None) -> dict | None:
+def json_block(value: Any, raw: Any) -> dict | None:
     """A JSON value pretty-printed for a <pre>, and whether it is large enough to start collapsed."""
     if raw is None or raw == "":
         return None
@@ -41,7 +41,7 @@ def json_block(value: Any, raw: str | None) -> dict | None:
     return {
         "text": text,
         "large": len(text) > LARGE_CHARS or text.count("\n") > LARGE_LINES,
-        "size": len(raw),
+        "size": len(raw) if isinstance(raw, str) else len(text),
     }
 
 

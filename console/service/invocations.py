@@ -31,9 +31,11 @@ STATUSES = ("queued", "running", "succeeded", "failed")
 TERMINAL = frozenset({"succeeded", "failed"})
 
 
-def _parsed(text: str | None) -> Any:
+def _parsed(text: Any) -> Any:
     if text is None or text == "":
         return None
+    if not isinstance(text, str):  # a service that sends the value itself rather than its JSON text
+        return text
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -45,8 +47,8 @@ class Invocation(Record):
     app_name: str | None = None
     version: str | None = None
     action_name: str | None = None
-    payload: str | None = None  # a JSON string
-    output: str | None = None  # a JSON string
+    payload: Any = None  # a JSON string (a value of another type is shown as it is)
+    output: Any = None  # a JSON string (likewise)
     started_at: datetime | None = None
     finished_at: datetime | None = None
     status: str | None = None  # queued | running | succeeded | failed

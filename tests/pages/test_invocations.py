@@ -191,3 +191,16 @@ async def test_it_shows_terminal_escapes_and_bidi_overrides_in_output_and_logs_a
         assert "\x1b" not in text and "\u202e" not in text
     assert shown in stream  # "Navigating to …"
     assert "txt.exe" in body  # the payload and output, as JSON (which escapes controls itself)
+
+
+@pytest.mark.parametrize("value", [{"title": "Example"}, ["a", 1], 42, True])
+async def test_it_shows_an_output_or_payload_that_is_not_a_json_string(viewer_client, tenant, value):
+    """The notes give output and payload as JSON strings; a service that sends the value itself still
+    renders, never a 500."""
+    invocation_id = start(tenant)
+    tenant.advance(5)
+    planted = {"output": value, "payload": value}
+    tenant.fault(method="GET", path=f"^/invocations/{invocation_id}$", fields=planted, count=None)
+    response = await viewer_client.get(url(f"{invocation_id}/"))
+    assert response.status_code == 200
+    assert json.dumps(value, indent=2).splitlines()[0] in response.content.decode()
