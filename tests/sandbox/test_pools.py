@@ -124,7 +124,7 @@ def test_it_resolves_a_profile_by_name_and_ignores_save_changes(tenant):
 
 
 def test_it_accepts_extensions_and_proxies_of_the_project(tenant):
-    proxy = tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc"})
+    proxy = tenant.call("POST", "/proxies", json={"type": "isp", "name": "dc"})
     assert proxy.status_code in (200, 201), proxy.text
     pool = create(tenant, size=1, proxy_id=proxy.json()["id"])
     assert pool["browser_pool_config"]["proxy_id"] == proxy.json()["id"]
