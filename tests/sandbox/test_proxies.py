@@ -294,7 +294,9 @@ def test_it_refuses_to_create_a_retired_datacenter_proxy(tenant):
 
 
 def legacy(tenant, name="old-dc"):
-    response = tenant.call("POST", "/_sandbox/proxies/legacy", json={"name": name, "config": {"country": "DE"}})
+    response = tenant.call(
+        "POST", "/_sandbox/proxies/legacy", json={"name": name, "config": {"country": "DE"}}
+    )
     assert response.status_code == 201, response.text
     return response.json()
 
