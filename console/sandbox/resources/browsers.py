@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.resources import caps
 from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
 
 TABLE = "browsers"
@@ -553,6 +554,7 @@ def validate_create(request: Request, body: dict) -> dict:
 @endpoint
 async def create_browser(request: Request):
     config = validate_create(request, await read_json(request))
+    caps.check_sessions(request.state.tenant, project_of(request))
     record = new_browser_record(request.state.tenant, project_of(request), **config)
     return ok(render(record, request.state.tenant, _base(request)), status=201)
 
