@@ -28,6 +28,7 @@ from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import (
+    CapReached,
     Invalid,
     NotFound,
     ServiceError,
@@ -40,7 +41,7 @@ from console.service import (
 from console.service.http import Service
 from console.service.sse import ServerEvent
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -163,6 +164,9 @@ async def session_create(request):
                 session = await browsers.create_session(request.service, **form.body())
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
+                await audit.record(request, "browser.create", outcome="error", detail=exc.message)
+            except CapReached as exc:
+                form.add_error(None, cap_message(request, exc))
                 await audit.record(request, "browser.create", outcome="error", detail=exc.message)
             except ServiceError as exc:
                 if exc.status != 409:

@@ -7,6 +7,7 @@ page = await projects.list_projects(svc, limit=20, offset=0)
 
 from console.service.errors import (
     BadRequest,
+    CapReached,
     Conflict,
     Forbidden,
     Gone,
@@ -23,6 +24,7 @@ from console.service.pagination import Page
 
 __all__ = [
     "BadRequest",
+    "CapReached",
     "Conflict",
     "Forbidden",
     "Gone",

@@ -146,6 +146,11 @@ class OrgLimits(Record):
     min_health_check_interval_seconds: int | None = None
     default_project_max_concurrent_sessions: int | None = None
     max_concurrent_sessions: int | None = None
+    # SDK 0.131 (docs/service-changes.md §1); None when the service does not say.
+    concurrent_sessions_used: int | None = None
+    concurrent_sessions_available: int | None = None
+    max_vaults: int | None = None
+    vaults_used: int | None = None
 
 
 class AuthContext(Record):

@@ -367,3 +367,39 @@ async def test_it_deletes_a_session_after_confirmation(operator_client, viewer_c
     assert entry.target_id == sid
     htmx = await operator_client.post(url(f"{sid}/delete/"), headers={"HX-Request": "true"})
     assert htmx["HX-Redirect"] == url()
+
+
+async def test_it_explains_a_refusal_by_the_projects_cap_and_links_to_its_limits(
+    operator_client, quiet, operator
+):
+    project = quiet.call("POST", "/org/projects", json={"name": "capped"}).json()
+    quiet.call("PATCH", f"/org/projects/{project['id']}/limits", json={"max_concurrent_sessions": 1})
+    membership = await operator.memberships.aget()
+    membership.project_id = project["id"]
+    await membership.asave()
+    quiet.call("POST", "/browsers", json={"headless": True}, headers={"X-Kernel-Project-Id": project["id"]})
+    response = await operator_client.post(url("new/"), FORM)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "cap on concurrent sessions is reached" in body
+    assert f'href="/o/acme/projects/{project["id"]}/#project-limits"' in body
+    entry = await AuditLog.objects.aget(action="browser.create")
+    assert entry.outcome == "error"
+
+
+async def test_it_explains_a_cap_refusal_in_the_banner_where_a_view_does_not_catch_it(operator_client, quiet):
+    quiet.fault(
+        method="DELETE",
+        path="^/browsers/",
+        status=429,
+        code="concurrent_sessions_limit_exceeded",
+        message="2 concurrent sessions would exceed the project's max_concurrent_sessions of 1",
+        count=None,
+    )
+    session = create(quiet, name="doomed")
+    response = await operator_client.post(
+        url(f"{session['session_id']}/delete/"), headers={"HX-Request": "true", "HX-Target": "x"}
+    )
+    assert response["HX-Retarget"] == "#banner"
+    body = response.content.decode()
+    assert "Project cap reached" in body and 'href="/o/acme/projects/' in body

@@ -222,3 +222,22 @@ async def test_it_renders_a_banner_when_the_service_times_out(viewer_client, ten
     assert response.status_code == 200
     assert response["HX-Retarget"] == "#banner"
     assert "did not answer" in response.content.decode()
+
+
+async def test_it_shows_the_organizations_session_usage_beside_the_limits(viewer_client, tenant, project):
+    tenant.call("POST", "/browser_pools", json={"size": 3})
+    body = (await viewer_client.get(f"/o/acme/projects/{project['id']}/")).content.decode()
+    assert "Organization now: <strong>3</strong> of 500 concurrent sessions in use (497 available)" in body
+
+
+async def test_it_renders_org_limits_with_unknown_fields_and_without_the_new_ones(
+    viewer_client, tenant, project
+):
+    import json
+
+    limits = {"max_concurrent_sessions": 50, "max_gpu_sessions": 2, "auth_connections_used": 0}
+    tenant.fault(method="GET", path="^/org/limits$", status=200, body=json.dumps(limits))
+    response = await viewer_client.get(f"/o/acme/projects/{project['id']}/")
+    assert response.status_code == 200
+    assert "organization ceiling: 50" in response.content.decode()
+    assert 'id="org-usage"' not in response.content.decode()
