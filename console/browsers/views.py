@@ -216,18 +216,21 @@ async def _history(
     svc: Service, session_id: str, categories: list[str], types: list[str], before: str | None
 ) -> tuple[list[presenters.Row], str | None]:
     """Up to HISTORY_ROWS matching rows ending at ``before`` (or the newest), oldest first, and the
-    cursor for older ones. The category filter applies within a service page, so pages may be thin."""
-    wanted = list(categories)
-    if types:
-        of_types = {telemetry.TYPES[t] for t in types}
-        wanted = [c for c in (wanted or of_types) if c in of_types]
+    cursor for older ones. The service filters by category and type (SDK 0.131) within each page, so
+    pages may be thin."""
     found: list[telemetry.Envelope] = []
     cursor = before
     for _ in range(HISTORY_PAGES):
         page = await telemetry.list_events(
-            svc, session_id, order="desc", limit=100, offset=cursor, categories=wanted or None
+            svc,
+            session_id,
+            order="desc",
+            limit=100,
+            offset=cursor,
+            categories=categories or None,
+            types=types or None,
         )
-        found += [e for e in page.items if not types or e.kind in types]
+        found += page.items
         cursor = page.next_offset if page.has_more else None
         if cursor is None or len(found) >= HISTORY_ROWS:
             break

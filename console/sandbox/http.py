@@ -69,7 +69,12 @@ def endpoint(handler: Handler) -> Handler:
 def _logged(tenant: Tenant | None, request: Request, response: Response) -> Response:
     if tenant is not None:
         tenant.requests.append(
-            {"method": request.method, "path": request.url.path, "status": response.status_code}
+            {
+                "method": request.method,
+                "path": request.url.path,
+                "query": request.url.query,
+                "status": response.status_code,
+            }
         )
     return response
 

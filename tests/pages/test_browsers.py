@@ -277,6 +277,15 @@ async def test_it_filters_the_pane_by_category_and_type_from_the_url(viewer_clie
     assert "No recent events match these filters" in nothing
 
 
+async def test_it_asks_the_service_to_filter_the_pane_by_type(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    emit(quiet, sid, "console_log", "console_error")
+    await viewer_client.get(url(f"{sid}/"), {"type": "console_error,page_load"})
+    reads = [r for r in quiet.requests() if r["path"] == f"/browsers/{sid}/telemetry/events"]
+    assert reads and all("type=console_error%2Cpage_load" in r["query"] for r in reads)
+    assert all("category=" not in r["query"] for r in reads)
+
+
 async def test_it_loads_older_history_with_the_cursor(viewer_client, quiet):
     sid = create(quiet, telemetry=ON)["session_id"]
     quiet.control("POST", "telemetry/emit", {"session_id": sid, "count": 120})
