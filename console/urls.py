@@ -25,6 +25,7 @@ org_urlpatterns = [
     path("apps/", include("console.apps.urls")),
     path("invocations/", include("console.invocations.urls")),
     path("deployments/", include("console.deployments.urls")),
+    path("api_keys/", include("console.api_keys.urls")),
 ]
 
 urlpatterns = [

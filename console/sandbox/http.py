@@ -37,6 +37,10 @@ def tenant_of(request: Request) -> Tenant:
     tenant = registry.get(token.strip())
     if tenant is None:
         raise ApiError(401, "unauthorized", "the API key is not valid or has been revoked")
+    from console.sandbox.resources import api_keys
+
+    if api_keys.is_refused(tenant, token.strip()):
+        raise ApiError(401, "unauthorized", "the API key has expired or was deleted")
     return tenant
 
 

@@ -5,6 +5,7 @@ seeded in this order, so a resource that references another comes after it).
 """
 
 from console.sandbox.resources import (
+    api_keys,
     apps,
     auth_connections,
     browser_computer,
@@ -24,6 +25,7 @@ from console.sandbox.resources import (
 
 RESOURCES = [
     projects,
+    api_keys,
     credentials,
     proxies,
     extensions,
