@@ -26,6 +26,7 @@ SECTIONS = [
     Section("Apps", "apps:list", "viewer"),
     Section("Invocations", "invocations:list", "viewer"),
     Section("Deployments", "deployments:list", "viewer"),
+    Section("Telemetry export", "telemetry_destinations:list", "viewer"),
     Section("API keys", "api_keys:list", "admin"),
     Section("Members", "members", "viewer"),
     Section("Audit", "audit", "admin"),

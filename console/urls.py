@@ -26,6 +26,7 @@ org_urlpatterns = [
     path("invocations/", include("console.invocations.urls")),
     path("deployments/", include("console.deployments.urls")),
     path("api_keys/", include("console.api_keys.urls")),
+    path("telemetry_destinations/", include("console.telemetry_destinations.urls")),
 ]
 
 urlpatterns = [

@@ -21,11 +21,13 @@ from console.sandbox.resources import (
     projects,
     proxies,
     telemetry,
+    telemetry_destinations,
 )
 
 RESOURCES = [
     projects,
     api_keys,
+    telemetry_destinations,
     credentials,
     proxies,
     extensions,
