@@ -21,6 +21,7 @@ SECTIONS = [
     Section("Extensions", "extensions:list", "viewer"),
     Section("Credentials", "credentials:list", "viewer"),
     Section("Auth", "auth:list", "viewer"),
+    Section("Providers", "credential_providers:list", "viewer"),
     Section("Profiles", "profiles:list", "viewer"),
     Section("Pools", "pools:list", "viewer"),
     Section("Apps", "apps:list", "viewer"),

@@ -27,6 +27,7 @@ org_urlpatterns = [
     path("deployments/", include("console.deployments.urls")),
     path("api_keys/", include("console.api_keys.urls")),
     path("telemetry_destinations/", include("console.telemetry_destinations.urls")),
+    path("credential_providers/", include("console.credential_providers.urls")),
 ]
 
 urlpatterns = [
