@@ -11,6 +11,8 @@ from console.sandbox.resources import (
     browser_computer,
     browser_files,
     browser_processes,
+    browser_tools,
+    browser_vm,
     browsers,
     credential_providers,
     credentials,
@@ -43,5 +45,7 @@ RESOURCES = [
     browser_processes,
     browser_files,
     browser_computer,
+    browser_tools,
+    browser_vm,
     telemetry,
 ]

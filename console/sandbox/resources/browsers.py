@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.resources import caps, telemetry_destinations
+from console.sandbox.resources import browser_vm, caps, telemetry_destinations
 from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
 
 TABLE = "browsers"
@@ -220,6 +220,9 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     created = parse_time(record["created_at"])
     until = end_moment or tenant.now()
     body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
+    if base:
+        # Where the SDK sends the session's sub-resources directly, with ?jwt= (browser_vm.py).
+        body["base_url"] = browser_vm.base_url(base, record["session_id"])
     cats = categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
