@@ -54,6 +54,7 @@ PANES = [
     ("processes", "Processes", "browsers/_processes.html"),
     ("files", "Files", "browsers/_files.html"),
     ("computer", "Computer", "browsers/_computer.html"),
+    ("tools", "Tools and logs", "browsers/_tools.html"),
 ]
 
 
