@@ -31,5 +31,6 @@ SECTIONS = [
     Section("API keys", "api_keys:list", "admin"),
     Section("Members", "members", "viewer"),
     Section("Audit", "audit", "admin"),
+    Section("Service audit", "audit_logs:list", "admin"),
     Section("Settings", "settings", "admin"),
 ]

@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import format_datetime
 
@@ -51,6 +52,7 @@ def endpoint(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         request_id = "req_" + new_id(length=16)
         request.state.request_id = request_id
+        request.state.started = time.monotonic()
         request.state.drop_after_events = None
         tenant = None
         try:
@@ -73,6 +75,9 @@ def endpoint(handler: Handler) -> Handler:
 
 def _logged(tenant: Tenant | None, request: Request, response: Response) -> Response:
     if tenant is not None:
+        from console.sandbox.resources import audit_logs
+
+        audit_logs.record(tenant, request, response.status_code)
         tenant.requests.append(
             {
                 "method": request.method,

@@ -7,6 +7,7 @@ seeded in this order, so a resource that references another comes after it).
 from console.sandbox.resources import (
     api_keys,
     apps,
+    audit_logs,
     auth_connections,
     browser_computer,
     browser_files,
@@ -48,4 +49,5 @@ RESOURCES = [
     browser_tools,
     browser_vm,
     telemetry,
+    audit_logs,
 ]
