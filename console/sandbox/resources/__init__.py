@@ -26,6 +26,7 @@ from console.sandbox.resources import (
     proxies,
     telemetry,
     telemetry_destinations,
+    vaults,
 )
 
 RESOURCES = [
@@ -33,6 +34,7 @@ RESOURCES = [
     api_keys,
     telemetry_destinations,
     credential_providers,
+    vaults,
     credentials,
     proxies,
     extensions,
