@@ -22,6 +22,7 @@ SECTIONS = [
     Section("Credentials", "credentials:list", "viewer"),
     Section("Auth", "auth:list", "viewer"),
     Section("Providers", "credential_providers:list", "viewer"),
+    Section("Vaults", "vaults:list", "viewer"),
     Section("Profiles", "profiles:list", "viewer"),
     Section("Pools", "pools:list", "viewer"),
     Section("Apps", "apps:list", "viewer"),

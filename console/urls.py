@@ -29,6 +29,7 @@ org_urlpatterns = [
     path("telemetry_destinations/", include("console.telemetry_destinations.urls")),
     path("credential_providers/", include("console.credential_providers.urls")),
     path("audit_logs/", include("console.audit_logs.urls")),
+    path("vaults/", include("console.vaults.urls")),
 ]
 
 urlpatterns = [
