@@ -412,3 +412,27 @@ async def test_it_explains_a_cap_refusal_in_the_banner_where_a_view_does_not_cat
     assert response["HX-Retarget"] == "#banner"
     body = response.content.decode()
     assert "Project cap reached" in body and 'href="/o/acme/projects/' in body
+
+
+async def test_it_renders_sessions_with_newer_enums_and_unknown_fields_raw(viewer_client, quiet):
+    import json as _json
+
+    record = {
+        "session_id": "sess_future1",
+        "created_at": "2026-11-20T10:00:00Z",
+        "cdp_ws_url": "wss://x/cdp?jwt=j",
+        "webdriver_ws_url": "wss://x/s?jwt=j",
+        "headless": True,
+        "stealth": False,
+        "memory": "12GiB",
+        "region": "ap-southeast",
+        "timeout_seconds": 60,
+        "usage_status": "pending",
+        "location": {"locale": "en-SG", "timezone": "Asia/Singapore"},
+        "vaults": [{"id": "vlt_1"}],
+        "video_memory": "4GiB",
+    }
+    quiet.fault(method="GET", path="^/browsers$", status=200, body=_json.dumps([record]))
+    response = await viewer_client.get(url())
+    assert response.status_code == 200
+    assert "ap-southeast" in response.content.decode()

@@ -156,3 +156,32 @@ def test_the_validation_is_strict(client, tenant):
     )
     with pytest.raises(kernel.APIResponseValidationError):
         client.proxies.retrieve("p1")
+
+
+def test_vaults_items_and_events_validate(client):
+    made = client.vaults.upsert(name="checkout")
+    assert client.vaults.retrieve("checkout").id == made.id
+    assert client.vaults.retrieve_encryption_key("checkout").jwk.crv == "P-256"
+    spec = {
+        "provider": "kernel",
+        "fields": [
+            {"name": "username", "type": "email", "value": "a@example.com"},
+            {"name": "password", "type": "password", "value": "secret-1"},
+        ],
+    }
+    item = client.vaults.items.upsert("login", id_or_name="checkout", type="credential", spec=spec)
+    assert item.type == "credential" and item.state.fields["password"].has_value
+    updated = client.vaults.items.update(
+        "login",
+        id_or_name="checkout",
+        type="credential",
+        version=item.version,
+        spec={"fields": {"password": {"value": None}}},
+    )
+    assert updated.version == item.version + 1
+    assert [i.key for i in client.vaults.items.list("checkout")] == ["login"]
+    events = client.vaults.items.events("login", id_or_name="checkout")
+    assert [e.name for e in events] == ["item.created", "item.fields_cleared"]
+    assert [v.id for v in client.vaults.list()] == [made.id]
+    client.vaults.items.delete("login", id_or_name="checkout")
+    client.vaults.delete("checkout")
