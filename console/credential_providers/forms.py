@@ -45,3 +45,14 @@ class EditForm(forms.Form):
         if value and not value.startswith("ops_"):
             raise forms.ValidationError("A 1Password service account token starts with ops_.")
         return value
+
+
+class ItemPickForm(forms.Form):
+    """The searchable provider-item field, for pages that pick an item with a GET form."""
+
+    credential_item = forms.CharField(
+        required=False,
+        max_length=600,
+        label="From a credential provider item",
+        help_text="Search your providers' items (1Password) to fill in the name and domain.",
+    )
