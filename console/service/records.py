@@ -153,6 +153,20 @@ class OrgLimits(Record):
     vaults_used: int | None = None
 
 
+class OrgEntitlements(Record):
+    """``GET /org/entitlements``: what the plan allows; nested objects kept as dicts (new features appear
+    often), with a tolerant check for one feature."""
+
+    features: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+
+    def enabled(self, feature: str) -> bool | None:
+        """True/False as the service says; None when it does not mention the feature."""
+        entry = (self.features or {}).get(feature)
+        return entry.get("enabled") if isinstance(entry, dict) else None
+
+
 class AuthContext(Record):
     """``GET /auth/context``; nested objects are kept as dicts, with shortcuts for what the console shows."""
 

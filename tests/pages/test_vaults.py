@@ -132,3 +132,15 @@ async def test_viewers_and_operators_cannot_change_vaults(viewer_client, operato
 async def test_outsiders_see_nothing(outsider_client, vault):
     for path in ("", f"{vault['id']}/", f"{vault['id']}/items/login/"):
         assert (await outsider_client.get(url(path))).status_code == 404
+
+
+async def test_it_says_when_the_plan_has_no_vaults(viewer_client, tenant):
+    import json
+
+    entitlements = {
+        "features": {"vaults": {"enabled": False}, "brand_new": {"enabled": True}},
+        "plan": {"id": "FREE"},
+    }
+    tenant.fault(method="GET", path="^/org/entitlements$", status=200, body=json.dumps(entitlements))
+    body = (await viewer_client.get(url())).content.decode()
+    assert "does not include vaults" in body
