@@ -185,3 +185,27 @@ def test_vaults_items_and_events_validate(client):
     assert [v.id for v in client.vaults.list()] == [made.id]
     client.vaults.items.delete("login", id_or_name="checkout")
     client.vaults.delete("checkout")
+
+
+def test_more_reads_of_the_named_resources_validate(client):
+    session = client.browsers.create(headless=True)
+    assert session.session_id in [s.session_id for s in client.browsers.list()]
+    pool = client.browser_pools.create(size=1, name="warm")
+    assert client.browser_pools.retrieve("warm").id == pool.id
+    assert [p.id for p in client.browser_pools.list()] == [pool.id]
+    assert client.projects.limits.retrieve("default").max_pooled_sessions is None
+    assert (
+        client.organization.limits.update(
+            default_project_max_concurrent_sessions=50
+        ).default_project_max_concurrent_sessions
+        == 50
+    )
+    destination = client.telemetry.destinations.create(name="c", endpoint="https://otel.example.com")
+    assert client.telemetry.destinations.retrieve("c").id == destination.id
+    provider = client.credential_providers.create(
+        name="p", provider_type="onepassword", token="ops_" + "q" * 24
+    )
+    assert client.credential_providers.retrieve(provider.id).name == "p"
+    assert client.credential_providers.update(provider.id, priority=2).priority == 2
+    assert client.extensions.list() is not None
+    assert client.auth.context.retrieve().organization.id
