@@ -81,3 +81,8 @@ async def test_it_is_for_admins_only(viewer_client, operator_client, outsider_cl
         for path in ("", "export/", "export/chunk/"):
             assert (await client.get(url(path))).status_code == 403
     assert (await outsider_client.get(url())).status_code == 404
+
+
+async def test_the_consoles_audit_page_links_to_the_services(admin_client):
+    body = (await admin_client.get("/o/acme/audit/")).content.decode()
+    assert 'href="/o/acme/audit_logs/"' in body
