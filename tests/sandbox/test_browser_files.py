@@ -221,6 +221,53 @@ def test_it_uploads_files_paired_by_order(tenant, session):
     assert unpaired.status_code == 400 and "files" in details(unpaired)
 
 
+def test_it_uploads_every_file_of_the_indexed_form_the_sdk_sends(tenant, session):
+    # SDK 0.131 (lib/multipart.py): files[0][dest_path], files[0][file], files[1][...], ...
+    response = fs(
+        tenant,
+        session,
+        "POST",
+        "upload",
+        files=[
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/one.txt")),
+            ("files[1][dest_path]", (None, "/home/kernel/Desktop/two.txt")),
+            ("files[2][dest_path]", (None, "/home/kernel/Desktop/sub/three.txt")),
+            ("files[0][file]", ("one.txt", b"1", "text/plain")),
+            ("files[1][file]", ("two.txt", b"22", "text/plain")),
+            ("files[2][file]", ("three.txt", b"333", "text/plain")),
+        ],
+    )
+    assert response.status_code == 204, response.text
+    for path, content in (("one.txt", b"1"), ("two.txt", b"22"), ("sub/three.txt", b"333")):
+        read = fs(tenant, session, "GET", "read_file", params={"path": f"/home/kernel/Desktop/{path}"})
+        assert read.content == content
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        # index 1 has a file but no destination
+        [
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/x.txt")),
+            ("files[0][file]", ("x.txt", b"x", "text/plain")),
+            ("files[1][file]", ("y.txt", b"y", "text/plain")),
+        ],
+        # a field the service does not know
+        [
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/x.txt")),
+            ("files[0][file]", ("x.txt", b"x", "text/plain")),
+            ("files[0][mode]", (None, "600")),
+        ],
+    ],
+)
+def test_it_refuses_an_upload_it_cannot_write_whole_and_writes_nothing(tenant, session, parts):
+    response = fs(tenant, session, "POST", "upload", files=parts)
+    assert response.status_code == 400
+    assert "files" in details(response) or any(k.startswith("files[") for k in details(response))
+    missing = fs(tenant, session, "GET", "file_info", params={"path": "/home/kernel/Desktop/x.txt"})
+    assert missing.status_code == 404
+
+
 def test_it_extracts_a_zip_into_the_destination(tenant, session):
     archive = make_zip(
         {"site/index.html": b"<h1>hi</h1>", "site/css/app.css": b"body{}", "README": b"read me"}

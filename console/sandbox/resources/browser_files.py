@@ -59,7 +59,7 @@ from starlette.routing import Route
 
 from console.sandbox import confine
 from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, no_content, ok, read_json, sse_response
+from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
 from console.sandbox.state import Tenant, new_id, rfc3339
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
@@ -325,19 +325,19 @@ async def _upload_chunks(upload: UploadFile):
 
 @endpoint
 async def upload_files(request: Request):
-    """Multipart ``files[][dest_path]`` + ``files[][file]`` pairs, matched by order (notes §0, §4)."""
+    """Multipart ``files[i][dest_path]`` + ``files[i][file]`` (SDK 0.131), or the ``files[][…]`` pairs
+    matched by order (SDK 0.93, notes §4). Every destination is checked before anything is written."""
     record = _session(request)
     form = await _form(request, max_files=100, field="files")
     try:
-        dests = [v for k, v in form.multi_items() if k in ("files[][dest_path]", "files[0][dest_path]")]
-        uploads = [v for k, v in form.multi_items() if k in ("files[][file]", "files[0][file]")]
-        if not uploads:
-            raise invalid("no files were sent", files="send files[][dest_path] and files[][file] pairs")
-        if len(dests) != len(uploads) or not all(isinstance(u, UploadFile) for u in uploads):
-            raise invalid(
-                "each file needs its destination",
-                files=f"{len(uploads)} file part(s) but {len(dests)} dest_path part(s)",
-            )
+        entries = multipart_array(form, "files", ("dest_path", "file"))
+        if not entries:
+            raise invalid("no files were sent", files="send files[0][dest_path] and files[0][file] parts")
+        bad = [i for i, e in enumerate(entries) if not isinstance(e["file"], UploadFile)]
+        if bad:
+            raise invalid("a file part carries no file", **{f"files[{bad[0]}].file": "must be a file part"})
+        dests = [e["dest_path"] for e in entries]
+        uploads = [e["file"] for e in entries]
         targets = [_writable(record, d, f"files[{i}].dest_path") for i, d in enumerate(dests)]
         for index, (upload, target) in enumerate(zip(uploads, targets, strict=True)):
             await _spool(_upload_chunks(upload), target, f"files[{index}].file")

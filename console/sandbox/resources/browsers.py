@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.resources import browser_vm, caps, telemetry_destinations
 from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
 
 TABLE = "browsers"
@@ -219,9 +220,14 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     created = parse_time(record["created_at"])
     until = end_moment or tenant.now()
     body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
+    if base:
+        # Where the SDK sends the session's sub-resources directly, with ?jwt= (browser_vm.py).
+        body["base_url"] = browser_vm.base_url(base, record["session_id"])
     cats = categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
+    if record.get("_otlp_export"):
+        body.setdefault("telemetry", {})["export"] = {"otlp": dict(record["_otlp_export"])}
     if not record["headless"] and end_moment is None:
         body["browser_live_view_url"] = (
             f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_live_token']}"
@@ -552,8 +558,13 @@ def validate_create(request: Request, body: dict) -> dict:
 
 @endpoint
 async def create_browser(request: Request):
-    config = validate_create(request, await read_json(request))
+    body = await read_json(request)
+    config = validate_create(request, body)
+    export = telemetry_destinations.export_of(request, body.get("telemetry"))
+    caps.check_sessions(request.state.tenant, project_of(request))
     record = new_browser_record(request.state.tenant, project_of(request), **config)
+    if export:
+        record["_otlp_export"] = export
     return ok(render(record, request.state.tenant, _base(request)), status=201)
 
 

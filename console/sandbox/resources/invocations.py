@@ -38,7 +38,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.resources import deployments
+from console.sandbox.resources import caps, deployments
 from console.sandbox.resources.deployments import (
     interrupt,
     last_state,
@@ -340,6 +340,7 @@ async def create_invocation(request: Request):
             f"{app_name}@{version} has no action {action!r}",
             action_name=f"not an action of {app_name}@{version} (actions: {', '.join(names)})",
         )
+    caps.check_invocations(tenant, project_of(request))
     record = create(
         tenant, project_of(request), deployment, action, payload_text or None, timeout_seconds=timeout
     )
