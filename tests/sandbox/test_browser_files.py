@@ -586,3 +586,25 @@ def test_it_never_reaches_the_host_while_a_command_swaps_a_directory_for_a_symli
     finally:
         tenant.call("POST", f"/browsers/{session}/process/{process_id}/kill", json={"signal": "KILL"})
     assert host_state(outside) == before
+
+
+def test_it_deletes_a_directory_holding_links_to_the_host_without_following_them(tenant, session, outside):
+    before = host_state(outside)
+    run(tenant, session, "mkdir", "-p", "/tmp/box/inner")
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/box/out")
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/box/inner/out")
+    response = fs(tenant, session, "PUT", "delete_directory", json={"path": "/tmp/box"})
+    assert response.status_code == 204, response.text
+    assert "box" not in listing(tenant, session, "/tmp")
+    assert host_state(outside) == before
+
+
+def test_it_answers_at_once_for_a_fifo_a_command_left(tenant, session):
+    run(tenant, session, "mkfifo", "/tmp/pipe")
+    response = httpx.get(
+        f"{tenant.url}/browsers/{session}/fs/read_file",
+        params={"path": "/tmp/pipe"},
+        headers={"Authorization": f"Bearer {tenant.api_key}"},
+        timeout=5,
+    )
+    assert response.status_code == 400 and "regular file" in details(response)["path"]

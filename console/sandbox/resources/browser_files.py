@@ -219,6 +219,8 @@ def _walk(record: dict, raw, field: str = "path", *, parent_is_file: str | None 
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _outside(field) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ApiError(403, "permission_denied", f"permission denied: {raw}") from None
         if exc.errno == errno.EISDIR:
             raise invalid(f"{raw} is a directory", **{field: "is a directory"}) from None
         if exc.errno == errno.ENOTDIR:
@@ -759,34 +761,30 @@ async def move(request: Request):
                 dest_name = dest.locate(dest_parts, follow_last=False)
             except (FileNotFoundError, rooted.NotADir):
                 raise file_not_found(_service(dest_parts[:-1])) from None
-            _rename(src, src_name, src_st, src_parts, dest, dest_name, dest_parts, dest_raw)
+            src_is_dir = stat.S_ISDIR(src_st.st_mode)
+            if src_is_dir and dest_parts[: len(src_parts)] == src_parts:
+                raise invalid("a directory cannot move into itself", dest_path="is inside src_path")
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(dest.lstat(dest_name).st_mode) and not src_is_dir:
+                    raise invalid(f"{dest_raw} is a directory", dest_path="a directory has this name")
+            try:
+                os.replace(src_name, dest_name, src_dir_fd=src.fd, dst_dir_fd=dest.fd)
+            except OSError as exc:
+                raise _refused_move(exc, dest_raw) from None
     return no_content()
 
 
-def _rename(
-    src: rooted.Walk, src_name, src_st, src_parts, dest: rooted.Walk, dest_name, dest_parts, dest_raw
-):
-    src_is_dir = stat.S_ISDIR(src_st.st_mode)
-    into_itself = invalid("a directory cannot move into itself", dest_path="is inside src_path")
-    if src_is_dir and dest_parts[: len(src_parts)] == src_parts:
-        raise into_itself
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(dest.lstat(dest_name).st_mode) and not src_is_dir:
-            raise invalid(f"{dest_raw} is a directory", dest_path="a directory has this name")
-    try:
-        os.replace(src_name, dest_name, src_dir_fd=src.fd, dst_dir_fd=dest.fd)
-    except OSError as exc:  # checked above, unless the tree changed meanwhile (or a link hid it)
-        if exc.errno == errno.EINVAL:
-            raise into_itself from None
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-            raise invalid(
-                f"{dest_raw} is not empty", dest_path="a non-empty directory has this name"
-            ) from None
-        if exc.errno == errno.EISDIR:
-            raise invalid(f"{dest_raw} is a directory", dest_path="a directory has this name") from None
-        if exc.errno == errno.ENOTDIR:
-            raise invalid(f"{dest_raw} is a file", dest_path="a file has this name") from None
-        raise
+def _refused_move(exc: OSError, dest_raw: str) -> Exception:
+    """Why the kernel refused a rename the checks let through (a link on the way, a tree that changed)."""
+    if exc.errno == errno.EINVAL:
+        return invalid("a directory cannot move into itself", dest_path="is inside src_path")
+    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+        return invalid(f"{dest_raw} is not empty", dest_path="a non-empty directory has this name")
+    if exc.errno == errno.EISDIR:
+        return invalid(f"{dest_raw} is a directory", dest_path="a directory has this name")
+    if exc.errno == errno.ENOTDIR:
+        return invalid(f"{dest_raw} is a file", dest_path="a file has this name")
+    return exc
 
 
 @endpoint
