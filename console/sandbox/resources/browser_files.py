@@ -58,7 +58,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from console.sandbox import confine, rooted
@@ -78,6 +78,7 @@ HOME = "/home/kernel"
 SKELETON = ("home/kernel/Downloads", "home/kernel/Desktop", "tmp")
 MODE = re.compile(r"^[0-7]{3,4}$")
 CHUNK = 64 * 1024
+BUFFERED_READ = 4 * 1024 * 1024  # files up to this size are read whole before they are sent
 
 _temp_root: Path | None = None
 
@@ -326,16 +327,6 @@ async def read_file(request: Request):
         source.close()
         raise
 
-    async def body():
-        with source:
-            left = st.st_size  # as announced: a file growing meanwhile is cut there
-            while left > 0:
-                chunk = await asyncio.to_thread(source.read, min(CHUNK, left))
-                if not chunk:
-                    return
-                left -= len(chunk)
-                yield chunk
-
     filename = parts[-1] if parts else "root"
     quoted = quote(filename)
     disposition = (
@@ -344,11 +335,34 @@ async def read_file(request: Request):
         else f"attachment; filename*=utf-8''{quoted}"
     )
     headers = {
-        "Content-Length": str(st.st_size),
         "Content-Disposition": disposition,
         "Last-Modified": formatdate(st.st_mtime, usegmt=True),
     }
+    if st.st_size <= BUFFERED_READ:
+        # Read whole, so the length sent is the length read even while a command rewrites the file.
+        with source:
+            data = await asyncio.to_thread(_read_at_most, source, BUFFERED_READ)
+        return Response(data, media_type="application/octet-stream", headers=headers)
+
+    async def body():
+        with source:
+            left = st.st_size  # as announced: a file growing meanwhile is cut there (one shrinking aborts)
+            while left > 0:
+                chunk = await asyncio.to_thread(source.read, min(CHUNK, left))
+                if not chunk:
+                    return
+                left -= len(chunk)
+                yield chunk
+
+    headers["Content-Length"] = str(st.st_size)
     return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
+
+
+def _read_at_most(source, limit: int) -> bytes:
+    data = bytearray()
+    while len(data) < limit and (chunk := source.read(min(CHUNK, limit - len(data)))):
+        data += chunk
+    return bytes(data)
 
 
 # Writing -------------------------------------------------------------------------------------------
