@@ -545,18 +545,26 @@ def test_it_follows_a_relative_symlink_that_stays_inside_the_session(tenant, ses
     assert listing(tenant, session, "/tmp")["dl"]["mode"].startswith("l")
 
 
+# Renames keep `d` a directory or a link to the host almost all the time, switching every tenth of a
+# millisecond or so, so a check of `d` and the use that follows it often see different things.
 SWAPPER = """
-import os, shutil, sys
+import os, shutil, sys, time
 os.chdir("/tmp")
 while True:
     try:
         os.makedirs("real/sub", exist_ok=True)
-        with open("real/secret.txt", "w") as f:
-            f.write("inside")
-        os.rename("real", "d")
-        os.rename("d", "real")
-        os.symlink(sys.argv[1], "d")
-        os.unlink("d")
+        if not os.path.exists("real/secret.txt"):
+            with open("real/secret.txt", "w") as f:
+                f.write("inside")
+        if not os.path.islink("link"):
+            os.symlink(sys.argv[1], "link")
+        for _ in range(1000):
+            os.rename("real", "d")
+            time.sleep(0.0001)
+            os.rename("d", "real")
+            os.rename("link", "d")
+            time.sleep(0.0001)
+            os.rename("d", "link")
     except OSError:
         if os.path.islink("d"):
             os.unlink("d")
