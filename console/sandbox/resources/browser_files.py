@@ -7,9 +7,21 @@ Choices where the contract and the notes are silent (the lead copies them into t
   temp root (``sandbox-fs-…``, removed when the sandbox stops). The service's absolute paths map inside
   it: ``/home/kernel/Downloads`` is ``<root>/home/kernel/Downloads``. A new session starts with
   ``/home/kernel/Downloads``, ``/home/kernel/Desktop`` and ``/tmp``.
-- Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal), and so is a
-  path that resolves outside the session's directory through a symlink. A path never reaches the host's
-  own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
+- Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal). A path never
+  reaches the host's own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
+- Symlinks (the session's commands make them; the API never does): every operation walks its path from a
+  descriptor of the session's directory (``console/sandbox/rooted.py``), never by name from the host's
+  ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when it
+  runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
+  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the
+  path "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
+  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it
+  the same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
+  ``write_file`` and ``upload`` replace it with the file; ``delete_directory`` refuses it (400). Directory
+  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip
+  extraction refuses an archive that would write through one (400). ``read_file`` of something that is
+  not a regular file (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and
+  ``create_directory /`` leaves it alone: it is the host directory guarding the session.
 - Missing files and directories are 404 ``file_not_found``; a file where a directory is needed (or the
   reverse) is 400 with a field detail. ``write_file`` and ``upload`` create missing parent directories;
   ``move`` needs the destination's directory to exist (404 otherwise) and replaces an existing file;
@@ -20,7 +32,7 @@ Choices where the contract and the notes are silent (the lead copies them into t
   entry is named); the declared sizes may total at most ``MAX_EXTRACT_BYTES`` (100 MiB), and extraction
   stops (and removes what it wrote) if the actual bytes exceed it, so a lying header cannot fill the disk.
   Uploads and single writes are limited to ``MAX_UPLOAD_BYTES`` (100 MiB); ``download_dir_zip`` refuses a
-  directory holding more than that.
+  directory holding more than that, or more than ``MAX_DIR_ZIP_ENTRIES`` (100,000) entries.
 - ``set_file_permissions`` applies ``mode``; ``owner`` and ``group`` are accepted and ignored (every
   command runs as one user). What the API writes belongs to that user (``confine``), so the session's
   commands can change it: a command sees this directory as its ``/``.
