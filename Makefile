@@ -25,6 +25,7 @@ install-dev: $(BIN)/.installed-dev
 
 # run: everything up (sandbox + console) with demo data; Ctrl-C stops both.
 run: install
+	@$(MAKE) --no-print-directory chromium || echo "Without Chromium the sandbox's browser sessions are simulated."
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo
 	@set -m; \
@@ -37,6 +38,7 @@ run: install
 	echo; \
 	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
 	echo "  Sandbox:  http://127.0.0.1:$(SANDBOX_PORT)/  (a local Browser Automation Service)"; \
+	$(BIN)/python -c "import json, urllib.request; s = json.load(urllib.request.urlopen('http://127.0.0.1:$(SANDBOX_PORT)/', timeout=2)); print('  Browsers: ' + ('real Chromium' if s['engine'] == 'chromium' else 'simulated browser') + ' (' + s['engine_reason'] + ')')" 2>/dev/null || true; \
 	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
 	echo "  Ctrl-C stops both."; \
 	echo; \

@@ -22,7 +22,7 @@ class _QuietDrops(logging.Filter):
 def serve(host: str = "127.0.0.1", port: int = 8100, *, log_level: str = "warning") -> None:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     uvicorn.run(
-        build_app(), host=host, port=port, log_level=log_level, lifespan="off", timeout_graceful_shutdown=2
+        build_app(), host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=2
     )
 
 

@@ -19,6 +19,12 @@ Choices where the notes leave room (the lead copies them into the docs):
   record echoes all nine configurable categories with their ``enabled`` flag.
 - Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
   (``/_sandbox/live/{session_id}``, a small page), so the console can link to or embed it offline.
+- Engine (``console/sandbox/engine.py``): a session runs in the engine the sandbox ran when it was created.
+  Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
+  (``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``, see ``cdp_proxy``); the record carries a sandbox-only
+  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or
+  ``simulated``), which the service's record does not have. Create waits for the browser to start and
+  navigate (best effort); delete waits for it to close.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from console.sandbox import engine
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
@@ -135,6 +142,7 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
         "_last_activity": now,
         "_ended_at": None,
         "_ended_reason": None,
+        "_engine": engine.get().name,
     }
     for key in ("name", "start_url", "chrome_policy", "network", "invocation_id", "pool"):
         if config.get(key):
@@ -199,6 +207,7 @@ def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None
     record["_deleted"] = True
     record["deleted_at"] = rfc3339(moment)
     telemetry.finish(tenant, record)
+    engine.get().discard(record)
 
 
 def touch(tenant: Tenant, record: dict) -> None:
@@ -222,6 +231,13 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     cats = categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
+    body["sandbox"] = {
+        "engine": record.get("_engine", "simulated"),
+        "browser": engine.get().session_state(record),
+    }
+    if record.get("_engine") == "chromium" and base:
+        ws_base = "ws" + base.rstrip("/").removeprefix("http")
+        body["cdp_ws_url"] = f"{ws_base}/_sandbox/cdp/{record['session_id']}?jwt={record['_jwt']}"
     if not record["headless"] and end_moment is None:
         body["browser_live_view_url"] = (
             f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_live_token']}"
@@ -554,6 +570,8 @@ def validate_create(request: Request, body: dict) -> dict:
 async def create_browser(request: Request):
     config = validate_create(request, await read_json(request))
     record = new_browser_record(request.state.tenant, project_of(request), **config)
+    if record["_engine"] == "chromium":
+        await engine.get().live(request.state.tenant, record)
     return ok(render(record, request.state.tenant, _base(request)), status=201)
 
 
@@ -616,6 +634,9 @@ async def update_browser(request: Request):
         # Events due so far were captured under the old categories; the new ones apply from now.
         telemetry.catch_up(tenant, record)
         record["_categories"] = new_categories
+        live = engine.get().lives.get(record["session_id"])
+        if live is not None and live.events is not None:
+            await live.events.apply()
     touch(tenant, record)
     return ok(render(record, tenant, _base(request)))
 
@@ -707,6 +728,7 @@ async def list_browsers(request: Request):
 async def delete_browser(request: Request):
     record = get_session(request, request.path_params["id_or_name"])
     end(request.state.tenant, record, "deleted")
+    await engine.get().close(record)
     return no_content()
 
 

@@ -219,6 +219,10 @@ def catch_up(tenant: Tenant, record: dict, *, until: datetime | None = None) -> 
     limit = until or ended_at(tenant, record) or tenant.now()
     if log.ended:  # ended_at just noticed a timeout, and finish() caught up to it
         return
+    if record.get("_engine") == "chromium":
+        # A real page produces its own telemetry (page_events); nothing is generated.
+        log.generated_until = limit
+        return
     if log.generated_until is None:
         log.generated_until = limit
         return

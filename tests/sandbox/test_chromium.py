@@ -1,0 +1,328 @@
+"""Real browsers: sessions of a sandbox running the Chromium engine (console/sandbox/engine.py).
+
+One sandbox with at most two running browsers serves these tests (``chromium_sandbox``); each test deletes
+the sessions it creates.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+
+import httpx
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
+
+pytestmark = pytest.mark.chromium
+
+ALL = {name: {"enabled": True} for name in ("console", "network", "page", "interaction")}
+
+
+def create(tenant, **body):
+    body = {"headless": True, "viewport": {"width": 640, "height": 480}, **body}
+    response = tenant.call("POST", "/browsers", json=body, timeout=60)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def wait_for_event(tenant, session_id, kind, where=lambda data: True, seconds=15.0) -> dict:
+    deadline = time.monotonic() + seconds
+    seen = []
+    while time.monotonic() < deadline:
+        response = tenant.call(
+            "GET", f"/browsers/{session_id}/telemetry/events", params={"limit": 100, "since": "10m"}
+        )
+        seen = [item["event"] for item in response.json()]
+        for event in seen:
+            if event["type"] == kind and where(event.get("data") or {}):
+                return event
+        time.sleep(0.2)
+    raise AssertionError(f"no {kind} event; saw {[e['type'] for e in seen]}")
+
+
+def events_of(tenant, session_id) -> list[dict]:
+    response = tenant.call("GET", f"/browsers/{session_id}/telemetry/events", params={"limit": 100})
+    return [item["event"] for item in response.json()]
+
+
+def pixel(png: bytes, x: int, y: int) -> tuple[int, int, int]:
+    """The RGB of one pixel of an 8-bit RGB or RGBA PNG (enough of a decoder for screenshots)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, data, width, channels = 8, b"", 0, 3
+    while offset < len(png):
+        (length,) = struct.unpack(">I", png[offset : offset + 4])
+        kind, body = png[offset + 4 : offset + 8], png[offset + 8 : offset + 8 + length]
+        if kind == b"IHDR":
+            width, _, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6)
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            data += body
+        offset += 12 + length
+    raw = zlib.decompress(data)
+    stride = width * channels
+    rows: list[bytearray] = []
+    for row in range(y + 1):
+        start = row * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        previous = rows[-1] if rows else bytearray(stride)
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                predictor = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + predictor) & 0xFF
+        rows.append(line)
+    start = x * channels
+    return tuple(rows[y][start : start + 3])
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    return struct.unpack(">II", png[16:24])
+
+
+@pytest.fixture
+def real(chromium_sandbox):
+    url, _ = chromium_sandbox
+    tenant = new_tenant(url)
+    yield tenant
+    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
+        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+def test_it_says_which_engine_it_runs(chromium_sandbox, sandbox_url, real):
+    assert httpx.get(chromium_sandbox[0] + "/").json()["engine"] == "chromium"
+    assert httpx.get(sandbox_url + "/").json()["engine"] == "simulated"
+    assert httpx.get(chromium_sandbox[0] + "/_sandbox/health").json()["engine"] == "chromium"
+    session = create(real)
+    assert session["sandbox"] == {"engine": "chromium", "browser": "running"}
+    assert session["cdp_ws_url"].startswith(chromium_sandbox[0].replace("http", "ws") + "/_sandbox/cdp/")
+
+
+def test_it_reports_a_console_log_with_its_stack(real):
+    session = create(
+        real,
+        start_url="https://lab.example.com/?log=the-chosen-text",
+        telemetry={"enabled": True, "browser": {"console": {"enabled": True}}},
+    )
+    event = wait_for_event(
+        real, session["session_id"], "console_log", lambda d: d["text"] == "the-chosen-text"
+    )
+    assert event["category"] == "console"
+    assert event["source"] == {
+        "kind": "cdp",
+        "event": "Runtime.consoleAPICalled",
+        "metadata": {"target_type": "page"},
+    }
+    frames = event["data"]["stack_trace"]["callFrames"]
+    assert frames[0]["url"] == "https://lab.example.com/?log=the-chosen-text"
+    assert event["data"]["url"] == "https://lab.example.com/?log=the-chosen-text"
+    assert event["data"]["level"] == "log"
+
+
+def test_it_clicks_a_button_and_the_page_handler_runs(real):
+    session = create(real, start_url="https://lab.example.com/", telemetry={"enabled": True, "browser": ALL})
+    sid = session["session_id"]
+    response = real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 60, "y": 40})
+    assert response.status_code == 204
+    wait_for_event(real, sid, "console_log", lambda d: d["text"] == "button clicked")
+    click = wait_for_event(real, sid, "interaction_click")
+    assert (click["data"]["x"], click["data"]["y"], click["data"]["selector"]) == (60, 40, "button#hello")
+    assert real.call("POST", f"/browsers/{sid}/computer/get_mouse_position").json() == {"x": 60, "y": 40}
+
+
+def test_it_types_and_presses_keys_in_the_page(real):
+    session = create(
+        real, start_url="https://plain.example.com/login", telemetry={"enabled": True, "browser": ALL}
+    )
+    sid = session["session_id"]
+    batch = [
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "jo@example.com"}},
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "hunter22"}},
+        {"type": "press_key", "press_key": {"keys": ["Return"]}},
+    ]
+    assert real.call("POST", f"/browsers/{sid}/computer/batch", json={"actions": batch}).status_code == 204
+    wait_for_event(real, sid, "page_navigation", lambda d: d["url"] == "https://plain.example.com/home")
+    key = wait_for_event(real, sid, "interaction_key", lambda d: d["key"] == "Enter")
+    assert key["data"]["tag"] == "INPUT"
+
+
+def test_it_screenshots_the_page_at_the_viewport_size(real):
+    session = create(real, start_url="https://lab.example.com/?color=1e90ff")
+    sid = session["session_id"]
+    response = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/png"
+    assert png_size(response.content) == (640, 480)
+    assert pixel(response.content, 400, 300) == (0x1E, 0x90, 0xFF)
+    region = {"x": 300, "y": 200, "width": 50, "height": 40}
+    response = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={"region": region})
+    assert png_size(response.content) == (50, 40)
+    assert pixel(response.content, 10, 10) == (0x1E, 0x90, 0xFF)
+
+
+def test_it_refuses_bad_actions_with_the_error_body(real):
+    sid = create(real, start_url="https://lab.example.com/")["session_id"]
+    response = real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 640, "y": 10})
+    assert response.status_code == 400
+    assert response.json()["details"][0]["code"] == "x"
+    response = real.call("POST", f"/browsers/{sid}/computer/press_key", json={"keys": ["NoSuchKey"]})
+    assert response.status_code == 400
+    assert response.json()["details"] == [
+        {"code": "keys", "message": "'NoSuchKey' is not a key name (e.g. Return, Tab, Ctrl+t)"}
+    ]
+    actions = [
+        {"type": "click_mouse", "click_mouse": {"x": 60, "y": 40}},
+        {"type": "scroll", "scroll": {"x": 10, "y": 9999}},
+        {"type": "click_mouse", "click_mouse": {"x": 60, "y": 40}},
+    ]
+    response = real.call("POST", f"/browsers/{sid}/computer/batch", json={"actions": actions})
+    assert response.status_code == 400
+    assert response.json()["details"][0]["code"] == "actions[1]"
+
+
+def test_it_connects_playwright_over_the_cdp_ws_url(real):
+    session = create(real, start_url="https://docs.example.com/quickstart")
+    other = create(real, start_url="https://news.example.org/")
+    refused = session["cdp_ws_url"].split("?")[0] + "?jwt=" + other["cdp_ws_url"].split("jwt=")[1]
+    with sync_playwright() as playwright:
+        with pytest.raises(Exception, match=r"403|Unexpected status|WebSocket error"):
+            playwright.chromium.connect_over_cdp(refused, timeout=10_000)
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            pages = [page for context in browser.contexts for page in context.pages]
+            assert [page.url for page in pages] == ["https://docs.example.com/quickstart"]
+            assert pages[0].title() == "Quickstart"
+            pages[0].click("text=the API reference")
+            pages[0].wait_for_url("https://docs.example.com/api")
+        finally:
+            browser.close()
+    # The sandbox drives the same page the client moved.
+    shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
+    assert shot.status_code == 200
+    events = events_of(real, session["session_id"])
+    assert [e["type"] for e in events if e["category"] == "connection"] == []  # telemetry is off
+
+
+def test_it_records_cdp_connections_as_telemetry(real):
+    session = create(real, start_url="https://lab.example.com/", telemetry={"enabled": True})
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        browser.close()
+    disconnect = wait_for_event(real, session["session_id"], "cdp_disconnect")
+    assert disconnect["data"]["reason"] == "client_close"
+    assert disconnect["data"]["message_count"] > 0
+    assert "cdp_connect" in [e["type"] for e in events_of(real, session["session_id"])]
+
+
+def test_it_switches_capture_with_the_telemetry_categories(real):
+    session = create(real, start_url="https://lab.example.com/", telemetry={"enabled": True, "browser": ALL})
+    sid = session["session_id"]
+    wait_for_event(real, sid, "page_load")
+    patch = {"telemetry": {"browser": {"console": {"enabled": False}}}}
+    assert real.call("PATCH", f"/browsers/{sid}", json=patch).status_code == 200
+    real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 60, "y": 40})
+    wait_for_event(real, sid, "interaction_click")
+    time.sleep(0.5)
+    assert "console_log" not in [e["type"] for e in events_of(real, sid)]
+
+
+def test_it_serves_the_demo_shop_whose_checkout_fails(real):
+    session = create(
+        real, start_url="https://shop.example.com/checkout", telemetry={"enabled": True, "browser": ALL}
+    )
+    sid = session["session_id"]
+    error = wait_for_event(real, sid, "console_error")
+    assert error["data"]["text"] == "Checkout failed: shipping quote returned 503"
+    assert error["data"]["stack_trace"]["callFrames"][0]["functionName"] == "renderQuote"
+    failed = wait_for_event(real, sid, "network_response", lambda d: d.get("status") == 503)
+    assert failed["data"]["url"] == "https://shop.example.com/api/checkout/quote"
+    blocked = wait_for_event(real, sid, "network_loading_failed")
+    assert blocked["data"]["error_text"] == "net::ERR_NAME_NOT_RESOLVED"
+
+
+def test_it_keeps_a_session_past_the_limit_in_standby_and_wakes_it_with_its_state(real):
+    first = create(real, start_url="https://plain.example.com/login")
+    sid = first["session_id"]
+    batch = [
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "jo@example.com"}},
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "hunter22\n"}},
+    ]
+    assert real.call("POST", f"/browsers/{sid}/computer/batch", json={"actions": batch}).status_code == 204
+    time.sleep(1)
+    create(real, start_url="https://docs.example.com/")
+    create(real, start_url="https://news.example.org/")  # a third: the limit is two
+    assert real.call("GET", f"/browsers/{sid}").json()["sandbox"]["browser"] == "standby"
+    shot = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
+    assert shot.status_code == 200
+    assert real.call("GET", f"/browsers/{sid}").json()["sandbox"]["browser"] == "running"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(first["cdp_ws_url"], timeout=20_000)
+        try:
+            page = browser.contexts[0].pages[0]
+            assert page.url == "https://plain.example.com/home"
+            page.reload()
+            assert page.locator("h1").inner_text() == "Signed in"
+        finally:
+            browser.close()
+
+
+def test_it_reports_a_crashed_page_and_recovers(real):
+    session = create(real, start_url="https://lab.example.com/", telemetry={"enabled": True})
+    sid = session["session_id"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            page = browser.contexts[0].pages[0]
+            with pytest.raises(Exception):  # noqa: B017 - the renderer dies under the navigation
+                page.goto("chrome://crash", timeout=5_000)
+        finally:
+            browser.close()
+    crash = wait_for_event(real, sid, "service_crashed")
+    assert crash["data"] == {"service_name": "chromium", "phase": "running"}
+    assert real.call("POST", f"/browsers/{sid}/computer/screenshot", json={}).status_code == 200
+
+
+def test_it_leaves_no_chromium_process_after_delete_or_stop():
+    owner = "sandbox-test-lifecycle-" + str(time.monotonic_ns())
+    url, process = start_sandbox(
+        SANDBOX_ENGINE="chromium", SANDBOX_BROWSER_LINGER_SECONDS="0", SANDBOX_BROWSER_OWNER=owner
+    )
+    try:
+        tenant = new_tenant(url)
+        session = create(tenant, start_url="https://lab.example.com/")
+        assert browser_processes(owner)
+        assert tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30).status_code == 204
+        deadline = time.monotonic() + 10
+        while browser_processes(owner) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert browser_processes(owner) == []
+        create(tenant, start_url="https://lab.example.com/")
+        with sync_playwright() as playwright:  # a session with a process of its own, connected
+            playwright.chromium.connect_over_cdp(
+                create(tenant, start_url="https://docs.example.com/")["cdp_ws_url"], timeout=20_000
+            )
+            assert browser_processes(owner)
+            stop_sandbox(process)
+        deadline = time.monotonic() + 10
+        while browser_processes(owner) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert browser_processes(owner) == []
+    finally:
+        stop_sandbox(process)
