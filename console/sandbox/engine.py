@@ -140,6 +140,7 @@ class Engine:
         self._linger: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._root: Path | None = None
+        self._waking = 0
 
     @property
     def real(self) -> bool:
@@ -167,6 +168,8 @@ class Engine:
 
     async def live(self, tenant: Tenant, record: dict) -> Live:
         """The session's running browser, woken from standby (or after a crash) if needed."""
+        if record.get("_ended_at") is not None:
+            raise ApiError(404, "not_found", f"browser session {record['session_id']!r} has ended")
         live = self.lives.get(record["session_id"])
         if live is None:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
@@ -179,6 +182,7 @@ class Engine:
             if live.state == "closed":
                 raise ApiError(404, "not_found", f"browser session {live.session_id!r} has ended")
             if live.state != "running":
+                self._waking += 1
                 try:
                     async with asyncio.timeout(LAUNCH_TIMEOUT):
                         await self._wake(live)
@@ -194,6 +198,8 @@ class Engine:
                         "the session's browser could not be started; try again",
                         inner_error={"code": type(exc).__name__, "message": str(exc)[:200]},
                     ) from None
+                finally:
+                    self._waking -= 1
         self._start_reaper()
         return live
 
@@ -215,6 +221,7 @@ class Engine:
         live.events = page_events.PageEvents(live)
         await live.events.attach()
         page.on("crash", lambda _page: self._crashed(live))
+        page.on("download", lambda download: self._spawn(self._save_download(live, download)))
         context.on("page", lambda new: live.events and live.events.tab_opened(new))
         live.state = "running"
         if live.url:
@@ -244,6 +251,16 @@ class Engine:
             await sites.fulfil(route)
 
         await live.context.route("**/*", handle)
+
+    async def _save_download(self, live: Live, download) -> None:
+        """A download lands in the session's ``/home/kernel/Downloads`` (its filesystem in the API)."""
+        from console.sandbox.resources.browser_files import session_root
+
+        name = Path(download.suggested_filename).name or "download"
+        target = session_root(live.record) / "home/kernel/Downloads" / name
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(60):
+                await download.save_as(target)
 
     def _crashed(self, live: Live) -> None:
         if live.state != "running":
@@ -427,7 +444,7 @@ class Engine:
     async def _linger_then_close(self) -> None:
         await asyncio.sleep(self.linger_seconds)
         in_use = any(live.context is not None and not live.own_browser for live in self.lives.values())
-        if not in_use and (self._launch_lock is None or not self._launch_lock.locked()):
+        if not in_use and not self._waking:
             await self._close_shared()
 
     def _start_reaper(self) -> None:

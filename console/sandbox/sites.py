@@ -16,7 +16,8 @@ own error page and a ``network_loading_failed`` event), so nothing leaves the ma
   after the last step the site sets a cookie and shows ``post_login_path``. ``bot.example.com`` answers
   403 with a CAPTCHA wall.
 - ``lab.example.com``: a test bench: ``/?log=TEXT`` logs TEXT with ``console.log``, ``color=RRGGBB`` paints
-  the page, and a button at (20, 20)-(220, 80) logs ``button clicked`` when clicked.
+  the page, a button at (20, 20)-(220, 80) logs ``button clicked`` when clicked, and a link at
+  (20, 100)-(220, 140) downloads ``report.csv``.
 """
 
 from __future__ import annotations
@@ -162,6 +163,12 @@ def news(request: Request):
 
 
 def lab(request: Request):
+    if request.url.path == "/report.csv":
+        return Response(
+            "day,orders\n2026-11-23,42\n",
+            media_type="text/csv",
+            headers={"Content-Disposition": 'attachment; filename="report.csv"'},
+        )
     params = request.query_params
     colour = params.get("color", "ffffff")
     if not (len(colour) == 6 and all(c in "0123456789abcdefABCDEF" for c in colour)):
@@ -175,6 +182,8 @@ def lab(request: Request):
         "<!doctype html><html><head><meta charset=utf-8><title>Lab</title></head>"
         f"<body style='margin:0;background:#{colour};height:3000px'>"
         "<button id=hello style='position:absolute;left:20px;top:20px;width:200px;height:60px'>Hello</button>"
+        "<a id=report href='/report.csv' style='position:absolute;left:20px;top:100px;width:200px;"
+        "height:40px;display:block;background:#eee'>Download the report</a>"
         f"<script>{script}</script></body></html>"
     )
 

@@ -299,10 +299,34 @@ def test_it_reports_a_crashed_page_and_recovers(real):
     assert real.call("POST", f"/browsers/{sid}/computer/screenshot", json={}).status_code == 200
 
 
+def test_it_saves_downloads_in_the_session_downloads_directory(real):
+    sid = create(real, start_url="https://lab.example.com/")["session_id"]
+    assert (
+        real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 60, "y": 120}).status_code
+        == 204
+    )
+    deadline = time.monotonic() + 10
+    names = []
+    while time.monotonic() < deadline and "report.csv" not in names:
+        listing = real.call(
+            "GET", f"/browsers/{sid}/fs/list_files", params={"path": "/home/kernel/Downloads"}
+        )
+        names = [item["name"] for item in listing.json()]
+        time.sleep(0.2)
+    assert "report.csv" in names
+    body = real.call(
+        "GET", f"/browsers/{sid}/fs/read_file", params={"path": "/home/kernel/Downloads/report.csv"}
+    )
+    assert body.content == b"day,orders\n2026-11-23,42\n"
+
+
 def test_it_leaves_no_chromium_process_after_delete_or_stop():
     owner = "sandbox-test-lifecycle-" + str(time.monotonic_ns())
     url, process = start_sandbox(
-        SANDBOX_ENGINE="chromium", SANDBOX_BROWSER_LINGER_SECONDS="0", SANDBOX_BROWSER_OWNER=owner
+        SANDBOX_ENGINE="chromium",
+        SANDBOX_BROWSER_LINGER_SECONDS="0",
+        SANDBOX_BROWSER_IDLE_SECONDS="2",
+        SANDBOX_BROWSER_OWNER=owner,
     )
     try:
         tenant = new_tenant(url)
@@ -313,6 +337,13 @@ def test_it_leaves_no_chromium_process_after_delete_or_stop():
         while browser_processes(owner) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert browser_processes(owner) == []
+        # Idle past SANDBOX_BROWSER_IDLE_SECONDS: standby, and the browser process is released.
+        idle = create(tenant, start_url="https://lab.example.com/")
+        deadline = time.monotonic() + 15
+        while browser_processes(owner) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert browser_processes(owner) == []
+        assert tenant.call("GET", f"/browsers/{idle['session_id']}").json()["sandbox"]["browser"] == "standby"
         create(tenant, start_url="https://lab.example.com/")
         with sync_playwright() as playwright:  # a session with a process of its own, connected
             playwright.chromium.connect_over_cdp(
