@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from console.sandbox import cdp_proxy, control, engine
+from console.sandbox import cdp_proxy, control, engine, live_view
 from console.sandbox.resources import RESOURCES
 from console.sandbox.state import registry
 
@@ -63,7 +63,7 @@ async def lifespan(app: Starlette):
 def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
     if demo_key and registry.get(demo_key) is None:
         registry.create(demo_key, demo=True)
-    routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes]
+    routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes, *live_view.routes]
     for module in RESOURCES:
         routes.extend(module.routes)
     return Starlette(

@@ -90,7 +90,7 @@ async def cdp(websocket: WebSocket):
         await websocket.close(code=1013)
         return
     await websocket.accept()
-    live.cdp_clients += 1
+    live.attached += 1
     browser_computer.emit(tenant, record, [("cdp_connect", {})])
     started, counted, reason = time.monotonic(), 0, "upstream_error"
     try:
@@ -127,7 +127,7 @@ async def cdp(websocket: WebSocket):
     except Exception:  # the browser went away or refused the connection: the client sees a close
         reason = "upstream_error"
     finally:
-        live.cdp_clients -= 1
+        live.attached -= 1
         browser_computer.emit(
             tenant,
             record,

@@ -118,7 +118,7 @@ class Live:
     url: str | None = None
     own_browser: bool = False  # a browser process of its own (CDP clients)
     cdp_endpoint: str | None = None  # that process's browser-level websocket
-    cdp_clients: int = 0
+    attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     directory: Path | None = None
@@ -302,7 +302,7 @@ class Engine:
             if live.state == "running" and live is not waking and live.context is not None
         ]
         while len(running) >= self.max_browsers:
-            idle = [live for live in running if live.cdp_clients == 0]
+            idle = [live for live in running if live.attached == 0]
             if not idle:
                 raise ApiError(
                     429,
@@ -458,7 +458,7 @@ class Engine:
             now = time.monotonic()
             for live in list(self.lives.values()):
                 idle = now - live.last_used > self.idle_seconds
-                if live.state == "running" and live.cdp_clients == 0 and idle:
+                if live.state == "running" and live.attached == 0 and idle:
                     await self.standby(live)
 
     def _spawn(self, coroutine) -> None:

@@ -6,6 +6,7 @@ the sessions it creates.
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 import zlib
@@ -13,6 +14,7 @@ import zlib
 import httpx
 import pytest
 from playwright.sync_api import sync_playwright
+from websockets.sync.client import connect
 
 from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
 
@@ -318,6 +320,43 @@ def test_it_saves_downloads_in_the_session_downloads_directory(real):
         "GET", f"/browsers/{sid}/fs/read_file", params={"path": "/home/kernel/Downloads/report.csv"}
     )
     assert body.content == b"day,orders\n2026-11-23,42\n"
+
+
+def _live_click(url: str) -> bytes:
+    """Open a live view's websocket, take one frame, click the lab's button through it."""
+    socket_url = url.replace("http", "ws", 1).replace("?", "/ws?", 1)
+    with connect(socket_url, open_timeout=20) as socket:
+        frame = socket.recv(timeout=20)
+        for kind in ("down", "up"):
+            socket.send(json.dumps({"type": kind, "x": 60, "y": 40, "button": "left"}))
+        time.sleep(1)
+    return frame
+
+
+def test_it_serves_a_live_view_whose_read_only_link_cannot_drive(real):
+    session = create(
+        real,
+        headless=False,
+        start_url="https://lab.example.com/",
+        telemetry={"enabled": True, "browser": ALL},
+    )
+    sid = session["session_id"]
+    read_only = session["sandbox"]["read_only_live_view_url"]
+    assert (
+        "jwt=" in read_only
+        and read_only.split("jwt=")[1] != session["browser_live_view_url"].split("jwt=")[1]
+    )
+    page = httpx.get(session["browser_live_view_url"])
+    assert page.status_code == 200 and "<img id=screen" in page.text
+    edited = read_only.replace("&readOnly=true", "")
+    assert _live_click(edited)[:2] == b"\xff\xd8"  # a JPEG frame of the page
+    assert _live_click(session["browser_live_view_url"] + "&readOnly=true")[:2] == b"\xff\xd8"
+    time.sleep(0.5)
+    assert "interaction_click" not in [e["type"] for e in events_of(real, sid)]
+    _live_click(session["browser_live_view_url"])
+    wait_for_event(real, sid, "console_log", lambda d: d["text"] == "button clicked")
+    connections = [e["type"] for e in events_of(real, sid) if e["category"] == "connection"]
+    assert connections.count("live_view_connect") == 3 and connections.count("live_view_disconnect") == 3
 
 
 def test_it_leaves_no_chromium_process_after_delete_or_stop():

@@ -18,7 +18,8 @@ Choices where the notes leave room (the lead copies them into the docs):
   ``enabled``; ``{}``, null or omitted means no capture; ``enabled: false`` with categories is refused. The
   record echoes all nine configurable categories with their ``enabled`` flag.
 - Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
-  (``/_sandbox/live/{session_id}``, a small page), so the console can link to or embed it offline.
+  (``/_sandbox/live/{session_id}``, see ``console/sandbox/live_view.py``), so the console can link to or
+  embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
 - Engine (``console/sandbox/engine.py``): a session runs in the engine the sandbox ran when it was created.
   Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
   (``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``, see ``cdp_proxy``); the record carries a sandbox-only
@@ -29,18 +30,16 @@ Choices where the notes leave room (the lead copies them into the docs):
 
 from __future__ import annotations
 
-import html
 import re
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from console.sandbox import engine
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "browsers"
 REGIONS = ("us-east", "eu-west")
@@ -139,6 +138,7 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
         "_jwt": new_id(length=40),
         # Its own token: a live-view link must not carry the CDP token (full control of the browser).
         "_live_token": new_id(length=40),
+        "_live_view_token": new_id(length=40),
         "_last_activity": now,
         "_ended_at": None,
         "_ended_reason": None,
@@ -239,9 +239,9 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
         ws_base = "ws" + base.rstrip("/").removeprefix("http")
         body["cdp_ws_url"] = f"{ws_base}/_sandbox/cdp/{record['session_id']}?jwt={record['_jwt']}"
     if not record["headless"] and end_moment is None:
-        body["browser_live_view_url"] = (
-            f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_live_token']}"
-        )
+        live = f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}"
+        body["browser_live_view_url"] = f"{live}?jwt={record['_live_token']}"
+        body["sandbox"]["read_only_live_view_url"] = f"{live}?jwt={record['_live_view_token']}&readOnly=true"
     if not body.get("tags"):
         body.pop("tags", None)
     return body
@@ -740,27 +740,6 @@ async def control_end(request: Request):
     return ok({"session_id": record["session_id"], "deleted_at": record["deleted_at"]})
 
 
-async def live_view(request: Request):
-    """A stand-in for the live view page, so links and embeds work offline (no auth: the jwt is the key)."""
-    session_id = request.path_params["session_id"]
-    token = request.query_params.get("jwt", "")
-    for tenant in registry.tenants.values():
-        record = tenant.table(TABLE).get(session_id)
-        if record is not None and record.get("_live_token") == token and is_active(tenant, record):
-            read_only = request.query_params.get("readOnly") == "true"
-            title = html.escape(record.get("name") or session_id)
-            mode = "view only" if read_only else "interactive"
-            viewport = record["viewport"]
-            return HTMLResponse(
-                "<!doctype html><html><head><meta charset='utf-8'><title>Live view: "
-                f"{title}</title></head><body style='margin:0;background:#111;color:#ddd;"
-                "font:14px system-ui;display:grid;place-items:center;height:100vh'>"
-                f"<main><h1>{title}</h1><p>Live view ({mode}) of a sandbox browser, "
-                f"{viewport['width']}x{viewport['height']}.</p></main></body></html>"
-            )
-    return HTMLResponse("<!doctype html><p>This live view has ended.</p>", status_code=404)
-
-
 # Demo data ----------------------------------------------------------------------------------------
 
 
@@ -863,5 +842,4 @@ routes = [
     Route("/browsers/{id_or_name}", update_browser, methods=["PATCH"]),
     Route("/browsers/{id_or_name}", delete_browser, methods=["DELETE"]),
     Route("/_sandbox/browsers/{id_or_name}/end", control_end, methods=["POST"]),
-    Route("/_sandbox/live/{session_id}", live_view, methods=["GET"]),
 ]
