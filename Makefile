@@ -48,15 +48,16 @@ run: install
 test: install-dev chromium lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Browser tests drive Debian's Chromium: Playwright's own browser download cannot work here.
+# Browser tests and the sandbox's sessions drive Debian's Chromium (Playwright's own browser download
+# cannot work here); the sandbox encodes replays with Debian's ffmpeg.
 chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/ffmpeg ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; \
 	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	  else echo "Chromium is missing and this user cannot install it. As root, run: apt-get install -y chromium" >&2; exit 1; fi; \
-	  echo "Installing Debian's Chromium for the browser tests (apt-get install -y chromium)..."; \
+	  else echo "Chromium or ffmpeg is missing and this user cannot install them. As root, run: apt-get install -y chromium ffmpeg" >&2; exit 1; fi; \
+	  echo "Installing Debian's Chromium and ffmpeg (apt-get install -y chromium ffmpeg)..."; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation >/dev/null; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation ffmpeg >/dev/null; \
 	fi
 	@/usr/bin/chromium --version
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
 import time
 import zlib
 
@@ -357,6 +358,59 @@ def test_it_serves_a_live_view_whose_read_only_link_cannot_drive(real):
     wait_for_event(real, sid, "console_log", lambda d: d["text"] == "button clicked")
     connections = [e["type"] for e in events_of(real, sid) if e["category"] == "connection"]
     assert connections.count("live_view_connect") == 3 and connections.count("live_view_disconnect") == 3
+
+
+def test_it_records_a_replay_as_a_playable_mp4_of_the_right_duration(real, tmp_path):
+    sid = create(real, start_url="https://lab.example.com/?color=ffa500")["session_id"]
+    bad = real.call("POST", f"/browsers/{sid}/replays", json={"framerate": 30})
+    assert bad.status_code == 400 and bad.json()["details"][0]["code"] == "framerate"
+    started = real.call("POST", f"/browsers/{sid}/replays", json={"framerate": 10})
+    assert started.status_code == 201, started.text
+    replay_id = started.json()["replay_id"]
+    assert real.call("POST", f"/browsers/{sid}/replays", json={}).json()["code"] == "replay_in_progress"
+    real.call("POST", f"/browsers/{sid}/computer/scroll", json={"x": 100, "y": 100, "delta_y": 3})
+    time.sleep(2)
+    assert real.call("POST", f"/browsers/{sid}/replays/{replay_id}/stop", timeout=120).status_code == 204
+    listed = real.call("GET", f"/browsers/{sid}/replays").json()
+    assert [r["replay_id"] for r in listed] == [replay_id] and listed[0]["finished_at"]
+    assert real.call("DELETE", f"/browsers/{sid}", timeout=30).status_code == 204
+    video = real.call("GET", f"/browsers/{sid}/replays/{replay_id}")  # still there after the delete
+    assert video.status_code == 200 and video.headers["content-type"] == "video/mp4"
+    path = tmp_path / "replay.mp4"
+    path.write_bytes(video.content)
+    probe = subprocess.run(
+        [
+            "ffprobe",
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration:stream=codec_name,pix_fmt,width,height",
+            "-of",
+            "json",
+            str(path),
+        ],
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    info = json.loads(probe.stdout)
+    stream = info["streams"][0]
+    assert (stream["codec_name"], stream["pix_fmt"], stream["width"], stream["height"]) == (
+        "h264",
+        "yuv420p",
+        640,
+        480,
+    )
+    assert 1.8 <= float(info["format"]["duration"]) <= 3.0
+    page = httpx.get(listed[0]["replay_view_url"])
+    assert page.status_code == 200 and "<video" in page.text
+    assert httpx.get(listed[0]["replay_view_url"].replace("token=", "token=x")).status_code == 404
+
+
+def test_it_refuses_replays_of_a_simulated_session(tenant):
+    session = tenant.call("POST", "/browsers", json={"headless": True}).json()
+    response = tenant.call("POST", f"/browsers/{session['session_id']}/replays", json={})
+    assert response.status_code == 409 and response.json()["code"] == "replays_unavailable"
 
 
 def test_it_leaves_no_chromium_process_after_delete_or_stop():

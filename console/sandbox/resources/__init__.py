@@ -10,6 +10,7 @@ from console.sandbox.resources import (
     browser_computer,
     browser_files,
     browser_processes,
+    browser_replays,
     browsers,
     credentials,
     deployments,
@@ -37,5 +38,6 @@ RESOURCES = [
     browser_processes,
     browser_files,
     browser_computer,
+    browser_replays,
     telemetry,
 ]

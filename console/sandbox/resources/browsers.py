@@ -197,7 +197,7 @@ def is_active(tenant: Tenant, record: dict) -> bool:
 
 def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None) -> None:
     """Mark the session ended (a soft delete) and close its telemetry streams."""
-    from console.sandbox.resources import telemetry
+    from console.sandbox.resources import browser_replays, telemetry
 
     if record.get("_ended_at") is not None:
         return
@@ -207,6 +207,7 @@ def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None
     record["_deleted"] = True
     record["deleted_at"] = rfc3339(moment)
     telemetry.finish(tenant, record)
+    browser_replays.stop_all(tenant, record)
     engine.get().discard(record)
 
 
