@@ -28,6 +28,9 @@ How a real session lives:
 - Deleting a session closes its context (and its own process) and removes its temporary directory; the
   shared process closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last session; stopping
   the sandbox closes every browser.
+- A session's profile is its starting storage (cookies and local storage kept in the profile record as
+  Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
+  ends. Extensions, the session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
 - Chromium runs with ``--no-sandbox``: the sandbox runs as root in its container, where Chromium's own
   sandbox cannot start. Its processes carry ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can
   count them.
@@ -174,6 +177,7 @@ class Engine:
         if live is None:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
             live.url = record.get("start_url")
+            live.storage = _profile_state(tenant, record)
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
         if live.state == "running":
@@ -283,6 +287,35 @@ class Engine:
             await self._close_context(live)
             live.state = "standby"
 
+    async def _save_profile(self, live: Live) -> None:
+        """With ``profile.save_changes``, the session's cookies and storage go back into its profile."""
+        from console.sandbox.resources import profiles
+
+        record = live.record
+        profile = _profile_of(live.tenant, record)
+        if profile is None or not record.get("profile_save_changes"):
+            return
+        state = live.storage
+        if live.state == "running" and live.context is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    state = await live.context.storage_state()
+        if state is not None:
+            profile["_storage_state"] = state
+            profiles.mark_updated(live.tenant, profile)
+
+    async def load_profile(self, tenant: Tenant, record: dict) -> None:
+        """A profile loaded into a session after creation (``PATCH``): its cookies join the session's."""
+        live = self.lives.get(record["session_id"])
+        state = _profile_state(tenant, record)
+        if live is None or not state:
+            return
+        if live.state == "running" and live.context is not None:
+            await guarded(live.context.add_cookies(state.get("cookies") or []), "loading the profile")
+        else:
+            kept = live.storage or {"cookies": [], "origins": []}
+            live.storage = {**kept, "cookies": [*kept.get("cookies", []), *state.get("cookies", [])]}
+
     async def _close_context(self, live: Live) -> None:
         context, live.context, live.page, live.cdp = live.context, None, None, None
         if live.events is not None:
@@ -322,6 +355,7 @@ class Engine:
         if live is None:
             return
         async with live.lock:
+            await self._save_profile(live)
             await self._close_context(live)
             live.state = "closed"
             live.storage = None
@@ -465,6 +499,22 @@ class Engine:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _profile_of(tenant: Tenant, record: dict) -> dict | None:
+    ref = record.get("profile") or {}
+    return tenant.table("profiles").get(ref.get("id") or "")
+
+
+def _profile_state(tenant: Tenant, record: dict) -> dict | None:
+    """The storage state saved in the session's profile (cookies, local storage), if any."""
+    profile = _profile_of(tenant, record)
+    state = (profile or {}).get("_storage_state")
+    return (
+        {"cookies": list(state.get("cookies", [])), "origins": list(state.get("origins", []))}
+        if state
+        else None
+    )
 
 
 _engine: Engine | None = None

@@ -1,9 +1,11 @@
 """The demo websites real sessions browse, with no internet: the sandbox serves them itself.
 
 Every request of a session's browser context is routed here (``fulfil``, a Playwright route handler): a
-request to one of ``HOSTS`` (http or https, any port) is answered in-process by this module's Starlette
-app, chosen by the host name; any other host is aborted with ``net::ERR_NAME_NOT_RESOLVED`` (Chromium's
-own error page and a ``network_loading_failed`` event), so nothing leaves the machine.
+request to one of the demo hosts below (http or https, any port) is answered in-process by this module's
+Starlette app, chosen by the host name; any other host is aborted with ``net::ERR_NAME_NOT_RESOLVED``
+(Chromium's own error page and a ``network_loading_failed`` event), so nothing leaves the machine. A
+redirect is answered as a page that moves on to its target (``location.replace``): Chromium would
+follow a fulfilled redirect by itself, past the routes.
 
 - ``shop.example.com``: a small shop (home, product, cart, checkout). The checkout asks
   ``/api/checkout/quote`` for shipping, which fails with 503, and logs a console error with its stack;
@@ -25,7 +27,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -331,7 +333,8 @@ async def dispatch(request: Request):
 app = Starlette(
     routes=[Route("/{path:path}", dispatch, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])]
 )
-_client: httpx.AsyncClient | None = None
+# The transport alone, not a client: a client's cookie jar would carry one session's cookies to another.
+_transport = httpx.ASGITransport(app=app)
 
 
 def hosts() -> list[str]:
@@ -340,23 +343,33 @@ def hosts() -> list[str]:
 
 async def fulfil(route) -> None:
     """A Playwright route handler: a demo host is answered by ``app``; anything else is aborted."""
-    global _client
     request = route.request
     url = urlsplit(request.url)
     if url.scheme not in ("http", "https") or handler_for(url.hostname or "") is None:
         await route.abort(BLOCKED_ERROR)
         return
-    if _client is None:
-        _client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), timeout=10)
     headers = await request.all_headers()
     target = f"{url.scheme}://{url.hostname}{url.path or '/'}" + (f"?{url.query}" if url.query else "")
-    response = await _client.request(
+    outgoing = httpx.Request(
         request.method,
         target,
         headers={k: v for k, v in headers.items() if not k.startswith(":")},
         content=request.post_data_buffer,
     )
-    out = {}
+    response = await _transport.handle_async_request(outgoing)
+    body = await response.aread()
+    headers = {}
     for key, value in response.headers.multi_items():
-        out[key] = f"{out[key]}\n{value}" if key in out and key == "set-cookie" else value
-    await route.fulfill(status=response.status_code, headers=out, body=response.content)
+        headers[key] = f"{headers[key]}\n{value}" if key in headers and key == "set-cookie" else value
+    status, location = response.status_code, response.headers.get("location")
+    if 300 <= status < 400 and location:
+        # Chromium would follow a fulfilled redirect by itself, past the routes (into the dead proxy): the
+        # page moves on instead, a new navigation that is routed again. Its cookies still apply.
+        target = urljoin(request.url, location)
+        body = (
+            f"<!doctype html><meta http-equiv=refresh content='0;url={html.escape(target)}'>"
+            f"<script>location.replace({_js(target)})</script>"
+        ).encode()
+        cookies = {"set-cookie": headers["set-cookie"]} if "set-cookie" in headers else {}
+        headers, status = {"content-type": "text/html; charset=utf-8", **cookies}, 200
+    await route.fulfill(status=status, headers=headers, body=body)

@@ -413,6 +413,40 @@ def test_it_refuses_replays_of_a_simulated_session(tenant):
     assert response.status_code == 409 and response.json()["code"] == "replays_unavailable"
 
 
+def test_it_loads_a_profile_and_saves_the_session_back_into_it(real):
+    profile = real.call("POST", "/profiles", json={"name": "signed-in"}).json()
+    first = create(
+        real,
+        start_url="https://plain.example.com/login",
+        profile={"id": profile["id"], "save_changes": True},
+        telemetry={"enabled": True, "browser": {"page": {"enabled": True}}},
+    )
+    sid = first["session_id"]
+    batch = [
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "jo@example.com"}},
+        {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+        {"type": "type_text", "type_text": {"text": "hunter22\n"}},
+    ]
+    assert real.call("POST", f"/browsers/{sid}/computer/batch", json={"actions": batch}).status_code == 204
+    wait_for_event(real, sid, "page_navigation", lambda d: d["url"] == "https://plain.example.com/home")
+    assert real.call("DELETE", f"/browsers/{sid}", timeout=30).status_code == 204
+    page = {"enabled": True, "browser": {"page": {"enabled": True}}}
+    second = create(
+        real, start_url="https://plain.example.com/home", profile={"id": profile["id"]}, telemetry=page
+    )
+    third = create(real, start_url="https://plain.example.com/home", telemetry=page)
+    # Without the profile the site sends the session to its login page; with it, it stays on /home.
+    wait_for_event(
+        real, third["session_id"], "page_load", lambda d: d["url"] == "https://plain.example.com/login"
+    )
+    wait_for_event(
+        real, second["session_id"], "page_load", lambda d: d["url"] == "https://plain.example.com/home"
+    )
+    urls = [e["data"]["url"] for e in events_of(real, second["session_id"]) if e["type"] == "page_navigation"]
+    assert "https://plain.example.com/login" not in urls
+
+
 def test_it_leaves_no_chromium_process_after_delete_or_stop():
     owner = "sandbox-test-lifecycle-" + str(time.monotonic_ns())
     url, process = start_sandbox(

@@ -621,6 +621,7 @@ async def update_browser(request: Request):
     if profile is not None:
         record["profile"] = _profile_ref(profile)
         record["profile_save_changes"] = save
+        await engine.get().load_profile(tenant, record)
     if proxy is not None:
         record["proxy"] = proxy
         record.pop("proxy_id", None)
