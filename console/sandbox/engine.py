@@ -272,7 +272,17 @@ class Engine:
         live.state = "crashed"
         if live.events is not None:
             live.events.crashed()
-        self._spawn(self._close_context(live))
+        self._spawn(self._after_crash(live))
+
+    async def _after_crash(self, live: Live) -> None:
+        """Keep what the crashed page's context still knows (URL, storage), then release it."""
+        async with live.lock:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    if live.page.url.startswith(("http://", "https://")):
+                        live.url = live.page.url
+                    live.storage = await live.context.storage_state()
+            await self._close_context(live)
 
     async def standby(self, live: Live) -> None:
         """Release the session's browser, keeping its URL and storage for the next wake."""

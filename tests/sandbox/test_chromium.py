@@ -299,7 +299,9 @@ def test_it_reports_a_crashed_page_and_recovers(real):
             browser.close()
     crash = wait_for_event(real, sid, "service_crashed")
     assert crash["data"] == {"service_name": "chromium", "phase": "running"}
+    assert real.call("GET", f"/browsers/{sid}").json()["sandbox"]["browser"] == "crashed"
     assert real.call("POST", f"/browsers/{sid}/computer/screenshot", json={}).status_code == 200
+    assert real.call("GET", f"/browsers/{sid}").json()["sandbox"]["browser"] == "running"
 
 
 def test_it_saves_downloads_in_the_session_downloads_directory(real):
