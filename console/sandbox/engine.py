@@ -252,7 +252,11 @@ class Engine:
         from console.sandbox import sites
 
         async def handle(route) -> None:
-            await sites.fulfil(route)
+            try:
+                await sites.fulfil(route)
+            except Exception:  # the page went away mid-request, or a demo site failed: the request fails
+                with contextlib.suppress(Exception):
+                    await route.abort("failed")
 
         await live.context.route("**/*", handle)
 

@@ -258,6 +258,30 @@ def test_it_serves_the_demo_shop_whose_checkout_fails(real):
     assert blocked["data"]["error_text"] == "net::ERR_NAME_NOT_RESOLVED"
 
 
+def test_it_serves_the_login_sites_as_real_forms_with_their_mfa_steps(real):
+    session = create(real, start_url="https://mfa.example.com/login")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            page = browser.contexts[0].pages[0]
+            page.fill("#email", "jo@example.com")
+            page.fill("#password", "wrong-password")
+            page.click("text=Continue")
+            assert page.locator("[role=alert]").inner_text() == "Incorrect password. Try again."
+            page.fill("#password", "hunter22")
+            page.click("text=Continue")
+            page.click("#mfa_totp")
+            page.fill("#totp", "000000")
+            page.click("text=Continue")
+            assert "didn't work" in page.locator("[role=alert]").inner_text()
+            page.fill("#totp", "123456")
+            page.click("text=Continue")
+            page.wait_for_url("https://mfa.example.com/home")
+            assert page.locator("h1").inner_text() == "Signed in"
+        finally:
+            browser.close()
+
+
 def test_it_keeps_a_session_past_the_limit_in_standby_and_wakes_it_with_its_state(real):
     first = create(real, start_url="https://plain.example.com/login")
     sid = first["session_id"]
