@@ -30,7 +30,8 @@ How a real session lives:
   the sandbox closes every browser.
 - A session's profile is its starting storage (cookies and local storage kept in the profile record as
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
-  ends. Extensions, the session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
+  ends. A session with extensions runs in a browser process of its own, started with them unpacked from
+  their uploaded zips. The session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
 - Chromium runs with ``--no-sandbox``: the sandbox runs as root in its container, where Chromium's own
   sandbox cannot start. Its processes carry ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can
   count them.
@@ -41,11 +42,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import io
 import logging
 import os
 import shutil
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,6 +181,8 @@ class Engine:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
             live.url = record.get("start_url")
             live.storage = _profile_state(tenant, record)
+            # Extensions are loaded when a browser starts: such a session needs a process of its own.
+            live.own_browser = bool(record.get("extensions"))
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
         if live.state == "running":
@@ -439,10 +444,16 @@ class Engine:
         profile = live.directory / "profile"
         active = profile / "DevToolsActivePort"
         active.unlink(missing_ok=True)
+        args = [*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        extensions = self._unpack_extensions(live)
+        if extensions:
+            joined = ",".join(str(path) for path in extensions)
+            args += [f"--disable-extensions-except={joined}", f"--load-extension={joined}"]
         context = await playwright.chromium.launch_persistent_context(
             str(profile),
             executable_path=chromium_path(),
-            args=[*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"],
+            args=args,
+            ignore_default_args=["--disable-extensions"] if extensions else None,
             env=self._env(),
             headless=True,
             **self._context_options(live.record),
@@ -457,6 +468,26 @@ class Engine:
                     break
             await asyncio.sleep(0.05)
         return context
+
+    def _unpack_extensions(self, live: Live) -> list[Path]:
+        """The session's extensions, unpacked from their uploaded zips (checked at upload)."""
+        from console.sandbox.resources import extensions
+
+        folders = []
+        table = live.tenant.table(extensions.TABLE)
+        for ref in live.record.get("extensions") or []:
+            stored = table.get(ref.get("id") or "")
+            if stored is None:
+                continue
+            target = live.directory / "extensions" / stored["id"]
+            if not target.exists():
+                with zipfile.ZipFile(io.BytesIO(stored["_content"])) as archive:
+                    archive.extractall(target)
+            manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)
+            if manifest is not None:
+                folders.append(manifest.parent)
+                extensions.mark_used(live.tenant, stored["id"])
+        return folders
 
     async def dedicate(self, tenant: Tenant, record: dict) -> Live:
         """Move the session to a browser process of its own (state kept) and return it running."""

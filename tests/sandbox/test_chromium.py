@@ -6,10 +6,12 @@ the sessions it creates.
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 import subprocess
 import time
+import zipfile
 import zlib
 
 import httpx
@@ -471,6 +473,31 @@ def test_it_loads_a_profile_and_saves_the_session_back_into_it(real):
     )
     urls = [e["data"]["url"] for e in events_of(real, second["session_id"]) if e["type"] == "page_navigation"]
     assert "https://plain.example.com/login" not in urls
+
+
+def test_it_loads_the_session_extensions_into_its_browser(real):
+    manifest = {
+        "manifest_version": 3,
+        "name": "Paint it",
+        "version": "1.0",
+        "content_scripts": [{"matches": ["<all_urls>"], "js": ["paint.js"], "run_at": "document_end"}],
+    }
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("paint-it/manifest.json", json.dumps(manifest))
+        zipped.writestr("paint-it/paint.js", "document.body.style.background = 'rgb(18, 52, 86)';")
+    uploaded = real.call(
+        "POST", "/extensions", files={"file": ("paint.zip", archive.getvalue())}, data={"name": "paint"}
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    sid = create(real, start_url="https://lab.example.com/", extensions=[{"name": "paint"}])["session_id"]
+    deadline, colour = time.monotonic() + 10, None
+    while time.monotonic() < deadline and colour != (18, 52, 86):
+        shot = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
+        colour = pixel(shot.content, 400, 300)
+        time.sleep(0.2)
+    assert colour == (18, 52, 86)
+    assert real.call("GET", "/extensions/paint/metadata").json()["last_used_at"]
 
 
 def test_it_leaves_no_chromium_process_after_delete_or_stop():
