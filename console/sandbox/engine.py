@@ -126,6 +126,7 @@ class Live:
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
+    crashed_at: float | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     directory: Path | None = None
 
@@ -233,6 +234,10 @@ class Engine:
         page.on("download", lambda download: self._spawn(self._save_download(live, download)))
         context.on("page", lambda new: live.events and live.events.tab_opened(new))
         live.state = "running"
+        if live.crashed_at is not None:
+            took = int((time.monotonic() - live.crashed_at) * 1000)
+            live.events.emit("monitor_reconnected", {"reconnect_duration_ms": took})
+            live.crashed_at = None
         if live.url:
             with contextlib.suppress(Exception):
                 # Best effort, as the service's start_url: a failed navigation leaves Chromium's error page.
@@ -279,6 +284,7 @@ class Engine:
         if live.state != "running":
             return
         live.state = "crashed"
+        live.crashed_at = time.monotonic()
         if live.events is not None:
             live.events.crashed()
         self._spawn(self._after_crash(live))

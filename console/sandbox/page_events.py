@@ -13,7 +13,8 @@ paging and stream).
   ``page_navigation_settled``, and ``page_tab_opened`` for a page the session's page opens.
 - ``interaction``: a script in every document reports clicks, key presses and settled scrolls (whoever
   caused them: a computer action, a CDP client or the live view) through a Playwright binding.
-- ``system``: a crashed page is ``service_crashed``.
+- ``system``: a crashed page is ``service_crashed``; ``monitor`` (whenever a CDP category is on):
+  ``monitor_disconnected`` then, and ``monitor_reconnected`` when the next call opens a new page.
 
 A category switches capture for real: ``Runtime`` (console), ``Network`` (network) and
 ``PerformanceTimeline`` (page) are enabled only while the session captures their category (``apply``,
@@ -431,6 +432,7 @@ class PageEvents:
 
     def crashed(self) -> None:
         self.emit("service_crashed", {"service_name": "chromium", "phase": "running"})
+        self.emit("monitor_disconnected", {"reason": "chrome_restarted"})
 
     def _task(self, coroutine) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
