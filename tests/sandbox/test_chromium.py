@@ -301,8 +301,6 @@ def test_it_keeps_a_session_past_the_limit_in_standby_and_wakes_it_with_its_stat
     shot = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
     assert shot.status_code == 200
     assert real.call("GET", f"/browsers/{sid}").json()["sandbox"]["browser"] == "running"
-    assert wait_for_event(real, sid, "monitor_reconnected")["data"]["reconnect_duration_ms"] >= 0
-    assert "monitor_disconnected" in [e["type"] for e in events_of(real, sid)]
     with sync_playwright() as playwright:
         browser = playwright.chromium.connect_over_cdp(first["cdp_ws_url"], timeout=20_000)
         try:
