@@ -186,7 +186,16 @@ async def stream(websocket: WebSocket):
                     with contextlib.suppress(Exception):
                         await _input(live.page, json.loads(message))
 
-        tasks = [asyncio.create_task(send_frames()), asyncio.create_task(read_input())]
+        gone = asyncio.Event()
+        live.page.on("close", lambda _page: gone.set())
+        live.page.on("crash", lambda _page: gone.set())
+
+        async def watch_page() -> None:
+            # The page can go away under the view (a crash, or the session moving to a process of its
+            # own for a CDP client): the view ends, and the viewer's page reconnects to the new one.
+            await gone.wait()
+
+        tasks = [asyncio.create_task(job()) for job in (send_frames, read_input, watch_page)]
         _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()

@@ -17,6 +17,7 @@ import zlib
 import httpx
 import pytest
 from playwright.sync_api import sync_playwright
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
@@ -500,6 +501,21 @@ def test_it_loads_the_session_extensions_into_its_browser(real):
         time.sleep(0.2)
     assert colour == (18, 52, 86)
     assert real.call("GET", "/extensions/paint/metadata").json()["last_used_at"]
+
+
+def test_it_ends_a_live_view_whose_page_goes_away(real):
+    session = create(real, headless=False, start_url="https://lab.example.com/")
+    url = session["browser_live_view_url"].replace("http", "ws", 1).replace("?", "/ws?", 1)
+    with connect(url, open_timeout=20) as socket:
+        socket.recv(timeout=20)
+        with sync_playwright() as playwright:  # the session moves to a browser of its own
+            playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000).close()
+        with pytest.raises(ConnectionClosed):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                socket.recv(timeout=10)
+    with connect(url, open_timeout=20) as socket:  # a new view shows the moved page
+        assert socket.recv(timeout=20)[:2] == b"\xff\xd8"
 
 
 def test_it_leaves_no_chromium_process_after_delete_or_stop():
