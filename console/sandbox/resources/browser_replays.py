@@ -12,7 +12,9 @@ Choices where the notes leave room (the lead copies them into the docs):
   ``max_duration_in_seconds``: 1 to 3600 (default 300); the recording stops by itself then.
   ``record_audio`` is accepted; the sandbox's browsers have no audio, so the video has no audio track.
 - One recording at a time per session (409 ``replay_in_progress``). A recording keeps its session running
-  (never in standby). Stopping waits for the encoding; stopping a finished replay is 204 again.
+  (never in standby). Stopping waits for the encoding; stopping a finished replay is 204 again. A
+  recording follows the page it started on: if that page crashes, or the session moves to a process of
+  its own (a CDP client connects), the rest of the recording holds the last frame.
 - Deleting the session stops its recordings; replays stay downloadable for the plan's retention
   (``browser_replays.retention_days``, 30 days, on the tenant clock) while the sandbox runs:
   ``GET /browsers/{id}/replays[/{replay_id}]`` find deleted sessions too. The download of a replay still
