@@ -32,9 +32,9 @@ How a real session lives:
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
   ends. A session with extensions runs in a browser process of its own, started with them unpacked from
   their uploaded zips. The session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
-- Chromium runs with ``--no-sandbox``: the sandbox runs as root in its container, where Chromium's own
-  sandbox cannot start. Its processes carry ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can
-  count them.
+- Chromium runs with ``--no-sandbox`` (Playwright's default): the sandbox runs as root in its containers,
+  and Chromium refuses to start as root with its own sandbox. Its processes carry
+  ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can count them.
 """
 
 from __future__ import annotations
