@@ -275,3 +275,26 @@ def test_it_seeds_demo_sessions(sandbox_url):
     assert by_name["login-debug"]["deleted_at"]
     assert any(s.get("pool") for s in sessions)
     assert any(s.get("tags") == {"team": "checkout", "env": "prod"} for s in sessions)
+
+
+def test_it_refuses_a_session_over_the_project_cap(tenant):
+    tenant.call("POST", "/org/projects", json={"name": "capped"})
+    tenant.call("PATCH", "/org/projects/capped/limits", json={"max_concurrent_sessions": 1})
+    scope = {"X-Kernel-Project": "capped"}
+    first = tenant.call("POST", "/browsers", json={"headless": True}, headers=scope)
+    assert first.status_code == 201
+    over = tenant.call("POST", "/browsers", json={"headless": True}, headers=scope)
+    assert over.status_code == 409
+    assert over.json()["code"] == "session_limit_exceeded"
+    assert "max_concurrent_sessions of 1" in over.json()["message"]
+    assert tenant.call("POST", "/browsers", json={"headless": True}).status_code == 201  # other project
+    tenant.call("DELETE", f"/browsers/{first.json()['session_id']}", headers=scope)
+    assert tenant.call("POST", "/browsers", json={"headless": True}, headers=scope).status_code == 201
+
+
+def test_it_counts_pool_reservations_against_the_session_cap(tenant):
+    tenant.call("PATCH", "/org/limits", json={"default_project_max_concurrent_sessions": 3})
+    assert tenant.call("POST", "/browser_pools", json={"size": 2}).status_code == 201
+    assert tenant.call("POST", "/browsers", json={"headless": True}).status_code == 201
+    over = tenant.call("POST", "/browsers", json={"headless": True})
+    assert over.status_code == 409 and "default_project_max_concurrent_sessions" in over.json()["message"]

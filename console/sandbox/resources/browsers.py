@@ -12,6 +12,9 @@ Choices where the notes leave room (the lead copies them into the docs):
   ended session's ``deleted_at`` is the moment it ended, not the moment it was noticed.
 - Lists are newest first. ``query`` matches the name, session id, profile name or id, proxy id and pool
   name (case-insensitive substring; ids exactly or as substrings).
+- On-demand sessions count against the project's ``max_concurrent_sessions`` (else the org's
+  ``default_project_max_concurrent_sessions``, else the org ceiling) together with its pools' sizes: one
+  more is 409 ``session_limit_exceeded`` naming the numbers, as for pools.
 - ``gpu: true`` is refused (the demo plan's entitlements have ``gpu`` disabled); ``memory`` only on headful
   sessions; ``profile``, ``extensions`` and ``proxy`` must name live records of the project (400 otherwise).
 - ``telemetry``: capture is on when ``enabled`` is true, or when ``browser`` categories are given without
@@ -569,7 +572,10 @@ def validate_create(request: Request, body: dict) -> dict:
 
 @endpoint
 async def create_browser(request: Request):
+    from console.sandbox.resources import pools
+
     config = validate_create(request, await read_json(request))
+    pools.check_session_capacity(request.state.tenant, project_of(request))
     record = new_browser_record(request.state.tenant, project_of(request), **config)
     if record["_engine"] == "chromium":
         await engine.get().live(request.state.tenant, record)

@@ -517,6 +517,20 @@ def _check_capacity(tenant: Tenant, project: str, size: int, *, except_id: str |
         )
 
 
+def check_session_capacity(tenant: Tenant, project: str) -> None:
+    """One more on-demand session must fit the project's cap beside its pools' reservations."""
+    cap, source = project_cap(tenant, project)
+    pooled = sum(p["_config"]["size"] for p in _live(tenant, TABLE, project))
+    on_demand = _on_demand(tenant, project)
+    if pooled + on_demand + 1 > cap:
+        raise ApiError(
+            409,
+            "session_limit_exceeded",
+            f"a new session would make {pooled + on_demand + 1} concurrent sessions, over {source} of {cap} "
+            f"(pools reserve {pooled}, on-demand sessions use {on_demand}); end a session or raise the limit",
+        )
+
+
 def create(tenant: Tenant, project: str, body: dict) -> dict:
     changes = validate(tenant, project, body, current=None)
     if changes.get("name"):
