@@ -186,6 +186,9 @@ class Engine:
             live.own_browser = bool(record.get("extensions"))
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
+        if live.state == "running" and live.page is not None and live.page.is_closed():
+            # A CDP client closed the session's page: keep the state and open a new page below.
+            await self.standby(live)
         if live.state == "running":
             return live
         async with live.lock:

@@ -215,6 +215,7 @@ def test_it_connects_playwright_over_the_cdp_ws_url(real):
             assert pages[0].title() == "Quickstart"
             pages[0].click("text=the API reference")
             pages[0].wait_for_url("https://docs.example.com/api")
+            pages[0].close()  # the sandbox opens a new page on the same URL at its next call
         finally:
             browser.close()
     # The sandbox drives the same page the client moved.
