@@ -332,6 +332,13 @@ class Engine:
             profile["_storage_state"] = state
             profiles.mark_updated(live.tenant, profile)
 
+    async def resize(self, record: dict) -> None:
+        """A new viewport applies to the running page at once (and to the next wake from standby)."""
+        live = self.lives.get(record["session_id"])
+        if live is not None and live.state == "running" and live.page is not None:
+            size = self._context_options(record)["viewport"]
+            await guarded(live.page.set_viewport_size(size), "resizing the page")
+
     async def load_profile(self, tenant: Tenant, record: dict) -> None:
         """A profile loaded into a session after creation (``PATCH``): its cookies join the session's."""
         live = self.lives.get(record["session_id"])

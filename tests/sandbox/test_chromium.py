@@ -181,6 +181,18 @@ def test_it_screenshots_the_page_at_the_viewport_size(real):
     assert pixel(response.content, 10, 10) == (0x1E, 0x90, 0xFF)
 
 
+def test_it_resizes_the_page_when_the_viewport_changes(real):
+    sid = create(real, start_url="https://lab.example.com/")["session_id"]
+    patch = {"viewport": {"width": 800, "height": 600}}
+    assert real.call("PATCH", f"/browsers/{sid}", json=patch).status_code == 200
+    shot = real.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
+    assert png_size(shot.content) == (800, 600)
+    assert (
+        real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 790, "y": 590}).status_code
+        == 204
+    )
+
+
 def test_it_refuses_bad_actions_with_the_error_body(real):
     sid = create(real, start_url="https://lab.example.com/")["session_id"]
     response = real.call("POST", f"/browsers/{sid}/computer/click_mouse", json={"x": 640, "y": 10})

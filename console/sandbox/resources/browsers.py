@@ -624,6 +624,7 @@ async def update_browser(request: Request):
         record["tags"] = changes["tags"]
     if viewport is not None:
         record["viewport"] = viewport
+        await engine.get().resize(record)
     if profile is not None:
         record["profile"] = _profile_ref(profile)
         record["profile_save_changes"] = save
