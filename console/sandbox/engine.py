@@ -71,6 +71,8 @@ FLAGS = [
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
 ]
+# Stealth where a context allows it (the browser's own flags are shared): no navigator.webdriver.
+STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
 # Seconds a browser operation may take before the request gets an error instead of waiting.
 LAUNCH_TIMEOUT = 30.0
 OPERATION_TIMEOUT = 15.0
@@ -227,6 +229,8 @@ class Engine:
             browser = await self._shared_browser()
             context = await browser.new_context(storage_state=live.storage, **self._context_options(record))
         live.context = context
+        if record.get("stealth"):
+            await context.add_init_script(STEALTH_JS)
         await self._route(live)
         page = context.pages[0] if context.pages else await context.new_page()
         live.page = page

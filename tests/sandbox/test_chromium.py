@@ -237,6 +237,18 @@ def test_it_connects_playwright_over_the_cdp_ws_url(real):
     assert [e["type"] for e in events if e["category"] == "connection"] == []  # telemetry is off
 
 
+def test_it_hides_automation_in_stealth_sessions(real):
+    session = create(real, start_url="https://lab.example.com/", stealth=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            page = browser.contexts[0].pages[0]
+            assert page.evaluate("navigator.webdriver") is False
+            assert "Headless" not in page.evaluate("navigator.userAgent")
+        finally:
+            browser.close()
+
+
 def test_it_records_cdp_connections_as_telemetry(real):
     session = create(real, start_url="https://lab.example.com/", telemetry={"enabled": True})
     with sync_playwright() as playwright:
