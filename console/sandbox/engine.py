@@ -150,6 +150,7 @@ class Engine:
         self._tasks: set[asyncio.Task] = set()
         self._root: Path | None = None
         self._waking = 0
+        self._admission = asyncio.Lock()
 
     @property
     def real(self) -> bool:
@@ -200,7 +201,9 @@ class Engine:
                 self._waking += 1
                 try:
                     async with asyncio.timeout(LAUNCH_TIMEOUT):
-                        await self._wake(live)
+                        # One wake at a time: each sees the others' browsers, so the bound holds.
+                        async with self._admission:
+                            await self._wake(live)
                 except ApiError:
                     raise
                 except Exception as exc:
@@ -379,8 +382,8 @@ class Engine:
                 raise ApiError(
                     429,
                     "browser_limit_reached",
-                    f"{self.max_browsers} browsers are running with CDP clients attached "
-                    "(SANDBOX_MAX_BROWSERS); disconnect one and try again",
+                    f"{self.max_browsers} browsers are running, each held by a CDP client, a live view "
+                    "or a recording (SANDBOX_MAX_BROWSERS); end one and try again",
                 )
             oldest = min(idle, key=lambda live: live.last_used)
             running.remove(oldest)

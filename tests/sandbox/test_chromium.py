@@ -13,6 +13,7 @@ import subprocess
 import time
 import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -336,6 +337,14 @@ def test_it_keeps_a_session_past_the_limit_in_standby_and_wakes_it_with_its_stat
             assert page.locator("h1").inner_text() == "Signed in"
         finally:
             browser.close()
+
+
+def test_it_never_runs_more_browsers_than_the_limit_even_at_once(real, chromium_sandbox):
+    with ThreadPoolExecutor(3) as pool:
+        created = list(pool.map(lambda _: create(real, start_url="https://lab.example.com/"), range(3)))
+    states = [real.call("GET", f"/browsers/{s['session_id']}").json()["sandbox"]["browser"] for s in created]
+    assert sorted(states) == ["running", "running", "standby"]
+    assert httpx.get(chromium_sandbox[0] + "/").json()["browsers"]["running"] == 2
 
 
 def test_it_reports_a_crashed_page_and_recovers(real):
