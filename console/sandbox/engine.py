@@ -21,7 +21,8 @@ How a real session lives:
   ``storage_state``) are kept and its context closed. A session idle for ``SANDBOX_BROWSER_IDLE_SECONDS``
   (default 300) goes to standby too. The next call that needs the page wakes it (a new context with the
   kept state, on the kept URL). Sessions created at start-up (demo data) and pool browsers start in
-  standby.
+  standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is never put
+  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound.
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
