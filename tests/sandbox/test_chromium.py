@@ -589,3 +589,19 @@ def test_it_leaves_no_chromium_process_after_delete_or_stop():
         assert browser_processes(owner) == []
     finally:
         stop_sandbox(process)
+
+
+def test_it_leaves_no_chromium_process_when_the_sandbox_is_killed():
+    owner = "sandbox-test-killed-" + str(time.monotonic_ns())
+    url, process = start_sandbox(SANDBOX_ENGINE="chromium", SANDBOX_BROWSER_OWNER=owner)
+    try:
+        create(new_tenant(url), start_url="https://lab.example.com/")
+        assert browser_processes(owner)
+        process.kill()  # no shutdown at all: Playwright's driver ends with the sandbox and takes the browsers
+        process.wait()
+        deadline = time.monotonic() + 10
+        while browser_processes(owner) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert browser_processes(owner) == []
+    finally:
+        stop_sandbox(process)
