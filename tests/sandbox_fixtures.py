@@ -86,6 +86,7 @@ def chromium_sandbox():
         SANDBOX_MAX_BROWSERS="2",
         SANDBOX_BROWSER_LINGER_SECONDS="0",
         SANDBOX_BROWSER_OWNER=owner,
+        SANDBOX_TELEMETRY_SCREENSHOT_SECONDS="1",
     )
     try:
         yield url, owner

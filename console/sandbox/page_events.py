@@ -13,6 +13,8 @@ paging and stream).
   ``page_navigation_settled``, and ``page_tab_opened`` for a page the session's page opens.
 - ``interaction``: a script in every document reports clicks, key presses and settled scrolls (whoever
   caused them: a computer action, a CDP client or the live view) through a Playwright binding.
+- ``screenshot``: ``monitor_screenshot`` every ``SANDBOX_TELEMETRY_SCREENSHOT_SECONDS`` (default 10), a
+  quarter-size PNG of the viewport (base64).
 - ``system``: a crashed page is ``service_crashed``; ``monitor`` (whenever a CDP category is on):
   ``monitor_disconnected`` then, and ``monitor_reconnected`` when the next call opens a new page.
 
@@ -30,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import time
 
 log = logging.getLogger("console.sandbox.engine")
@@ -38,6 +41,9 @@ BINDING = "__sandboxTelemetry"
 DOMAINS = (("Runtime", "console"), ("Network", "network"))
 JSON_LIMIT, TEXT_LIMIT = 8192, 4096
 IDLE_AFTER = 0.5
+# The screenshot category is high volume (notes §6.3): a small image, now and then.
+SCREENSHOT_EVERY = float(os.environ.get("SANDBOX_TELEMETRY_SCREENSHOT_SECONDS", "10"))
+SCREENSHOT_SCALE = 0.25
 SETTLE_AFTER = 1.0
 INTERACTIONS_JS = """
 (() => {
@@ -95,6 +101,7 @@ class PageEvents:
         self._dom_loaded = False
         self._settled = False
         self._closed = False
+        self._screenshots: asyncio.Task | None = None
 
     # Wiring -----------------------------------------------------------------------------------------
 
@@ -141,6 +148,26 @@ class PageEvents:
             types = ["largest-contentful-paint", "layout-shift"] if timeline else []
             await cdp.send("PerformanceTimeline.enable", {"eventTypes": types})
             (self.enabled.add if timeline else self.enabled.discard)("PerformanceTimeline")
+        if "screenshot" in wanted and (self._screenshots is None or self._screenshots.done()):
+            self._screenshots = self._task(self._take_screenshots())
+        elif "screenshot" not in wanted and self._screenshots is not None:
+            self._screenshots.cancel()
+            self._screenshots = None
+
+    async def _take_screenshots(self) -> None:
+        """``monitor_screenshot`` every ``SCREENSHOT_EVERY`` seconds: a quarter-size PNG of the page."""
+        while not self._closed:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(10):
+                    metrics = await self.live.cdp.send("Page.getLayoutMetrics")
+                    view = metrics["cssVisualViewport"]
+                    clip = {"x": 0, "y": 0, "width": view["clientWidth"], "height": view["clientHeight"]}
+                    shot = await self.live.cdp.send(
+                        "Page.captureScreenshot",
+                        {"format": "png", "clip": {**clip, "scale": SCREENSHOT_SCALE}},
+                    )
+                self.emit("monitor_screenshot", {"png": shot["data"]})
+            await asyncio.sleep(SCREENSHOT_EVERY)
 
     def detach(self) -> None:
         self._closed = True
@@ -434,10 +461,11 @@ class PageEvents:
         self.emit("service_crashed", {"service_name": "chromium", "phase": "running"})
         self.emit("monitor_disconnected", {"reason": "chrome_restarted"})
 
-    def _task(self, coroutine) -> None:
+    def _task(self, coroutine) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 def _arg_text(arg: dict) -> str:

@@ -6,6 +6,7 @@ the sessions it creates.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -271,6 +272,15 @@ def test_it_switches_capture_with_the_telemetry_categories(real):
     wait_for_event(real, sid, "interaction_click")
     time.sleep(0.5)
     assert "console_log" not in [e["type"] for e in events_of(real, sid)]
+
+
+def test_it_captures_periodic_screenshots_when_the_category_is_on(real):
+    telemetry = {"enabled": True, "browser": {"screenshot": {"enabled": True}}}
+    sid = create(real, start_url="https://lab.example.com/?color=00ff00", telemetry=telemetry)["session_id"]
+    event = wait_for_event(real, sid, "monitor_screenshot")
+    png = base64.b64decode(event["data"]["png"])
+    assert png_size(png) == (160, 120)  # a quarter of the 640x480 viewport
+    assert pixel(png, 80, 60) == (0, 255, 0)
 
 
 def test_it_serves_the_demo_shop_whose_checkout_fails(real):
