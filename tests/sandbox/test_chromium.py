@@ -615,3 +615,20 @@ def test_it_leaves_no_chromium_process_when_the_sandbox_is_killed():
         assert browser_processes(owner) == []
     finally:
         stop_sandbox(process)
+
+
+def test_it_keeps_the_demo_sessions_history_and_starts_them_in_standby(chromium_sandbox):
+    demo = new_tenant(chromium_sandbox[0], demo=True)
+    sessions = {s["name"]: s for s in demo.call("GET", "/browsers").json() if s.get("name")}
+    smoke = sessions["checkout-smoke"]
+    assert (smoke["sandbox"]["engine"], smoke["sandbox"]["browser"]) == ("chromium", "standby")
+    history = demo.call("GET", f"/browsers/{smoke['session_id']}/telemetry/events", params={"since": "3h"})
+    assert len(history.json()) == 20  # generated before the sandbox started, like the simulated engine's
+    newest = demo.call(
+        "GET", f"/browsers/{smoke['session_id']}/telemetry/events", params={"order": "desc", "limit": 1}
+    ).json()[0]["event"]
+    time.sleep(1.5)  # nothing more is generated for a real session
+    again = demo.call(
+        "GET", f"/browsers/{smoke['session_id']}/telemetry/events", params={"order": "desc", "limit": 1}
+    ).json()[0]["event"]
+    assert again == newest

@@ -841,6 +841,8 @@ def _backdate(tenant: Tenant, record: dict, created: datetime) -> None:
 
     record["created_at"] = rfc3339(created)
     record["_last_activity"] = created
+    # Demo history is generated up to now even for a real session, whose own events follow it.
+    record["_history_until"] = tenant.now()
     telemetry.backdate(tenant, record, created)
 
 
