@@ -321,6 +321,20 @@ def test_it_serves_the_login_sites_as_real_forms_with_their_mfa_steps(real):
             browser.close()
 
 
+def test_it_shows_chromiums_error_page_for_a_host_outside_the_demo_sites(real):
+    session = create(real, start_url="https://example.org/", telemetry={"enabled": True, "browser": ALL})
+    failed = wait_for_event(real, session["session_id"], "network_loading_failed")
+    assert (failed["data"]["resource_type"], failed["data"]["error_text"]) == (
+        "Document",
+        "net::ERR_NAME_NOT_RESOLVED",
+    )
+    wait_for_event(
+        real, session["session_id"], "page_navigation", lambda d: d["url"].startswith("chrome-error://")
+    )
+    shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
+    assert shot.status_code == 200 and pixel(shot.content, 5, 5) == (255, 255, 255)
+
+
 def test_it_keeps_a_session_past_the_limit_in_standby_and_wakes_it_with_its_state(real):
     first = create(real, start_url="https://plain.example.com/login")
     sid = first["session_id"]
