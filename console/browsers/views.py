@@ -193,9 +193,13 @@ def _panes() -> list[dict]:
 
 
 def _live_view(request, session: browsers.Session) -> str:
-    """The live view URL; read-only for viewers (they watch, they don't drive)."""
+    """The live view URL; read-only for viewers (they watch, they don't drive). Where the service offers a
+    view-only link of its own (the sandbox does), viewers get that one: with the interactive link plus
+    ``readOnly=true``, deleting the parameter would hand them control."""
     url = session.browser_live_view_url or ""
     if url and not request.membership.has_role("operator"):
+        if session.read_only_live_view_url:
+            return session.read_only_live_view_url
         url += ("&" if "?" in url else "?") + "readOnly=true"
     return url
 

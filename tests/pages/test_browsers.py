@@ -185,6 +185,21 @@ async def test_it_shows_the_configuration_and_a_read_only_live_view_to_viewers(v
     assert "Delete…" not in body
 
 
+async def test_it_never_hands_viewers_the_interactive_live_view_token(viewer_client, quiet):
+    session = create(quiet, name="watch")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    interactive = session["browser_live_view_url"].split("jwt=")[1]
+    assert interactive not in body  # removing readOnly=true from the URL must not make it interactive
+    read_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
+    assert read_only in body
+
+
+async def test_it_says_when_the_browser_is_simulated(viewer_client, quiet):
+    session = create(quiet, name="sim")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    assert "simulated browser" in body
+
+
 async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):
     session = create(quiet, name="drive")
     response = await operator_client.get(url(f"{session['session_id']}/"), {"view": "embed"})
