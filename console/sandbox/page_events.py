@@ -214,7 +214,7 @@ class PageEvents:
             "nav_seq": self.nav_seq,
             "url": self.url,
         }
-        context.update({k: v for k, v in extra.items() if v})
+        context.update({k: v for k, v in extra.items() if v is not None})
         return context
 
     def _later(self, name: str, delay: float, callback) -> None:
@@ -229,7 +229,7 @@ class PageEvents:
         args = [_arg_text(arg) for arg in params.get("args", [])]
         text = " ".join(args)
         level = params.get("type", "log")
-        data = self.ctx(frame_id=None)
+        data = self.ctx()
         data.update(text=text, args=args)
         if params.get("stackTrace"):
             data["stack_trace"] = params["stackTrace"]
