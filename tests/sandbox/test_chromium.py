@@ -229,6 +229,10 @@ def test_it_connects_playwright_over_the_cdp_ws_url(real):
             assert pages[0].title() == "Quickstart"
             pages[0].click("text=the API reference")
             pages[0].wait_for_url("https://docs.example.com/api")
+            # Nothing outside the demo sites is reachable, the sandbox itself included.
+            probe = "(url) => fetch(url).then(() => 'reached', () => 'blocked')"
+            for target in (real.url + "/_sandbox/health", "https://example.org/"):
+                assert pages[0].evaluate(probe, target) == "blocked"
             pages[0].close()  # the sandbox opens a new page on the same URL at its next call
         finally:
             browser.close()
