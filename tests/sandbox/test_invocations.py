@@ -283,3 +283,19 @@ def test_it_never_keeps_a_project_from_being_deleted_by_run_history(tenant):
     assert tenant.call("DELETE", f"/org/projects/{project['id']}").status_code == 409  # still deployed
     tenant.call("DELETE", f"/deployments/{deployment['id']}", headers=scoped)
     assert tenant.call("DELETE", f"/org/projects/{project['id']}").status_code == 204
+
+
+def test_it_queues_an_invocation_past_the_project_cap_until_a_slot_frees(deployed):
+    deployed.call("PATCH", "/org/projects/default/limits", json={"max_concurrent_invocations": 1})
+    first = started(deployed, {"duration_seconds": 10})
+    waiting = started(deployed, {"duration_seconds": 1})
+    deployed.advance(5)
+    assert get(deployed, first["id"])["status"] == "running"
+    queued = get(deployed, waiting["id"])
+    assert queued["status"] == "queued"
+    assert "max_concurrent_invocations" in queued["status_reason"]
+    deployed.advance(6.2)  # the first finished at about 10.5 s; the slot is taken after the usual queueing
+    assert get(deployed, first["id"])["status"] == "succeeded"
+    assert get(deployed, waiting["id"])["status"] == "running"
+    deployed.advance(5)
+    assert get(deployed, waiting["id"])["status"] == "succeeded"

@@ -18,6 +18,9 @@ Choices where the notes leave room:
   /invocations/{id}/browsers``, or the browsers API).
 - ``PATCH /invocations/{id}``: ``status`` ``failed`` cancels (reason ``cancelled``), ``succeeded``
   completes with the given ``output`` (a JSON string); a finished invocation answers 409.
+- ``max_concurrent_invocations`` (the project's, else the plan's 50): an invocation created while every
+  slot is held by an unfinished one stays ``queued`` ("waiting for a concurrency slot") until the
+  earliest of them ends, then runs as usual; nothing is refused.
 - Invocations are run history: they never keep a project from being deleted (the browsers they
   created do, while active).
 - ``GET /invocations/{id}/events`` replays the timeline (or what follows ``since``), follows it live and
@@ -57,6 +60,7 @@ QUEUE_SECONDS = 0.5
 RUN_SECONDS = 1.5
 SYNC_WAIT_SECONDS = 60.0
 BROWSER_ACTIONS = {"get-page-title", "extract-links", "place-order"}
+SLOT_REASON = "waiting for a concurrency slot (max_concurrent_invocations)"
 
 
 # What the demo actions do -------------------------------------------------------------------------
@@ -298,6 +302,27 @@ def _created_body(record: dict, moment: datetime) -> dict:
 # Endpoints ---------------------------------------------------------------------------------------
 
 
+def slot_wait(tenant: Tenant, project: str) -> float | None:
+    """Seconds until one of the project's ``max_concurrent_invocations`` slots frees, or None if one is free.
+
+    Unfinished invocations (queued ones included) hold the slots; the new one takes the slot freed by the
+    earliest end not already claimed. A cancel does not move an invocation already waiting.
+    """
+    from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_INVOCATIONS
+
+    limits = tenant.table("projects")[project]["_limits"]
+    cap = limits.get("max_concurrent_invocations") or ORG_MAX_CONCURRENT_INVOCATIONS
+    now = tenant.now()
+    ends = sorted(
+        record["_timeline"][-1]["at"]
+        for record in tenant.table(TABLE).values()
+        if record.get("_scope") == project and last_state(record, now)["status"] not in TERMINAL
+    )
+    if len(ends) < cap:
+        return None
+    return max(0.0, (ends[len(ends) - cap] - now).total_seconds())
+
+
 def _required_string(body: dict, name: str, errors: dict) -> str:
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
@@ -340,9 +365,11 @@ async def create_invocation(request: Request):
             f"{app_name}@{version} has no action {action!r}",
             action_name=f"not an action of {app_name}@{version} (actions: {', '.join(names)})",
         )
-    record = create(
-        tenant, project_of(request), deployment, action, payload_text or None, timeout_seconds=timeout
-    )
+    timing: dict = {"timeout_seconds": timeout}
+    wait = slot_wait(tenant, project_of(request))
+    if wait is not None:
+        timing.update(queue_seconds=QUEUE_SECONDS + wait, queue_reason=SLOT_REASON)
+    record = create(tenant, project_of(request), deployment, action, payload_text or None, **timing)
     if run_async:
         return ok(_created_body(record, tenant.now()), status=202)
     deadline = time.monotonic() + SYNC_WAIT_SECONDS
@@ -509,7 +536,7 @@ def seed(tenant: Tenant) -> None:
             {"url": "https://example.com"},
             now - timedelta(seconds=20),
             queue_seconds=1800,
-            queue_reason="waiting for a concurrency slot (max_concurrent_invocations)",
+            queue_reason=SLOT_REASON,
         )
         # Finished a minute ago, its browser left open: "delete its browsers" has something to do.
         run(scraper, "get-page-title", {"url": "https://example.com"}, now - timedelta(minutes=2))
