@@ -89,6 +89,9 @@ def chromium_sandbox():
         SANDBOX_TELEMETRY_SCREENSHOT_SECONDS="1",
     )
     try:
+        engine = httpx.get(url + "/").json()
+        if engine["engine"] != "chromium":
+            pytest.fail(f"the real-browser sandbox runs simulated sessions: {engine['engine_reason']}")
         yield url, owner
     finally:
         stop_sandbox(process)
