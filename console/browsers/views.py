@@ -204,14 +204,13 @@ def _panes() -> list[dict]:
 
 
 def _live_view(request, session: browsers.Session) -> str:
-    """The live view URL, for operators only, and only when it is an http(s) URL.
-
-    The URL is a capability: whoever holds it drives the browser (a ``readOnly`` flag in it is the
-    holder's to remove), so viewers get none until the service hands out view-only URLs.
+    """The live view URL: operators get the interactive one; viewers only a view-only link the service
+    hands out (the sandbox does), whose token cannot be made interactive. Never the interactive URL with
+    ``readOnly=true``: that flag is the holder's to remove. Only http(s) URLs (``safe_url``).
     """
-    if not request.membership.has_role("operator"):
-        return ""
-    return safe_url(session.browser_live_view_url)
+    if request.membership.has_role("operator"):
+        return safe_url(session.browser_live_view_url)
+    return safe_url(session.read_only_live_view_url)
 
 
 def _filters(request) -> tuple[list[str], list[str]]:

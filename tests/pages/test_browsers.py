@@ -201,9 +201,23 @@ async def test_it_never_gives_a_viewer_the_live_view_url_in_any_form(viewer_clie
     for response in pages:
         body = response.content.decode()
         assert response.status_code == 200
-        assert token not in body and f"/_sandbox/live/{sid}" not in body and "readOnly" not in body
-        assert "<iframe" not in body and "view=embed" not in body
-        assert "frame-src 'none'" in response["Content-Security-Policy"]
+        assert token not in body  # the interactive token, in any form (with or without readOnly)
+        assert not re.search(rf"/_sandbox/live/{sid}\?jwt={re.escape(token)}", body)
+
+
+async def test_it_never_hands_viewers_the_interactive_live_view_token(viewer_client, quiet):
+    session = create(quiet, name="watch")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    interactive = session["browser_live_view_url"].split("jwt=")[1]
+    assert interactive not in body  # removing readOnly=true from the URL must not make it interactive
+    read_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
+    assert read_only in body
+
+
+async def test_it_says_when_the_browser_is_simulated(viewer_client, quiet):
+    session = create(quiet, name="sim")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    assert "simulated browser" in body
 
 
 async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):

@@ -28,6 +28,7 @@ SUNSET = datetime(2026, 11, 24, tzinfo=UTC)
 LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
 MAX_CAP = 100_000
 ORG_MAX_CONCURRENT_SESSIONS = 500
+ORG_MAX_CONCURRENT_INVOCATIONS = 50
 
 
 def _new_project(tenant: Tenant, name: str, *, status: str = "active") -> dict:
@@ -314,7 +315,7 @@ async def get_entitlements(request: Request):
             "limits": {
                 "default_max_concurrent_invocations_per_app": 10,
                 "max_concurrent_browsers": ORG_MAX_CONCURRENT_SESSIONS,
-                "max_concurrent_invocations": 50,
+                "max_concurrent_invocations": ORG_MAX_CONCURRENT_INVOCATIONS,
                 "max_vaults": MAX_VAULTS,
             },
             "plan": {

@@ -219,6 +219,14 @@ def catch_up(tenant: Tenant, record: dict, *, until: datetime | None = None) -> 
     limit = until or ended_at(tenant, record) or tenant.now()
     if log.ended:  # ended_at just noticed a timeout, and finish() caught up to it
         return
+    if record.get("_engine") == "chromium":
+        # A real page produces its own telemetry (page_events); nothing is generated after the history a
+        # demo session was seeded with (``_history_until``).
+        history_end = record.get("_history_until")
+        if history_end is None or (log.generated_until is not None and log.generated_until >= history_end):
+            log.generated_until = limit
+            return
+        limit = min(limit, history_end)
     if log.generated_until is None:
         log.generated_until = limit
         return
