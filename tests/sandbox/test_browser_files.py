@@ -442,6 +442,27 @@ def test_it_reports_create_write_rename_and_delete(tenant, session):
     }
 
 
+def test_it_never_reports_the_temporary_file_a_write_goes_through(tenant, session):
+    """A write lands in a temporary file renamed into place; a poll that sees it mid-write must not report
+    it (nor turn the one write into a CREATE and a RENAME)."""
+    watch_id = start_watch(tenant, session)
+
+    def slowly():  # the upload stays open across several polls of the watch
+        for _ in range(5):
+            yield b"x" * 1024
+            time.sleep(0.3)  # longer than the watch's 0.2 s scan
+
+    write(tenant, session, "/home/kernel/Desktop/slow.txt", slowly())
+    fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/Desktop/slow.txt"})
+    events = WatchStream(tenant, session, watch_id).read(
+        until=lambda ev: any(e["type"] == "DELETE" for e in ev)
+    )
+    assert kinds(events) == [
+        ("CREATE", "/home/kernel/Desktop/slow.txt"),
+        ("DELETE", "/home/kernel/Desktop/slow.txt"),
+    ]
+
+
 def test_it_reports_directories_and_their_contents(tenant, session):
     watch_id = start_watch(tenant, session)
     upload_zip(tenant, session, make_zip({"x/y.txt": b"y"}), dest="/home/kernel/Downloads/z")

@@ -79,6 +79,9 @@ from console.sandbox.http import endpoint, multipart_array, no_content, ok, read
 from console.sandbox.state import Tenant, new_id, rfc3339
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+# A write lands in a temporary file renamed into place: watches never report those (a poll that caught
+# one would report a CREATE and a RENAME for what is one write).
+TEMP_PREFIX = ".sandbox-upload-"
 MAX_EXTRACT_BYTES = 100 * 1024 * 1024
 MAX_ZIP_ENTRIES = 10_000
 MAX_DIR_ZIP_ENTRIES = 100_000
@@ -418,7 +421,7 @@ def _check_writable(record: dict, raw, field: str) -> list[str]:
 async def _spool(chunks, walk: rooted.Walk, name: str, field: str, *, mode: int | None, moment: float) -> int:
     """Write an async stream of bytes as ``name`` in the walk's directory (via a temp file beside it,
     given its mode, owner and time before it takes the name), bounded in size."""
-    temp = f".upload-{secrets.token_hex(8)}"
+    temp = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     fd = walk.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     written = 0
     try:
@@ -902,6 +905,8 @@ def snapshot(record: dict, parts: list[str], recursive: bool) -> dict[str, tuple
         with _top(record) as top, rooted.Walk(top) as walk:
             walk.into(parts)
             for names, st in rooted.entries(walk.fd, recursive=recursive, limit=MAX_WATCH_ENTRIES):
+                if names[-1].startswith(TEMP_PREFIX):
+                    continue
                 is_dir = stat.S_ISDIR(st.st_mode)
                 found[_join(base, "/".join(names))] = (is_dir, st.st_ino, st.st_size, st.st_mtime_ns)
     except (OSError, rooted.Outside, rooted.NotADir):
