@@ -46,7 +46,7 @@ async def test_it_shows_a_new_secret_exactly_once_and_never_keeps_it(admin_clien
     form = {"name": "deploy-bot", "days_to_expire": "30", "project_id": project["id"]}
     response = await admin_client.post(url(), form)
     assert response.status_code == 200
-    assert response["Cache-Control"] == "no-store"
+    assert "no-store" in response["Cache-Control"]
     created = tenant.call("GET", "/org/api_keys", params={"name": "deploy-bot"}).json()[0]
     body = response.content.decode()
     secret = body.split('id="api-key-value" type="text" readonly value="', 1)[1].split('"', 1)[0]
@@ -91,7 +91,7 @@ async def test_it_rotates_after_confirmation_and_shows_the_new_secret_once(admin
     confirm = (await admin_client.get(url(f"{key['id']}/rotate/"))).content.decode()
     assert "Rotate key" in confirm and mutations(tenant) == []
     response = await admin_client.post(url(f"{key['id']}/rotate/"), {"expire_in_days": "1"})
-    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     body = response.content.decode()
     assert "rotated" in body and key["key"] not in body
     entry = await AuditLog.objects.aget(action="api_key.rotate")

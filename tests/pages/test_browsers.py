@@ -173,14 +173,16 @@ async def test_it_shows_the_service_validation_errors(operator_client, quiet):
 # Session page ----------------------------------------------------------------------------------------
 
 
-async def test_it_shows_the_configuration_to_viewers_without_any_live_view_url(viewer_client, quiet):
+async def test_it_shows_the_configuration_to_viewers_with_only_a_view_only_live_view(viewer_client, quiet):
     session = create(quiet, name="watch", tags={"team": "checkout"}, kiosk_mode=True, telemetry=ON)
     sid = session["session_id"]
     body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
     assert "watch" in body and sid in body and "kiosk" in body
     assert "1920\u00d71080 @ 25 Hz" in body and "3 d 0 h" in body  # the 72 h timeout
     assert "console, network, page, control" in body
-    assert "The live view is for operators" in body
+    interactive = session["browser_live_view_url"].split("jwt=")[1]
+    view_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
+    assert interactive not in body and view_only in body
     jwt = session["cdp_ws_url"].split("jwt=")[1]
     assert jwt not in body  # the CDP token gives full control: never on a page
     assert "Delete…" not in body

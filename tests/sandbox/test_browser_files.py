@@ -452,7 +452,16 @@ def test_it_never_reports_the_temporary_file_a_write_goes_through(tenant, sessio
             yield b"x" * 1024
             time.sleep(0.3)  # longer than the watch's 0.2 s scan
 
-    write(tenant, session, "/home/kernel/Desktop/slow.txt", slowly())
+    response = fs(
+        tenant,
+        session,
+        "PUT",
+        "write_file",
+        params={"path": "/home/kernel/Desktop/slow.txt"},
+        content=slowly(),
+    )
+    assert response.status_code == 204, response.text
+    wait_for_poll()
     fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/Desktop/slow.txt"})
     events = WatchStream(tenant, session, watch_id).read(
         until=lambda ev: any(e["type"] == "DELETE" for e in ev)

@@ -33,6 +33,6 @@ async def test_it_maps_field_errors_and_the_self_delete_conflict(service, tenant
         await api_keys.create_api_key(service, name="x", days_to_expire=0)
     assert "days_to_expire" in caught.value.field_errors
     created = await api_keys.create_api_key(service, name="self")
-    own = Service(base_url=service.base_url, api_key=created.key)
+    own = Service(base_url=service.base_url, api_key=created.key, allow_private=True)
     with pytest.raises(Conflict):
         await api_keys.delete_api_key(own, created.id)

@@ -107,7 +107,7 @@ async def test_it_shows_file_names_visibly(viewer_client, tenant):
 
 
 async def test_it_shows_proxy_names_visibly(admin_client, tenant):
-    created = tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc"}).json()
+    created = tenant.call("POST", "/proxies", json={"type": "isp", "name": "isp"}).json()
     tenant.fault(method="GET", path="^/proxies", fields={"name": HOSTILE}, count=None)
     for page in ("", f"{created['id']}/", f"{created['id']}/rename/"):
         body = clean((await admin_client.get(f"/o/acme/proxies/{page}")).content.decode())

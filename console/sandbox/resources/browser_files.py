@@ -644,15 +644,21 @@ async def upload_zip(request: Request):
             raise invalid("zip_file is required", zip_file="upload the archive as 'zip_file'")
         if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
             raise _too_large("zip_file")
-        moment = request.state.tenant.now().timestamp()
-        with _walk(record, dest_raw, "dest_path", parent_is_file=PARENT_NOT_DIR) as walk:
-            try:
-                await asyncio.to_thread(extract_zip, upload.file, walk, dest_parts, moment)
-            except BadZip as exc:
-                raise invalid(f"the zip archive was refused: {exc}", zip_file=str(exc)) from None
+        try:
+            await extract_into(record, dest_raw, upload.file, request.state.tenant.now().timestamp())
+        except BadZip as exc:
+            raise invalid(f"the zip archive was refused: {exc}", zip_file=str(exc)) from None
     finally:
         await form.close()
     return no_content()
+
+
+async def extract_into(record: dict, dest_raw: str, archive, moment: float, field: str = "dest_path") -> None:
+    """Extract ``archive`` into the session directory ``dest_raw`` (created if missing), never through a
+    symlink (``extract_zip``); BadZip when an entry is refused."""
+    dest_parts = _parts(dest_raw, field)
+    with _walk(record, dest_raw, field, parent_is_file=PARENT_NOT_DIR) as walk:
+        await asyncio.to_thread(extract_zip, archive, walk, dest_parts, moment)
 
 
 def _zip_time(seconds: float) -> tuple[int, ...]:

@@ -199,8 +199,11 @@ async def load_extensions(request: Request):
     finally:
         await form.close()
     for name, content in loaded:
-        target = browser_files.resolve(record, f"/home/kernel/extensions/{name}", "extensions")
-        await asyncio.to_thread(browser_files.extract_zip, io.BytesIO(content), target)
+        dest, moment = f"/home/kernel/extensions/{name}", tenant.now().timestamp()
+        try:
+            await browser_files.extract_into(record, dest, io.BytesIO(content), moment, "extensions")
+        except browser_files.BadZip as exc:
+            raise invalid(f"extension {name} was refused: {exc}", extensions=str(exc)) from None
         record.setdefault("_loaded_extensions", []).append(name)
     names = ", ".join(name for name, _ in loaded)
     log(tenant, record, "chromium", f"chromium restarted with extension(s) {names}")
