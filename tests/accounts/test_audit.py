@@ -350,3 +350,83 @@ async def test_it_shows_each_outcome_as_a_labelled_chip(org, admin_client):
     html = (await admin_client.get("/o/acme/audit/")).content.decode()
     assert '<span class="chip chip-warn">unknown (check the resource)</span>' in html
     assert '<span class="chip chip-error">error</span>' in html
+
+
+# --- the resources that came after audited(): one row whatever the end -----------------------------
+
+
+@pytest.fixture
+def api_key(tenant):
+    return tenant.call("POST", "/org/api_keys", json={"name": "ci-pipeline", "days_to_expire": 90}).json()
+
+
+@pytest.fixture
+def destination(tenant):
+    body = {"name": "honeycomb", "endpoint": "https://api.honeycomb.io", "headers": {"x-team": "ingest-key"}}
+    return tenant.call("POST", "/telemetry/destinations", json=body).json()
+
+
+async def test_it_records_a_refused_api_key_delete_with_the_services_code(admin_client, tenant, api_key):
+    tenant.fault(method="DELETE", path="^/org/api_keys/", status=409, code="key_in_use", message="in use")
+    response = await admin_client.post(f"/o/acme/api_keys/{api_key['id']}/delete/")
+    assert "in use" in response.content.decode()
+    row = await only_row("api_key.delete")
+    assert (row.outcome, row.target_id) == ("error", api_key["id"])
+    assert "HTTP 409 key_in_use: in use" in row.detail and row.request_id.startswith("req_")
+    assert api_key["key"] not in row.detail
+
+
+async def test_it_records_an_api_key_delete_without_an_answer_as_unknown(admin_client, tenant, api_key):
+    tenant.fault(method="DELETE", path="^/org/api_keys/", drop_response=True)
+    response = await admin_client.post(f"/o/acme/api_keys/{api_key['id']}/delete/")
+    assert "Result unknown" in response.content.decode()
+    row = await only_row("api_key.delete")
+    assert (row.outcome, row.target_id) == ("unknown", api_key["id"])
+
+
+async def test_it_records_a_refused_destination_delete_with_the_services_code(
+    admin_client, tenant, destination
+):
+    tenant.fault(
+        method="DELETE", path="^/telemetry/destinations/", status=409, code="in_use", message="exporting"
+    )
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/delete/")
+    assert "exporting" in response.content.decode()
+    row = await only_row("telemetry_destination.delete")
+    assert (row.outcome, row.target_id) == ("error", destination["id"])
+    assert "HTTP 409 in_use: exporting" in row.detail and row.request_id.startswith("req_")
+
+
+async def test_it_records_a_destination_delete_without_an_answer_as_unknown(
+    admin_client, tenant, destination
+):
+    tenant.fault(method="DELETE", path="^/telemetry/destinations/", drop_response=True)
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/delete/")
+    assert "Result unknown" in response.content.decode()
+    row = await only_row("telemetry_destination.delete")
+    assert (row.outcome, row.target_id) == ("unknown", destination["id"])
+    assert tenant.call("GET", f"/telemetry/destinations/{destination['id']}").status_code == 404
+
+
+async def test_it_blanks_a_secret_the_service_quotes_back_out_of_the_row_and_the_page(admin_client, tenant):
+    token = "ops_quoted-back-by-the-service"
+    tenant.fault(
+        method="POST", path="^/org/credential_providers$", status=400, message=f"token {token} is revoked"
+    )
+    form = {"name": "vault", "provider_type": "onepassword", "token": token, "cache_ttl_seconds": "300"}
+    response = await admin_client.post("/o/acme/credential_providers/new/", form)
+    html = response.content.decode()
+    assert "token ••• is revoked" in html and token not in html
+    row = await only_row("credential_provider.create")
+    assert row.outcome == "error" and "token ••• is revoked" in row.detail and token not in row.detail
+
+
+async def test_it_blanks_header_values_the_service_quotes_back(admin_client, tenant, destination):
+    tenant.fault(
+        method="PATCH", path="^/telemetry/destinations/", status=400, message="bad header sk-live-123"
+    )
+    form = {"name": "honeycomb", "endpoint": "https://api.honeycomb.io", "headers": "x-team: sk-live-123"}
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/", form)
+    assert "sk-live-123" not in response.content.decode()
+    row = await only_row("telemetry_destination.update")
+    assert row.outcome == "error" and "bad header •••" in row.detail and "sk-live-123" not in row.detail
