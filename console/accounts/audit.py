@@ -1,6 +1,8 @@
 """The audit log: who did what to which organization, and how it went.
 
 Callers pass identifiers and short descriptions only, never a secret (API keys, credential values).
+What the service says back is recorded too, so a view that sends secrets names them (``secrets=``):
+they are blanked out of the error before the row, the form or the banner sees it.
 
 Every mutation sent to the service goes through ``audited``, so it leaves exactly one row whatever its
 end: ``ok``; ``error`` with the service's code and request id when the service refused it (or nothing
@@ -12,7 +14,7 @@ console itself refuses sends nothing and is not audited: nothing happened to the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -55,17 +57,20 @@ class Entry:
 
 
 @asynccontextmanager
-async def audited(request, action: str, *, target_id="", detail="") -> AsyncIterator[Entry]:
+async def audited(
+    request, action: str, *, target_id="", detail="", secrets: Iterable[str] = ()
+) -> AsyncIterator[Entry]:
     """``async with audited(request, "proxy.delete", target_id=pid) as entry:`` around the service call.
 
     Records one row when the block ends, then lets any exception through so the view's own handling
     (form errors, 404, the banner) still runs. Keep only the service call (and filling in ``entry``)
-    inside the block.
+    inside the block. ``secrets``: what the call sends that must not come back in an error message.
     """
     entry = Entry(target_id=str(target_id or ""), detail=detail)
     try:
         yield entry
     except errors.ServiceError as exc:
+        scrub(exc, secrets)
         unknown = errors.leaves_outcome_unknown(exc)
         if unknown:
             # Views that show the message (form errors) then tell the operator too; the banner has its own.
@@ -95,6 +100,27 @@ async def audited(request, action: str, *, target_id="", detail="") -> AsyncIter
         raise
     else:
         await record(request, action, target_id=entry.target_id, detail=entry.detail)
+
+
+def scrub(error: errors.ServiceError, secrets: Iterable[str]) -> errors.ServiceError:
+    """Blank out anything we sent as a secret, should the service ever quote it back in an error."""
+    secrets = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 3}, key=len, reverse=True)
+    if not secrets:
+        return error
+
+    def clean(text):
+        if not isinstance(text, str):
+            return text
+        for secret in secrets:
+            text = text.replace(secret, "•••")
+        return text
+
+    error.message = clean(error.message)
+    error.args = (error.message,)
+    error.details = [{k: clean(v) for k, v in d.items()} if isinstance(d, dict) else d for d in error.details]
+    if isinstance(error.inner_error, dict):
+        error.inner_error = {k: clean(v) for k, v in error.inner_error.items()}
+    return error
 
 
 def _joined(detail: str, outcome: str) -> str:

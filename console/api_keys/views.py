@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.api_keys.forms import CreateForm, RenameForm, RotateForm
 from console.service import Conflict, Invalid, NotFound, api_keys, projects
 from console.web.decorators import org_view
@@ -53,20 +53,18 @@ async def api_key_list(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                created = await api_keys.create_api_key(
-                    request.service,
-                    name=data["name"],
-                    days_to_expire=data["days_to_expire"],
-                    project_id=data["project_id"] or None,
-                )
+                async with audited(request, "api_key.create", detail=data["name"]) as entry:
+                    created = await api_keys.create_api_key(
+                        request.service,
+                        name=data["name"],
+                        days_to_expire=data["days_to_expire"],
+                        project_id=data["project_id"] or None,
+                    )
+                    scope = created.project_name or created.project_id or "org-wide"
+                    entry.target_id, entry.detail = created.id, f"{created.label} ({scope})"
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(request, "api_key.create", outcome="error", detail=exc.message)
             else:
-                scope = created.project_name or created.project_id or "org-wide"
-                await audit.record(
-                    request, "api_key.create", target_id=created.id, detail=f"{created.label} ({scope})"
-                )
                 return _secret_page(request, created, "created")
     page_params = paging(request)
     status = request.GET.get("status", "active")
@@ -98,13 +96,13 @@ async def api_key_rename(request, key_id: str):
     if request.method == "POST":
         form = RenameForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"]
             try:
-                key = await api_keys.rename_api_key(request.service, key_id, form.cleaned_data["name"])
+                async with audited(request, "api_key.rename", target_id=key_id, detail=name):
+                    key = await api_keys.rename_api_key(request.service, key_id, name)
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(request, "api_key.rename", target_id=key_id, outcome="error")
             else:
-                await audit.record(request, "api_key.rename", target_id=key_id, detail=key.label)
                 messages.success(request, f"Renamed to “{key.label}”.")
                 return done(request, _url(request, "list"))
     return render(request, "api_keys/rename.html", {"key": key, "form": form})
@@ -121,13 +119,12 @@ async def api_key_rotate(request, key_id: str):
         if form.is_valid():
             grace = form.cleaned_data["expire_in_days"]
             try:
-                created = await api_keys.rotate_api_key(request.service, key_id, expire_in_days=grace)
+                async with audited(request, "api_key.rotate", target_id=key_id, detail=key.label) as entry:
+                    created = await api_keys.rotate_api_key(request.service, key_id, expire_in_days=grace)
+                    entry.detail = f"{key.label}: new key {created.id}, old key expires in {grace} day(s)"
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(request, "api_key.rotate", target_id=key_id, outcome="error")
             else:
-                detail = f"{key.label}: new key {created.id}, old key expires in {grace} day(s)"
-                await audit.record(request, "api_key.rotate", target_id=key_id, detail=detail)
                 return _secret_page(request, created, "rotated")
     return render(request, "api_keys/rotate.html", {"key": key, "form": form})
 
@@ -139,16 +136,13 @@ async def api_key_delete(request, key_id: str):
     conflict = ""
     if request.method == "POST":
         try:
-            await api_keys.delete_api_key(request.service, key_id)
+            async with audited(request, "api_key.delete", target_id=key_id, detail=key.label):
+                await api_keys.delete_api_key(request.service, key_id)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(
-                request, "api_key.delete", target_id=key_id, outcome="error", detail=exc.message
-            )
         except NotFound:
             raise Http404("No such API key") from None
         else:
-            await audit.record(request, "api_key.delete", target_id=key_id, detail=key.label)
             messages.success(request, f"API key “{key.label}” deleted.")
             return done(request, _url(request, "list"))
     return render(request, "api_keys/delete.html", {"key": key, "conflict": conflict})

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderForm
 from console.service import Conflict, Invalid, NotFound
 from console.service import credential_providers as providers
@@ -64,26 +64,25 @@ async def provider_create(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                made = await providers.create_provider(
-                    request.service,
-                    name=data["name"],
-                    token=data["token"],
-                    provider_type=data["provider_type"],
-                    cache_ttl_seconds=data["cache_ttl_seconds"],
-                )
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-                await audit.record(request, "credential_provider.create", outcome="error", detail=exc.message)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
-                await audit.record(request, "credential_provider.create", outcome="error", detail=exc.message)
-            else:
-                await audit.record(
+                async with audited(
                     request,
                     "credential_provider.create",
-                    target_id=made.id,
-                    detail=f"{made.label} ({made.provider_type})",
-                )
+                    detail=f"{data['name']} ({data['provider_type']})",
+                    secrets=[data["token"]],
+                ) as entry:
+                    made = await providers.create_provider(
+                        request.service,
+                        name=data["name"],
+                        token=data["token"],
+                        provider_type=data["provider_type"],
+                        cache_ttl_seconds=data["cache_ttl_seconds"],
+                    )
+                    entry.target_id, entry.detail = made.id, f"{made.label} ({made.provider_type})"
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+            else:
                 messages.success(request, f"Credential provider “{made.label}” added.")
                 return done(request, _url(request, "detail", provider_id=made.id))
     return render(request, "credential_providers/create.html", {"form": form})
@@ -106,25 +105,20 @@ async def provider_detail(request, provider_id: str):
             if data["token"]:
                 changes["token"] = data["token"]
             try:
-                provider = await providers.update_provider(request.service, provider.id, **changes)
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-                await audit.record(
-                    request, "credential_provider.update", target_id=provider.id, outcome="error"
-                )
-            except Conflict as exc:
-                form.add_error("name", exc.message)
-                await audit.record(
-                    request, "credential_provider.update", target_id=provider.id, outcome="error"
-                )
-            else:
                 # Which fields changed, never the token's value.
-                await audit.record(
+                async with audited(
                     request,
                     "credential_provider.update",
                     target_id=provider.id,
                     detail=", ".join(sorted(changes)),
-                )
+                    secrets=[data["token"] or ""],
+                ):
+                    provider = await providers.update_provider(request.service, provider.id, **changes)
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+            else:
                 messages.success(request, "Credential provider saved.")
                 return done(request, _url(request, "detail", provider_id=provider.id))
     query = request.GET.get("q", "").strip()
@@ -156,14 +150,12 @@ def _matching(items: list[providers.Item], query: str) -> list[providers.Item]:
 @org_view("admin")
 async def provider_test(request, provider_id: str):
     provider = await _get(request, provider_id)
-    result = await providers.test_provider(request.service, provider.id)
-    await audit.record(
-        request,
-        "credential_provider.test",
-        target_id=provider.id,
-        outcome="ok" if result.success else "error",
-        detail=result.error or f"{len(result.vaults or [])} vault(s)",
-    )
+    async with audited(request, "credential_provider.test", target_id=provider.id) as entry:
+        result = await providers.test_provider(request.service, provider.id)
+        # The service ran the test (the row is ok); whether the provider answered is in the detail.
+        entry.detail = (
+            f"failed: {result.error or '-'}" if not result.success else f"{len(result.vaults or [])} vault(s)"
+        )
     return render(
         request,
         "credential_providers/detail.html",
@@ -177,10 +169,10 @@ async def provider_test(request, provider_id: str):
 async def provider_delete(request, provider_id: str):
     provider = await _get(request, provider_id)
     if request.method == "POST":
-        await providers.delete_provider(request.service, provider.id)
-        await audit.record(
+        async with audited(
             request, "credential_provider.delete", target_id=provider.id, detail=provider.label
-        )
+        ):
+            await providers.delete_provider(request.service, provider.id)
         messages.success(request, f"Credential provider “{provider.label}” deleted.")
         return done(request, _url(request, "list"))
     return render(request, "credential_providers/delete.html", {"provider": provider})

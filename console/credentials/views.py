@@ -27,7 +27,7 @@ from console.credentials.forms import (
     CredentialEditForm,
     CredentialForm,
 )
-from console.service import Conflict, Invalid, NotFound, ServiceError, credential_providers, credentials
+from console.service import Conflict, Invalid, NotFound, credential_providers, credentials
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -40,25 +40,6 @@ MAX_REFRESHES = 10
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"credentials:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-def _scrub(error: ServiceError, secrets: list[str]) -> ServiceError:
-    """Blank out anything we sent as a secret, should the service ever quote it back in an error."""
-    secrets = [s for s in secrets if s and len(s) >= 3]
-
-    def clean(text):
-        if not isinstance(text, str):
-            return text
-        for secret in secrets:
-            text = text.replace(secret, "•••")
-        return text
-
-    error.message = clean(error.message)
-    error.args = (error.message,)
-    error.details = [{k: clean(v) for k, v in d.items()} if isinstance(d, dict) else d for d in error.details]
-    if isinstance(error.inner_error, dict):
-        error.inner_error = {k: clean(v) for k, v in error.inner_error.items()}
-    return error
 
 
 async def _credential(request, credential_id: str):
@@ -101,11 +82,9 @@ async def credential_create(request):
     form = CredentialForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            async with audited(request, "credential.create", detail=form.summary()) as entry:
-                try:
-                    credential = await credentials.create_credential(request.service, **form.payload())
-                except ServiceError as exc:
-                    raise _scrub(exc, form.secrets()) from None  # before the audit log sees it
+            summary, secrets = form.summary(), form.secrets()
+            async with audited(request, "credential.create", detail=summary, secrets=secrets) as entry:
+                credential = await credentials.create_credential(request.service, **form.payload())
                 entry.target_id = credential.id
         except Invalid as exc:
             apply_service_errors(form, exc, SERVICE_FIELDS)
@@ -165,12 +144,13 @@ async def credential_edit(request, credential_id: str):
         body = form.changes()
         try:
             async with audited(
-                request, "credential.update", target_id=credential.id, detail=form.summary(body)
+                request,
+                "credential.update",
+                target_id=credential.id,
+                detail=form.summary(body),
+                secrets=form.secrets(),
             ):
-                try:
-                    updated = await credentials.update_credential(request.service, credential.id, **body)
-                except ServiceError as exc:
-                    raise _scrub(exc, form.secrets()) from None  # before the audit log sees it
+                updated = await credentials.update_credential(request.service, credential.id, **body)
         except Invalid as exc:
             apply_service_errors(form, exc, SERVICE_FIELDS)
         except Conflict as exc:

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.service import Conflict, Invalid, NotFound
 from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
@@ -54,27 +54,30 @@ async def destination_create(request):
         form = DestinationForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
+            headers = f"headers={','.join(sorted(data['headers'])) or '-'}"
             try:
-                made = await destinations.create_destination(
-                    request.service,
-                    name=data["name"],
-                    endpoint=data["endpoint"],
-                    description=data["description"] or None,
-                    headers=data["headers"],
-                )
+                async with audited(
+                    request,
+                    "telemetry_destination.create",
+                    detail=f"{data['name']} → {data['endpoint']} {headers}",
+                    secrets=data["headers"].values(),
+                ) as entry:
+                    made = await destinations.create_destination(
+                        request.service,
+                        name=data["name"],
+                        endpoint=data["endpoint"],
+                        description=data["description"] or None,
+                        headers=data["headers"],
+                    )
+                    entry.target_id = made.id
+                    entry.detail = (
+                        f"{made.label} → {made.endpoint} headers={','.join(made.header_names) or '-'}"
+                    )
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(
-                    request, "telemetry_destination.create", outcome="error", detail=exc.message
-                )
             except Conflict as exc:
                 form.add_error("name", exc.message)
-                await audit.record(
-                    request, "telemetry_destination.create", outcome="error", detail=exc.message
-                )
             else:
-                detail = f"{made.label} → {made.endpoint} headers={','.join(made.header_names) or '-'}"
-                await audit.record(request, "telemetry_destination.create", target_id=made.id, detail=detail)
                 messages.success(request, f"Destination “{made.label}” created.")
                 return done(request, _url(request, "detail", destination_id=made.id))
     return render(request, "telemetry_destinations/create.html", {"form": form})
@@ -107,40 +110,31 @@ async def destination_detail(request, destination_id: str):
                 if (data[key] or None) != (getattr(destination, key) or None)
             }
             removed = data.get("remove_headers") or []
+            summary = [
+                *changes,
+                *(f"header {h}" for h in data["headers"]),
+                *(f"-header {h}" for h in removed),
+            ]
             try:
-                destination = await destinations.update_destination(
-                    request.service,
-                    destination.id,
-                    set_headers=data["headers"],
-                    remove_headers=removed,
-                    **changes,
-                )
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-                await audit.record(
-                    request, "telemetry_destination.update", target_id=destination.id, outcome="error"
-                )
-            except Conflict as exc:
-                form.add_error(None, exc.message)
-                await audit.record(
-                    request,
-                    "telemetry_destination.update",
-                    target_id=destination.id,
-                    outcome="error",
-                    detail=exc.message,
-                )
-            else:
-                summary = [
-                    *changes,
-                    *(f"header {h}" for h in data["headers"]),
-                    *(f"-header {h}" for h in removed),
-                ]
-                await audit.record(
+                async with audited(
                     request,
                     "telemetry_destination.update",
                     target_id=destination.id,
                     detail=", ".join(summary),
-                )
+                    secrets=data["headers"].values(),
+                ):
+                    destination = await destinations.update_destination(
+                        request.service,
+                        destination.id,
+                        set_headers=data["headers"],
+                        remove_headers=removed,
+                        **changes,
+                    )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+            except Conflict as exc:
+                form.add_error(None, exc.message)
+            else:
                 messages.success(request, "Destination saved.")
                 return done(request, _url(request, "detail", destination_id=destination.id))
     return render(request, "telemetry_destinations/detail.html", {"destination": destination, "form": form})
@@ -153,20 +147,13 @@ async def destination_delete(request, destination_id: str):
     conflict = ""
     if request.method == "POST":
         try:
-            await destinations.delete_destination(request.service, destination.id)
+            async with audited(
+                request, "telemetry_destination.delete", target_id=destination.id, detail=destination.label
+            ):
+                await destinations.delete_destination(request.service, destination.id)
         except Conflict as exc:
             conflict = exc.message
-            await audit.record(
-                request,
-                "telemetry_destination.delete",
-                target_id=destination.id,
-                outcome="error",
-                detail=exc.message,
-            )
         else:
-            await audit.record(
-                request, "telemetry_destination.delete", target_id=destination.id, detail=destination.label
-            )
             messages.success(request, f"Destination “{destination.label}” deleted.")
             return done(request, _url(request, "list"))
     return render(

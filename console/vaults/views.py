@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.service import Conflict, Forbidden, Invalid, NotFound, projects, vaults
 from console.vaults.forms import ItemForm, ValueForm, VaultForm
 from console.web.decorators import org_view, require_role
@@ -47,13 +47,14 @@ async def vault_list(request):
         require_role(request, "admin")
         form = VaultForm(request.POST)
         if form.is_valid():
+            name = form.cleaned_data["name"].strip()
             try:
-                vault = await vaults.create_vault(request.service, form.cleaned_data["name"].strip())
+                async with audited(request, "vault.create", detail=name) as entry:
+                    vault = await vaults.create_vault(request.service, name)
+                    entry.target_id, entry.detail = vault.id, vault.label
             except (Invalid, Forbidden) as exc:
                 form.add_error("name", exc.message)
-                await audit.record(request, "vault.create", outcome="error", detail=exc.message)
             else:
-                await audit.record(request, "vault.create", target_id=vault.id, detail=vault.label)
                 return done(request, _url(request, "detail", vault_id=vault.id))
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
@@ -81,33 +82,29 @@ async def vault_detail(request, vault_id: str):
         require_role(request, "admin")
         form = ItemForm(request.POST)
         if form.is_valid():
-            key = form.cleaned_data["key"]
+            key, values = form.cleaned_data["key"], form.cleaned_data["values"]
+            names = ",".join(sorted(values))
             try:
-                item = await vaults.put_item(
-                    request.service,
-                    vault.id,
-                    key,
-                    fields=form.item_fields(),
-                    description=form.cleaned_data["description"] or None,
-                )
-            except Invalid as exc:
-                apply_service_errors(form, exc, {"spec.fields": "fields_spec", "key": "key"})
-                await audit.record(
-                    request, "vault.item.create", target_id=vault.id, outcome="error", detail=key
-                )
-            except Conflict as exc:
-                form.add_error("key", exc.message)
-                await audit.record(
-                    request, "vault.item.create", target_id=vault.id, outcome="error", detail=key
-                )
-            else:
-                names = ",".join(sorted(form.cleaned_data["values"]))
-                await audit.record(
+                async with audited(
                     request,
                     "vault.item.create",
                     target_id=vault.id,
-                    detail=f"{item.key} values={names or '-'}",
-                )
+                    detail=f"{key} values={names or '-'}",
+                    secrets=values.values(),
+                ) as entry:
+                    item = await vaults.put_item(
+                        request.service,
+                        vault.id,
+                        key,
+                        fields=form.item_fields(),
+                        description=form.cleaned_data["description"] or None,
+                    )
+                    entry.detail = f"{item.key} values={names or '-'}"
+            except Invalid as exc:
+                apply_service_errors(form, exc, {"spec.fields": "fields_spec", "key": "key"})
+            except Conflict as exc:
+                form.add_error("key", exc.message)
+            else:
                 messages.success(request, f"Item “{item.key}” saved.")
                 return done(request, _url(request, "item", vault_id=vault.id, key=item.key))
     items = await vaults.list_items(request.service, vault.id)
@@ -119,8 +116,8 @@ async def vault_detail(request, vault_id: str):
 async def vault_delete(request, vault_id: str):
     vault = await _vault(request, vault_id)
     if request.method == "POST":
-        await vaults.delete_vault(request.service, vault.id)
-        await audit.record(request, "vault.delete", target_id=vault.id, detail=vault.label)
+        async with audited(request, "vault.delete", target_id=vault.id, detail=vault.label):
+            await vaults.delete_vault(request.service, vault.id)
         messages.success(request, f"Vault “{vault.label}” deleted.")
         return done(request, _url(request, "list"))
     items = await vaults.list_items(request.service, vault.id)
@@ -140,25 +137,23 @@ async def item_detail(request, vault_id: str, key: str):
         form = ValueForm(request.POST, names=[f.name for f in item.fields])
         if form.is_valid():
             name, value = form.cleaned_data["field"], form.cleaned_data["value"] or None
+            change = "set" if value is not None else "cleared"
             try:
-                item = await vaults.update_item(
-                    request.service, vault_id, key, version=item.version or 0, values={name: value}
-                )
+                async with audited(
+                    request,
+                    "vault.item.update",
+                    target_id=item.id,
+                    detail=f"{key}: {name} {change}",
+                    secrets=[value or ""],
+                ):
+                    item = await vaults.update_item(
+                        request.service, vault_id, key, version=item.version or 0, values={name: value}
+                    )
             except Conflict as exc:
                 conflict = exc.message
-                await audit.record(
-                    request, "vault.item.update", target_id=item.id, outcome="error", detail=name
-                )
             except Invalid as exc:
                 apply_service_errors(form, exc)
-                await audit.record(
-                    request, "vault.item.update", target_id=item.id, outcome="error", detail=name
-                )
             else:
-                change = "set" if value is not None else "cleared"
-                await audit.record(
-                    request, "vault.item.update", target_id=item.id, detail=f"{key}: {name} {change}"
-                )
                 messages.success(request, f"Value of “{name}” {change}.")
                 return done(request, _url(request, "item", vault_id=vault_id, key=key))
     events = await vaults.item_events(request.service, vault_id, key)
@@ -179,8 +174,8 @@ async def item_delete(request, vault_id: str, key: str):
     item = await _item(request, vault_id, key)
     vault = await _vault(request, vault_id)
     if request.method == "POST":
-        await vaults.delete_item(request.service, vault_id, key)
-        await audit.record(request, "vault.item.delete", target_id=item.id, detail=f"{vault.label}/{key}")
+        async with audited(request, "vault.item.delete", target_id=item.id, detail=f"{vault.label}/{key}"):
+            await vaults.delete_item(request.service, vault_id, key)
         messages.success(request, f"Item “{key}” deleted.")
         return done(request, _url(request, "detail", vault_id=vault_id))
     return render(request, "vaults/item_delete.html", {"vault": vault, "item": item})

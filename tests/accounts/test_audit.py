@@ -1,5 +1,4 @@
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -156,32 +155,97 @@ async def test_it_offers_the_new_outcomes_as_filters(org, admin_client):
 # --- every mutation in every view goes through the one helper --------------------------------------
 
 CONSOLE = Path(__file__).resolve().parents[2] / "console"
-MUTATING = re.compile(r'"(POST|PATCH|PUT|DELETE)"')
-# POSTs that only read (the service's interface uses POST for them), and the sandbox's own client.
+SERVICE = "console.service"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+# POSTs that only read (the service's interface uses POST for them).
 READS = {("computer", "screenshot"), ("computer", "mouse_position"), ("computer", "read_clipboard")}
 
 
+def _imports(tree) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """What a module's names stand for: ``{alias: service module}`` for ``from console.service import
+    x as alias`` (and ``import console.service.x as alias``), ``{name: (module, function)}`` for
+    ``from console.service.x import f as name``; imports inside functions count too."""
+    modules, functions = {}, {}
+    stems = {path.stem for path in (CONSOLE / "service").glob("*.py")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == SERVICE:
+            modules |= {a.asname or a.name: a.name for a in node.names if a.name in stems}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{SERVICE}."):
+            stem = node.module.removeprefix(f"{SERVICE}.")
+            functions |= {a.asname or a.name: (stem, a.name) for a in node.names}
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith(f"{SERVICE}.") and a.asname:
+                    modules[a.asname] = a.name.removeprefix(f"{SERVICE}.")
+    return modules, functions
+
+
+def _callee(call, module: str, local: set[str], imports) -> tuple[str, str] | None:
+    """The (service module, function) a call reaches, if it names one."""
+    modules, functions = imports
+    func = call.func
+    if isinstance(func, ast.Name):
+        return (module, func.id) if func.id in local else functions.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
+        return modules[func.value.id], func.attr
+    return None
+
+
+def _argument(call, index: int | None, name: str):
+    if index is not None and index < len(call.args):
+        return call.args[index]
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
 def mutating_functions() -> set[tuple[str, str]]:
-    """(module, function) of every service-client function that sends a mutating request, directly or
-    through a helper of the same module."""
-    found = set()
+    """(module, function) of every service-client function that sends a mutating request.
+
+    Judged by what it sends, not how its source spells it: the method each call hands to the one
+    function that touches httpx (``http._send``), followed through whatever passes a method along
+    (``request``, ``upload_file`` and its default ``"POST"``, a module's own helper) and through calls
+    between service functions, whatever name they are imported under. A method that is not a plain
+    string counts as mutating.
+    """
+    functions, imports = {}, {}
     for path in (CONSOLE / "service").glob("*.py"):
-        if path.name == "http.py":
-            continue
-        source = path.read_text()
-        functions = {
-            node.name: ast.get_source_segment(source, node)
-            for node in ast.parse(source).body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
-        names = {name for name, text in functions.items() if MUTATING.search(text)}
-        while True:
-            more = {n for n, t in functions.items() if any(re.search(rf"\b{m}\(", t) for m in names)}
-            if more <= names:
-                break
-            names |= more
-        found |= {(path.stem, name) for name in names} - READS
-    return found
+        tree = ast.parse(path.read_text())
+        imports[path.stem] = _imports(tree)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                functions[(path.stem, node.name)] = node
+    local = {stem: {name for module, name in functions if module == stem} for stem in imports}
+
+    # (module, function) -> (position, name, default) of its parameter that becomes the HTTP method.
+    senders = {("http", "_send"): (1, "method", None)}
+    found = set()
+    while True:
+        before = (len(senders), len(found))
+        for (module, name), node in functions.items():
+            params = [*node.args.posonlyargs, *node.args.args]
+            defaults = dict(zip(reversed(params), reversed(node.args.defaults), strict=False))
+            defaults |= {a: d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d}
+            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                callee = _callee(call, module, local[module], imports[module])
+                if callee in found:
+                    found.add((module, name))
+                if callee not in senders:
+                    continue
+                method = _argument(call, *senders[callee][:2]) or senders[callee][2]
+                passed = [a for a in [*params, *node.args.kwonlyargs] if getattr(method, "id", None) == a.arg]
+                if passed:
+                    index = params.index(passed[0]) if passed[0] in params else None
+                    senders[(module, name)] = (index, passed[0].arg, defaults.get(passed[0]))
+                elif not (isinstance(method, ast.Constant) and str(method.value).upper() in SAFE_METHODS):
+                    found.add((module, name))
+        if (len(senders), len(found)) == before:
+            break
+    return {(module, name) for module, name in found if module not in ("http", "uploads")} - READS
+
+
+def view_modules() -> list[Path]:
+    """Every console module that can act for a user: all but the client itself and the sandbox."""
+    skip = {CONSOLE / "service", CONSOLE / "sandbox"}
+    return [path for path in CONSOLE.rglob("*.py") if not skip & set(path.parents)]
 
 
 def call_sites():
@@ -191,31 +255,36 @@ def call_sites():
     mutation: its own call sites are the ones checked.
     """
     mutating = mutating_functions()
-    modules = [*CONSOLE.glob("*/views.py"), *CONSOLE.glob("browsers/panes/*.py")]
-    for path in modules:
-        if path.name == "forms.py":
-            continue  # its ``call`` methods are checked where views call ``form.call``
+    for path in view_modules():
         tree = ast.parse(path.read_text())
+        imports = _imports(tree)
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-        helpers = {
-            node.name
-            for node in tree.body
-            if isinstance(node, ast.AsyncFunctionDef)
-            and not node.decorator_list
-            and any(_calls(call, mutating) for call in ast.walk(node))
-        }
+        helpers = set()
+
+        def calls(node, imports=imports, helpers=helpers):
+            if not isinstance(node, ast.Call):
+                return False
+            if isinstance(node.func, ast.Name) and node.func.id in helpers:
+                return True
+            is_form_call = isinstance(node.func, ast.Attribute) and ast.unparse(node.func) == "form.call"
+            return is_form_call or _callee(node, "", set(), imports) in mutating
+
+        while True:
+            more = {
+                node.name
+                for node in tree.body
+                if isinstance(node, ast.AsyncFunctionDef)
+                and not node.decorator_list
+                and any(calls(call) and not inside_audited(call, parents) for call in ast.walk(node))
+            }
+            if more <= helpers:
+                break
+            helpers |= more
         for node in ast.walk(tree):
-            direct = _calls(node, mutating) and _enclosing(node, parents) not in helpers
-            if direct or (isinstance(node, ast.Call) and getattr(node.func, "id", "") in helpers):
+            if path.name.endswith("forms.py") and _enclosing(node, parents) == "call":
+                continue  # a form's ``call`` is checked where views call ``form.call``
+            if calls(node) and _enclosing(node, parents) not in helpers:
                 yield path.relative_to(CONSOLE.parent), node, parents
-
-
-def _calls(node, mutating) -> bool:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        return False
-    owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
-    owner = {"auth": "auth_connections"}.get(owner, owner)
-    return (owner, node.func.attr) in mutating or (owner == "form" and node.func.attr == "call")
 
 
 def _enclosing(node, parents) -> str:
@@ -240,8 +309,15 @@ def inside_audited(node, parents) -> bool:
 def test_it_finds_the_mutations_it_checks():
     sites = list(call_sites())
     assert len(sites) >= 40
-    assert ("proxies", "delete_proxy") in mutating_functions()
-    assert ("computer", "move_mouse") in mutating_functions()
+    mutating = mutating_functions()
+    assert {("proxies", "delete_proxy"), ("computer", "move_mouse")} <= mutating
+    # A method left to upload_file's default ("POST"), and functions of modules views import under an alias.
+    assert {("files", "upload_zip"), ("extensions", "upload_extension")} <= mutating
+    aliased = {("telemetry_destinations", "delete_destination"), ("credential_providers", "test_provider")}
+    assert aliased <= mutating
+    assert not {("proxies", "get_proxy"), ("computer", "screenshot"), ("files", "read_file")} & mutating
+    paths = {str(path) for path, _, _ in sites}
+    assert {"console/telemetry_destinations/views.py", "console/credential_providers/views.py"} <= paths
 
 
 def test_it_sends_every_mutation_of_every_view_through_audited():
@@ -274,3 +350,83 @@ async def test_it_shows_each_outcome_as_a_labelled_chip(org, admin_client):
     html = (await admin_client.get("/o/acme/audit/")).content.decode()
     assert '<span class="chip chip-warn">unknown (check the resource)</span>' in html
     assert '<span class="chip chip-error">error</span>' in html
+
+
+# --- the resources that came after audited(): one row whatever the end -----------------------------
+
+
+@pytest.fixture
+def api_key(tenant):
+    return tenant.call("POST", "/org/api_keys", json={"name": "ci-pipeline", "days_to_expire": 90}).json()
+
+
+@pytest.fixture
+def destination(tenant):
+    body = {"name": "honeycomb", "endpoint": "https://api.honeycomb.io", "headers": {"x-team": "ingest-key"}}
+    return tenant.call("POST", "/telemetry/destinations", json=body).json()
+
+
+async def test_it_records_a_refused_api_key_delete_with_the_services_code(admin_client, tenant, api_key):
+    tenant.fault(method="DELETE", path="^/org/api_keys/", status=409, code="key_in_use", message="in use")
+    response = await admin_client.post(f"/o/acme/api_keys/{api_key['id']}/delete/")
+    assert "in use" in response.content.decode()
+    row = await only_row("api_key.delete")
+    assert (row.outcome, row.target_id) == ("error", api_key["id"])
+    assert "HTTP 409 key_in_use: in use" in row.detail and row.request_id.startswith("req_")
+    assert api_key["key"] not in row.detail
+
+
+async def test_it_records_an_api_key_delete_without_an_answer_as_unknown(admin_client, tenant, api_key):
+    tenant.fault(method="DELETE", path="^/org/api_keys/", drop_response=True)
+    response = await admin_client.post(f"/o/acme/api_keys/{api_key['id']}/delete/")
+    assert "Result unknown" in response.content.decode()
+    row = await only_row("api_key.delete")
+    assert (row.outcome, row.target_id) == ("unknown", api_key["id"])
+
+
+async def test_it_records_a_refused_destination_delete_with_the_services_code(
+    admin_client, tenant, destination
+):
+    tenant.fault(
+        method="DELETE", path="^/telemetry/destinations/", status=409, code="in_use", message="exporting"
+    )
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/delete/")
+    assert "exporting" in response.content.decode()
+    row = await only_row("telemetry_destination.delete")
+    assert (row.outcome, row.target_id) == ("error", destination["id"])
+    assert "HTTP 409 in_use: exporting" in row.detail and row.request_id.startswith("req_")
+
+
+async def test_it_records_a_destination_delete_without_an_answer_as_unknown(
+    admin_client, tenant, destination
+):
+    tenant.fault(method="DELETE", path="^/telemetry/destinations/", drop_response=True)
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/delete/")
+    assert "Result unknown" in response.content.decode()
+    row = await only_row("telemetry_destination.delete")
+    assert (row.outcome, row.target_id) == ("unknown", destination["id"])
+    assert tenant.call("GET", f"/telemetry/destinations/{destination['id']}").status_code == 404
+
+
+async def test_it_blanks_a_secret_the_service_quotes_back_out_of_the_row_and_the_page(admin_client, tenant):
+    token = "ops_quoted-back-by-the-service"
+    tenant.fault(
+        method="POST", path="^/org/credential_providers$", status=400, message=f"token {token} is revoked"
+    )
+    form = {"name": "vault", "provider_type": "onepassword", "token": token, "cache_ttl_seconds": "300"}
+    response = await admin_client.post("/o/acme/credential_providers/new/", form)
+    html = response.content.decode()
+    assert "token ••• is revoked" in html and token not in html
+    row = await only_row("credential_provider.create")
+    assert row.outcome == "error" and "token ••• is revoked" in row.detail and token not in row.detail
+
+
+async def test_it_blanks_header_values_the_service_quotes_back(admin_client, tenant, destination):
+    tenant.fault(
+        method="PATCH", path="^/telemetry/destinations/", status=400, message="bad header sk-live-123"
+    )
+    form = {"name": "honeycomb", "endpoint": "https://api.honeycomb.io", "headers": "x-team: sk-live-123"}
+    response = await admin_client.post(f"/o/acme/telemetry_destinations/{destination['id']}/", form)
+    assert "sk-live-123" not in response.content.decode()
+    row = await only_row("telemetry_destination.update")
+    assert row.outcome == "error" and "bad header •••" in row.detail and "sk-live-123" not in row.detail

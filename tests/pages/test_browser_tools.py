@@ -68,6 +68,17 @@ async def test_it_sends_a_request_through_the_browser_and_audits_no_secrets(oper
         assert secret not in entry.detail
 
 
+async def test_it_keeps_the_urls_user_info_out_of_the_audit_log(operator_client, tenant, session):
+    form = {
+        "method": "GET",
+        "url": "https://bot:url-secret@shop.example.com/status/200",
+        "response_encoding": "utf8",
+    }
+    await operator_client.post(url(session, "tools/curl/"), form, headers=hx("tools-curl"))
+    entry = await AuditLog.objects.aget(action="browser.curl")
+    assert entry.detail == "GET https://shop.example.com/status/200 → 200"
+
+
 async def test_it_explains_an_unreachable_target_in_the_pane(operator_client, session):
     response = await operator_client.post(
         url(session, "tools/curl/"),

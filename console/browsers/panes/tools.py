@@ -2,7 +2,7 @@
 into the running browser, and a live logs pane (a supervised process's log or a file) through the relay.
 
 Operators use the tools; viewers watch logs. The audit log records the request's method, scheme, host and
-path (never its query, headers or body: they may hold secrets) and the extension's name.
+path (never its user info, query, headers or body: they may hold secrets) and the extension's name.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.http import Http404
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_http_methods
 
-from console.accounts import audit
+from console.accounts.audit import audited
 from console.browsers.panes import common
 from console.browsers.panes.tools_forms import CurlForm, ExtensionForm, LogsForm
 from console.live import Channel, Frame, relay_response, service_stream
@@ -77,20 +77,26 @@ async def curl(request, session_id: str):
     if form.is_valid():
         data = form.cleaned_data
         parts = urlsplit(data["url"])
-        target = f"{data['method']} {parts.scheme}://{parts.netloc}{parts.path or '/'}"
+        userinfo, _, host = parts.netloc.rpartition("@")
+        target = f"{data['method']} {parts.scheme}://{host}{parts.path or '/'}"
+        # What the audit log leaves out may come back in an error message: blank it out there too.
+        secrets = [userinfo, parts.query, *(data["headers"] or {}).values(), data["body"] or ""]
         try:
-            result = await browser_tools.curl(
-                request.service,
-                session_id,
-                url=data["url"],
-                method=data["method"],
-                headers=data["headers"] or None,
-                body=data["body"] or None,
-                response_encoding=data["response_encoding"],
-            )
+            async with audited(
+                request, "browser.curl", target_id=session_id, detail=target, secrets=secrets
+            ) as entry:
+                result = await browser_tools.curl(
+                    request.service,
+                    session_id,
+                    url=data["url"],
+                    method=data["method"],
+                    headers=data["headers"] or None,
+                    body=data["body"] or None,
+                    response_encoding=data["response_encoding"],
+                )
+                entry.detail = f"{target} → {result.status}"
         except Invalid as exc:
             apply_service_errors(form, exc)
-            await audit.record(request, "browser.curl", target_id=session_id, outcome="error", detail=target)
         except NotFound:
             raise Http404("No such browser session") from None
         except ServiceError as exc:
@@ -98,12 +104,8 @@ async def curl(request, session_id: str):
                 raise
             # The request could not be made through the browser: say why, in the pane.
             error = exc.message
-            await audit.record(request, "browser.curl", target_id=session_id, outcome="error", detail=target)
         else:
             shown = _shown(result, data["response_encoding"])
-            await audit.record(
-                request, "browser.curl", target_id=session_id, detail=f"{target} → {result.status}"
-            )
     context = _context(request, session, curl_form=form, result=result, shown=shown, curl_error=error)
     return render(request, "browsers/panes/tools.html", context, partial="tools-curl")
 
@@ -117,21 +119,18 @@ async def load_extension(request, session_id: str):
     if form.is_valid():
         name, upload = form.cleaned_data["name"], form.cleaned_data["zip_file"]
         try:
-            await browser_tools.load_extensions(
-                request.service, session_id, [(name, upload.name, upload.file)]
-            )
+            async with audited(request, "browser.extensions.load", target_id=session_id, detail=name):
+                await browser_tools.load_extensions(
+                    request.service, session_id, [(name, upload.name, upload.file)]
+                )
         except Invalid as exc:
             apply_service_errors(
                 form, exc, {"extensions[0].zip_file": "zip_file", "extensions[0].name": "name"}
-            )
-            await audit.record(
-                request, "browser.extensions.load", target_id=session_id, outcome="error", detail=name
             )
         except NotFound:
             raise Http404("No such browser session") from None
         else:
             loaded = name
-            await audit.record(request, "browser.extensions.load", target_id=session_id, detail=name)
             form = ExtensionForm()
     context = _context(request, session, extension_form=form, loaded=loaded)
     return render(request, "browsers/panes/tools.html", context, partial="tools-extensions")
