@@ -99,7 +99,17 @@ def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
         "values": {"username": "bot", "password": "pw"},
     }
     proxy = {"type": "custom", "name": f"{name}-proxy", "config": {"host": "proxy.example.net", "port": 3128}}
+    vault = made(tenant, "POST", "/vaults", json={"name": f"{name}-vault"})
+    item = {"provider": "kernel", "fields": [{"name": "username", "type": "email", "value": "a@example.com"}]}
+    made(tenant, "PUT", f"/vaults/{vault['id']}/items/{name}-item", json={"type": "credential", "spec": item})
+    provider = {"name": f"{name}-1p", "provider_type": "onepassword", "token": "ops_" + "a1b2c3d4e5" * 3}
+    destination = {"name": f"{name}-otel", "endpoint": "https://otel.example.com"}
     return {
+        "key_id": made(tenant, "POST", "/org/api_keys", json={"name": f"{name}-key"})["id"],
+        "vault_id": vault["id"],
+        "key": f"{name}-item",
+        "destination_id": made(tenant, "POST", "/telemetry/destinations", json=destination)["id"],
+        "provider_id": made(tenant, "POST", "/org/credential_providers", json=provider)["id"],
         "app_name": app,
         "version": "1.0.0",
         "action_name": "greet",
