@@ -35,6 +35,7 @@ from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
+CONNECTION_STATUSES = ("NEEDS_AUTH", "AUTHENTICATED")
 REAUTH_REASONS = {
     "external_credential": "An item of an external password manager signs in for it.",
     "cua_has_credential": "It kept the values typed at a successful login and signs in with them.",
@@ -134,7 +135,9 @@ def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | No
 @org_view("viewer")
 async def connection_list(request):
     page_params = paging(request)
-    filters = {key: request.GET.get(key, "").strip() for key in ("q", "domain", "profile")}
+    filters = {key: request.GET.get(key, "").strip() for key in ("q", "domain", "profile", "status")}
+    if filters["status"] not in CONNECTION_STATUSES:
+        filters["status"] = ""
     page = await auth.list_connections(
         request.service,
         limit=page_params.limit,
@@ -143,8 +146,16 @@ async def connection_list(request):
         domain=filters["domain"].lower() or None,
         profile_name=filters["profile"] or None,
     )
-    rows = [{"connection": c, "reason": reauth_words(c)} for c in page.items]
-    context = {"page": page, "rows": rows, **filters, "pager": pager(request, page_params, page)}
+    # The service filters by neither status: this one applies to the page shown (the overview links here).
+    connections = [c for c in page.items if not filters["status"] or c.status == filters["status"]]
+    rows = [{"connection": c, "reason": reauth_words(c)} for c in connections]
+    context = {
+        "page": page,
+        "rows": rows,
+        **filters,
+        "statuses": CONNECTION_STATUSES,
+        "pager": pager(request, page_params, page),
+    }
     return render(request, "auth/list.html", context, partial="auth-table")
 
 

@@ -120,6 +120,16 @@ async def test_it_filters_by_domain_profile_and_search_as_a_partial(viewer_clien
     assert "No auth connection matches" in empty
 
 
+async def test_it_filters_by_status_for_the_overviews_link(viewer_client, tenant):
+    create(tenant, profile_name="waiting", domain="crm.example.com")
+    done = started(tenant, profile_name="fine", domain="erp.example.com")
+    answer(tenant, done, email="ops@acme.example", password="pw-ok")
+    assert settled(tenant, done["id"])["status"] == "AUTHENTICATED"
+    body = body_of(await viewer_client.get(url(), {"status": "NEEDS_AUTH"}))
+    assert "waiting" in body and "erp.example.com" not in body
+    assert '<option value="NEEDS_AUTH" selected>' in body
+
+
 async def test_it_pages_the_list(viewer_client, tenant):
     for i in range(23):
         create(tenant, profile_name=f"p{i:02d}", health_checks=False)
