@@ -110,8 +110,21 @@ def seconds_left(moment) -> int | None:
     return max(int((moment - datetime.now(UTC)).total_seconds()), 0)
 
 
-def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | None = None, notice: str = ""):
-    """The context of ``auth/flow.html#auth-flow-step``: no request needed (the live relay renders it)."""
+def step_context(
+    org_slug: str,
+    connection_id: str,
+    flow,
+    *,
+    form: StepForm | None = None,
+    notice: str = "",
+    oob_header: bool = False,
+):
+    """The context of ``auth/flow.html#auth-flow-step``: no request needed (the live relay renders it).
+
+    ``oob_header``: the step travels alone (a poll, a submit, the live stream), so once the flow has ended
+    it brings the page's header along (out-of-band): no "login in progress", no hosted-page or live-view
+    link, and "Authenticated" after a success. The full page renders its own header and passes False.
+    """
     flow_url = _url(org_slug, "flow", connection_id)
     if form is None and flow.flow_running and flow.flow_step in AWAITING:
         form = StepForm(flow)
@@ -125,6 +138,7 @@ def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | No
         "login_url": _url(org_slug, "login", connection_id),
         "flow_url": flow_url,
         "poll_url": f"{flow_url}?seen={quote(flow.pause_key)}",
+        "oob_header": oob_header and flow.flow_ended,
     }
 
 
@@ -322,10 +336,12 @@ async def connection_delete(request, connection_id: str):
 # The login flow ----------------------------------------------------------------------------------
 
 
-def _flow_page_context(request, connection, *, form=None, notice=""):
+def _flow_page_context(request, connection, *, form=None, notice="", step_only=False):
     return {
         **_header_context(connection, "flow"),
-        **step_context(request.org.slug, connection.id, connection, form=form, notice=notice),
+        **step_context(
+            request.org.slug, connection.id, connection, form=form, notice=notice, oob_header=step_only
+        ),
         "expires_in": seconds_left(connection.flow_expires_at) if connection.flow_running else None,
         "events_url": _url(request.org.slug, "events", connection.id),
     }
@@ -342,9 +358,9 @@ async def connection_flow(request, connection_id: str):
         and request.GET.get("seen") == connection.pause_key
     ):
         return HttpResponse(status=204)
-    return render(
-        request, "auth/flow.html", _flow_page_context(request, connection), partial="auth-flow-step"
-    )
+    step_only = bool(request.htmx and request.htmx.target == "auth-flow-step")
+    context = _flow_page_context(request, connection, step_only=step_only)
+    return render(request, "auth/flow.html", context, partial="auth-flow-step")
 
 
 @require_POST
@@ -398,7 +414,7 @@ async def connection_submit(request, connection_id: str):
     if sent or notice:
         connection = await _connection(request, connection.id)
         form = None
-    context = _flow_page_context(request, connection, form=form, notice=notice)
+    context = _flow_page_context(request, connection, form=form, notice=notice, step_only=bool(request.htmx))
     if request.htmx:
         return render(request, "auth/flow.html#auth-flow-step", context)
     return render(request, "auth/flow.html", context)
@@ -435,7 +451,8 @@ def _renderer(org_slug: str, connection_id: str):
         if state is None or state.pause_key == last["key"]:
             return None
         last["key"] = state.pause_key
-        html = render_to_string("auth/flow.html#auth-flow-step", step_context(org_slug, connection_id, state))
+        context = step_context(org_slug, connection_id, state, oob_header=True)
+        html = render_to_string("auth/flow.html#auth-flow-step", context)
         return Frame(html=html, event="state")
 
     return render_event

@@ -572,6 +572,65 @@ async def test_it_answers_a_poll_with_204_until_the_step_changes(viewer_client, 
     assert body_of(changed).lstrip().startswith('<div id="auth-flow-step"')
 
 
+def oob(body: str, dom_id: str) -> str:
+    found = re.search(rf'<(\w+) id="{dom_id}"[^>]*hx-swap-oob="true"[^>]*>(.*?)</\1>', body, re.S)
+    assert found, f"no out-of-band #{dom_id} in {body}"
+    return found.group(2)
+
+
+async def test_it_clears_the_header_once_the_login_succeeded(operator_client, tenant):
+    record = started(tenant)
+    page = body_of(await operator_client.get(url(f"{record['id']}/flow/")))
+    assert "login in progress" in page and "Hosted login page" in page
+    data = {
+        "interaction_id": record["interaction_id"],
+        "pause": pause_key(record),
+        "v_email": "ops@acme.example",
+        "v_password": PASSWORD,
+    }
+    await operator_client.post(url(f"{record['id']}/submit/"), data, headers=hx("auth-flow-step"))
+    settled(tenant, record["id"])
+    # The step's poll (and the live stream, below) bring the header along as out-of-band swaps.
+    step = body_of(
+        await operator_client.get(url(f"{record['id']}/flow/"), {"seen": "older"}, headers=hx("auth-flow-step"))
+    )
+    assert "Logged in" in step
+    assert "login in progress" not in oob(step, "auth-flow-chip")
+    assert "Authenticated" in oob(step, "auth-status-chip")
+    assert "Hosted login page" not in oob(step, "auth-flow-links") and "Live view" not in step
+    page = body_of(await operator_client.get(url(f"{record['id']}/flow/")))
+    assert "login in progress" not in page and "Hosted login page" not in page
+    assert "hx-swap-oob" not in page  # the full page has one header, already current
+
+
+async def test_it_relays_the_header_with_the_last_state(viewer_client, tenant):
+    record = create(tenant, domain="bot.example.com", profile_name="relay3")
+    tenant.call("POST", f"/auth/connections/{record['id']}/login", json={})
+    response = await viewer_client.get(url(f"{record['id']}/events/"))
+    chunks = []
+    async for chunk in response.streaming_content:
+        chunks.append(chunk.decode())
+        if "event: ended" in "".join(chunks):
+            break
+    stream = "".join(chunks)
+    assert 'id="auth-flow-links" class="actions" hx-swap-oob="true"' in stream
+    assert 'id="auth-flow-chip" hx-swap-oob="true"' in stream
+
+
+async def test_it_drops_a_stale_site_error_from_a_successful_login_in_the_history(viewer_client, tenant):
+    record = started(tenant, domain="totp.example.com")
+    answer(tenant, record, email="ops@acme.example", password="pw-ok")
+    code = settled(tenant, record["id"])
+    answer(tenant, code, totp="000000")
+    retry = settled(tenant, record["id"])
+    assert retry["website_error"].startswith("That code didn't work")
+    answer(tenant, retry, totp="123456")
+    assert settled(tenant, record["id"])["status"] == "AUTHENTICATED"
+    body = body_of(await viewer_client.get(url(f"{record['id']}/history/")))
+    assert "SUCCESS" in body
+    assert "That code didn" not in body
+
+
 async def test_it_relays_the_flow_states_and_ends_with_the_flow(viewer_client, tenant):
     record = started(tenant, domain="bot.example.com", profile_name="relay")
     tenant.call("DELETE", f"/auth/connections/{record['id']}")
