@@ -591,8 +591,8 @@ async def test_it_clears_the_header_once_the_login_succeeded(operator_client, te
     await operator_client.post(url(f"{record['id']}/submit/"), data, headers=hx("auth-flow-step"))
     settled(tenant, record["id"])
     # The step's poll (and the live stream, below) bring the header along as out-of-band swaps.
-    poll = await operator_client.get(url(f"{record['id']}/flow/"), {"seen": "old"}, headers=hx("auth-flow-step"))
-    step = body_of(poll)
+    flow_url = url(f"{record['id']}/flow/")
+    step = body_of(await operator_client.get(flow_url, {"seen": "old"}, headers=hx("auth-flow-step")))
     assert "Logged in" in step
     assert "login in progress" not in oob(step, "auth-flow-chip")
     assert "Authenticated" in oob(step, "auth-status-chip")
