@@ -61,6 +61,17 @@ def wait_url(request) -> str:
     return f"{request.path}?{urlencode(sorted(params.lists()), doseq=True)}"
 
 
+def later(page_path: str, template: str, part_ids: list[str]) -> dict:
+    """Context for rendering a page with deferred parts from another view (a form's POST answered with the
+    whole page): those parts load after, from the page's own URL."""
+    return {
+        "deferred_template": template,
+        "deferred_parts": {
+            pid: {"url": f"{page_path}?{PART_PARAM}={pid}", "poll": False} for pid in part_ids
+        },
+    }
+
+
 def frame_first(request) -> bool:
     """A browser's own navigation (not htmx, not a script): answer with the frame and load parts after."""
     if request.GET.get(WAIT_PARAM) or getattr(request, "htmx", False):
@@ -77,11 +88,11 @@ async def page(request, template: str, context: dict, parts: list[Part], *, stat
         part = by_id.get(wanted)
         if part is None:
             raise Http404("No such part of this page")
+        # A part placed inside this one loads after it, on its own.
+        context["deferred_parts"] = _placeholders(request, [p for p in parts if p is not part])
         return await _part_response(request, template, context, part)
     if frame_first(request):
-        context["deferred_parts"] = {
-            part.id: {"url": part_url(request, part.id), "poll": part.poll} for part in parts
-        }
+        context["deferred_parts"] = _placeholders(request, parts)
         context["deferred_wait_url"] = wait_url(request)
         return django_render(request, template, context, status=status)
     loaded = await asyncio.gather(*(part.load() for part in parts))
@@ -90,6 +101,10 @@ async def page(request, template: str, context: dict, parts: list[Part], *, stat
     context["deferred_parts"] = {}
     context["deferred_poll"] = {part.id: part_url(request, part.id) for part in parts if part.poll}
     return django_render(request, template, context, status=status)
+
+
+def _placeholders(request, parts: list[Part]) -> dict:
+    return {part.id: {"url": part_url(request, part.id), "poll": part.poll} for part in parts}
 
 
 async def _part_response(request, template: str, context: dict, part: Part):
@@ -119,7 +134,7 @@ async def _part_response(request, template: str, context: dict, part: Part):
     response = django_render(
         request,
         f"{template}#{part.id}",
-        {**context, **extra, "deferred_parts": {}, "deferred_poll": {part.id: poll_url} if poll_url else {}},
+        {**context, **extra, "deferred_poll": {part.id: poll_url} if poll_url else {}},
     )
     append_flash(request, response)
     return response

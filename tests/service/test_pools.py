@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.service import Conflict, Invalid, NotFound, pools, profiles
+from console.service import Conflict, Invalid, NotFound, browsers, pools, profiles
 
 
 async def test_it_creates_and_reads_a_pool_with_its_configuration(service):
@@ -90,3 +90,15 @@ async def test_it_raises_conflict_over_the_project_cap(service, tenant):
     with pytest.raises(Conflict) as caught:
         await pools.create_pool(service, size=4)
     assert caught.value.code == "session_limit_exceeded"
+
+
+async def test_it_lists_the_leased_sessions_of_a_pool(service, tenant):
+    warm = await pools.create_pool(service, size=3, name="leases")
+    other = await pools.create_pool(service, size=2, name="leases-too")
+    tenant.advance(600)
+    first = await pools.acquire(service, warm.id, timeout_seconds=0, name="one")
+    await pools.acquire(service, other.id, timeout_seconds=0)
+    await browsers.create_session(service, name="leases on demand")
+    page = await pools.leased_sessions(service, warm)
+    assert [s.session_id for s in page.items] == [first.session_id]
+    assert page.items[0].name == "one"
