@@ -15,6 +15,7 @@ logged, never audited (the audit names the fields only).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -30,6 +31,7 @@ from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepF
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
 from console.service import auth_connections as auth
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -235,16 +237,21 @@ def _header_context(connection, tab: str) -> dict:
 @require_GET
 @org_view("viewer")
 async def connection_detail(request, connection_id: str):
-    connection = await _connection(request, connection_id)
-    limits = await _org_limits(request)
-    floor = limits.min_health_check_interval_seconds if limits else None
-    context = {
-        **_header_context(connection, "overview"),
-        "health_form": HealthForm(connection=connection, floor=floor),
-        "interval_words": describe_interval(connection.health_check_interval),
-        "floor_words": describe_interval(floor) if floor else "",
-    }
-    return render(request, "auth/detail.html", context, partial="auth-health")
+    """The frame at once; the connection loads after (console/web/deferred.py)."""
+
+    async def detail() -> dict:
+        connection, limits = await asyncio.gather(_connection(request, connection_id), _org_limits(request))
+        floor = limits.min_health_check_interval_seconds if limits else None
+        return {
+            **_header_context(connection, "overview"),
+            "health_form": HealthForm(connection=connection, floor=floor),
+            "interval_words": describe_interval(connection.health_check_interval),
+            "floor_words": describe_interval(floor) if floor else "",
+        }
+
+    if request.htmx and request.htmx.target == "auth-health":
+        return render(request, "auth/detail.html#auth-health", await detail())
+    return await deferred.page(request, "auth/detail.html", {}, [deferred.Part("auth-detail", detail)])
 
 
 @require_POST

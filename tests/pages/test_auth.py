@@ -697,3 +697,17 @@ async def test_it_shows_upstream_urls_that_are_not_http_as_text(operator_client,
     for body in (flow, detail, landed):
         assert "Not an http(s) address" in body and hostile.split(":")[1][:8] in body
         assert not re.search(r'(href|src)="(?!data:,")[^"]*(script:|data:)', body, re.IGNORECASE)
+
+
+async def test_it_renders_the_frame_at_once_and_the_connection_after(viewer_client, tenant, settings):
+    record = create(tenant, profile_name="slowpoke")
+    settings.SERVICE_READ_TIMEOUT = 0.5
+    tenant.fault(method="GET", path=f"^/auth/connections/{record['id']}$", latency_ms=2000, count=1)
+    frame = await viewer_client.get(url(f"{record['id']}/"), headers={"Sec-Fetch-Mode": "navigate"})
+    assert 'id="auth-detail" class="deferred deferred-loading"' in frame.content.decode()
+    part = url(f"{record['id']}/?part=auth-detail")
+    failed = body_of(await viewer_client.get(part, headers={"HX-Request": "true"}))
+    assert "did not answer within 0.5 s" in failed and ">Retry</a>" in failed
+    loaded = body_of(await viewer_client.get(part, headers={"HX-Request": "true"}))
+    assert loaded.lstrip().startswith('<div id="auth-detail"') and "slowpoke" in loaded
+    assert 'id="auth-health"' in loaded

@@ -36,7 +36,9 @@ def deferred(context, part_id: str):
             "web/deferred.html#deferred-loading",
             {"part_id": part_id, "wait_url": context.get("deferred_wait_url", ""), **placeholder},
         )
-    template = context.template.engine.get_template(f"{context['deferred_template']}#{part_id}")
+    # The page's own template (a view rendering the page whole need not say which it is).
+    name = context.get("deferred_template") or context.template.origin.template_name
+    template = context.template.engine.get_template(f"{name}#{part_id}")
     return template.render(context)
 
 
