@@ -31,7 +31,7 @@ run: install
 	browser sessions are simulated; the rest works." >&2
 	$(BIN)/python -m console.localenv
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py demo
+	$(BIN)/python manage.py demo --url http://127.0.0.1:$(PORT)/
 	@set -m; \
 	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \

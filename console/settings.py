@@ -46,6 +46,11 @@ if not KEY_ENCRYPTION_KEYS:
 # sandbox in development). Link-local and cloud metadata addresses are refused even then; see
 # console/service/targets.py.
 SERVICE_URL_ALLOW_PRIVATE = env.bool("SERVICE_URL_ALLOW_PRIVATE", default=DEBUG)
+# Seconds a read from the service (GET) may take before the page shows "did not answer" and a retry button;
+# changes wait longer (console/service/http.py), streams have no read timeout.
+SERVICE_READ_TIMEOUT = env.float("SERVICE_READ_TIMEOUT", default=5.0)
+# The port `make run` serves the console on (PORT, as in the Makefile): `manage.py demo` prints that address.
+CONSOLE_PORT = env.int("PORT", default=8000)
 # The demo organization (`manage.py demo`) points at the local sandbox.
 SANDBOX_URL = env.str("SANDBOX_URL", default="http://127.0.0.1:8100")
 SANDBOX_DEMO_KEY = env.str("SANDBOX_DEMO_KEY", default="")

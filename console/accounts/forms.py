@@ -71,7 +71,10 @@ class OrgSettingsForm(ServiceTargetMixin, forms.Form):
 
 
 class InviteForm(forms.Form):
-    email = forms.EmailField(required=False, help_text="Optional; for your records only.")
+    email = forms.EmailField(
+        help_text="Who the link is for: shown beside the pending invite.",
+        error_messages={"required": "Give the e-mail address of the person you invite."},
+    )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
 
 

@@ -15,6 +15,7 @@ logged, never audited (the audit names the fields only).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -30,11 +31,13 @@ from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepF
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
 from console.service import auth_connections as auth
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
+CONNECTION_STATUSES = ("NEEDS_AUTH", "AUTHENTICATED")
 REAUTH_REASONS = {
     "external_credential": "An item of an external password manager signs in for it.",
     "cua_has_credential": "It kept the values typed at a successful login and signs in with them.",
@@ -109,8 +112,21 @@ def seconds_left(moment) -> int | None:
     return max(int((moment - datetime.now(UTC)).total_seconds()), 0)
 
 
-def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | None = None, notice: str = ""):
-    """The context of ``auth/flow.html#auth-flow-step``: no request needed (the live relay renders it)."""
+def step_context(
+    org_slug: str,
+    connection_id: str,
+    flow,
+    *,
+    form: StepForm | None = None,
+    notice: str = "",
+    oob_header: bool = False,
+):
+    """The context of ``auth/flow.html#auth-flow-step``: no request needed (the live relay renders it).
+
+    ``oob_header``: the step travels alone (a poll, a submit, the live stream), so once the flow has ended
+    it brings the page's header along (out-of-band): no "login in progress", no hosted-page or live-view
+    link, and "Authenticated" after a success. The full page renders its own header and passes False.
+    """
     flow_url = _url(org_slug, "flow", connection_id)
     if form is None and flow.flow_running and flow.flow_step in AWAITING:
         form = StepForm(flow)
@@ -124,6 +140,7 @@ def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | No
         "login_url": _url(org_slug, "login", connection_id),
         "flow_url": flow_url,
         "poll_url": f"{flow_url}?seen={quote(flow.pause_key)}",
+        "oob_header": oob_header and flow.flow_ended,
     }
 
 
@@ -134,7 +151,9 @@ def step_context(org_slug: str, connection_id: str, flow, *, form: StepForm | No
 @org_view("viewer")
 async def connection_list(request):
     page_params = paging(request)
-    filters = {key: request.GET.get(key, "").strip() for key in ("q", "domain", "profile")}
+    filters = {key: request.GET.get(key, "").strip() for key in ("q", "domain", "profile", "status")}
+    if filters["status"] not in CONNECTION_STATUSES:
+        filters["status"] = ""
     page = await auth.list_connections(
         request.service,
         limit=page_params.limit,
@@ -143,8 +162,16 @@ async def connection_list(request):
         domain=filters["domain"].lower() or None,
         profile_name=filters["profile"] or None,
     )
-    rows = [{"connection": c, "reason": reauth_words(c)} for c in page.items]
-    context = {"page": page, "rows": rows, **filters, "pager": pager(request, page_params, page)}
+    # The service filters by neither status: this one applies to the page shown (the overview links here).
+    connections = [c for c in page.items if not filters["status"] or c.status == filters["status"]]
+    rows = [{"connection": c, "reason": reauth_words(c)} for c in connections]
+    context = {
+        "page": page,
+        "rows": rows,
+        **filters,
+        "statuses": CONNECTION_STATUSES,
+        "pager": pager(request, page_params, page),
+    }
     return render(request, "auth/list.html", context, partial="auth-table")
 
 
@@ -210,16 +237,21 @@ def _header_context(connection, tab: str) -> dict:
 @require_GET
 @org_view("viewer")
 async def connection_detail(request, connection_id: str):
-    connection = await _connection(request, connection_id)
-    limits = await _org_limits(request)
-    floor = limits.min_health_check_interval_seconds if limits else None
-    context = {
-        **_header_context(connection, "overview"),
-        "health_form": HealthForm(connection=connection, floor=floor),
-        "interval_words": describe_interval(connection.health_check_interval),
-        "floor_words": describe_interval(floor) if floor else "",
-    }
-    return render(request, "auth/detail.html", context, partial="auth-health")
+    """The frame at once; the connection loads after (console/web/deferred.py)."""
+
+    async def detail() -> dict:
+        connection, limits = await asyncio.gather(_connection(request, connection_id), _org_limits(request))
+        floor = limits.min_health_check_interval_seconds if limits else None
+        return {
+            **_header_context(connection, "overview"),
+            "health_form": HealthForm(connection=connection, floor=floor),
+            "interval_words": describe_interval(connection.health_check_interval),
+            "floor_words": describe_interval(floor) if floor else "",
+        }
+
+    if request.htmx and request.htmx.target == "auth-health":
+        return render(request, "auth/detail.html#auth-health", await detail())
+    return await deferred.page(request, "auth/detail.html", {}, [deferred.Part("auth-detail", detail)])
 
 
 @require_POST
@@ -311,10 +343,12 @@ async def connection_delete(request, connection_id: str):
 # The login flow ----------------------------------------------------------------------------------
 
 
-def _flow_page_context(request, connection, *, form=None, notice=""):
+def _flow_page_context(request, connection, *, form=None, notice="", step_only=False):
     return {
         **_header_context(connection, "flow"),
-        **step_context(request.org.slug, connection.id, connection, form=form, notice=notice),
+        **step_context(
+            request.org.slug, connection.id, connection, form=form, notice=notice, oob_header=step_only
+        ),
         "expires_in": seconds_left(connection.flow_expires_at) if connection.flow_running else None,
         "events_url": _url(request.org.slug, "events", connection.id),
     }
@@ -331,9 +365,9 @@ async def connection_flow(request, connection_id: str):
         and request.GET.get("seen") == connection.pause_key
     ):
         return HttpResponse(status=204)
-    return render(
-        request, "auth/flow.html", _flow_page_context(request, connection), partial="auth-flow-step"
-    )
+    step_only = bool(request.htmx and request.htmx.target == "auth-flow-step")
+    context = _flow_page_context(request, connection, step_only=step_only)
+    return render(request, "auth/flow.html", context, partial="auth-flow-step")
 
 
 @require_POST
@@ -387,7 +421,7 @@ async def connection_submit(request, connection_id: str):
     if sent or notice:
         connection = await _connection(request, connection.id)
         form = None
-    context = _flow_page_context(request, connection, form=form, notice=notice)
+    context = _flow_page_context(request, connection, form=form, notice=notice, step_only=bool(request.htmx))
     if request.htmx:
         return render(request, "auth/flow.html#auth-flow-step", context)
     return render(request, "auth/flow.html", context)
@@ -424,7 +458,8 @@ def _renderer(org_slug: str, connection_id: str):
         if state is None or state.pause_key == last["key"]:
             return None
         last["key"] = state.pause_key
-        html = render_to_string("auth/flow.html#auth-flow-step", step_context(org_slug, connection_id, state))
+        context = step_context(org_slug, connection_id, state, oob_header=True)
+        html = render_to_string("auth/flow.html#auth-flow-step", context)
         return Frame(html=html, event="state")
 
     return render_event

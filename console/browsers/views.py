@@ -40,6 +40,7 @@ from console.service import (
 )
 from console.service.http import Service
 from console.service.sse import ServerEvent
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
@@ -315,24 +316,35 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def session_detail(request, session_id: str):
-    """The session page; with ``HX-Target: telemetry-pane`` (filters changed) the pane alone."""
-    session = await _get(request, session_id)
-    before = request.GET.get("before") or None
-    pane = await _pane_context(request, session, before)
+    """The session page: its frame at once, the session and its telemetry after (console/web/deferred.py);
+    with ``HX-Target: telemetry-pane`` (filters changed) the pane alone."""
+    embed = request.GET.get("view") == "embed"
+
+    async def detail() -> dict:
+        session = await _get(request, session_id)
+        pane = await _pane_context(request, session, request.GET.get("before") or None)
+        return {
+            **pane,
+            "live_view_url": _live_view(request, session),
+            "embed": embed,
+            "panes": _panes(),
+            "uptime": presenters.duration(session.uptime),
+            "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
+        }
+
     if request.htmx and request.htmx.target == "telemetry-pane":
+        session = await _get(request, session_id)
+        pane = await _pane_context(request, session, request.GET.get("before") or None)
         return render(request, "browsers/_telemetry.html#telemetry-pane", pane)
-    context = {
-        **pane,
-        "live_view_url": _live_view(request, session),
-        "embed": request.GET.get("view") == "embed",
-        "panes": _panes(),
-        "uptime": presenters.duration(session.uptime),
-        "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
-    }
-    if context["embed"] and context["live_view_url"]:
-        # The CSP frames nothing (frame-src 'none') but this live view's origin, on this response only.
-        request.csp_frame_src = url_origin(context["live_view_url"])
-    return render(request, "browsers/detail.html", context)
+    if embed:
+        # The CSP frames nothing (frame-src 'none') but this live view's origin, on this response only: the
+        # page that frames it is answered whole, since a later part cannot widen the page's CSP.
+        context = {"session_id": session_id, "deferred_template": "browsers/detail.html", **await detail()}
+        if context["live_view_url"]:
+            request.csp_frame_src = url_origin(context["live_view_url"])
+        return render(request, "browsers/detail.html", context)
+    parts = [deferred.Part("session-detail", detail)]
+    return await deferred.page(request, "browsers/detail.html", {"session_id": session_id}, parts)
 
 
 @require_http_methods(["GET"])

@@ -8,6 +8,8 @@ from django import forms
 from console.service.deployments import REGIONS
 from console.web.forms import WriteOnlyTextarea  # environment variable values are write-only
 
+STATUSES = ("running", "failed", "stopped")
+IN_PROGRESS = ("queued", "in_progress")
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -17,6 +19,16 @@ class FilterForm(forms.Form):
     app_name = forms.CharField(label="App", required=False, max_length=200)
     app_version = forms.CharField(label="Version", required=False, max_length=100)
     query = forms.CharField(label="Search", required=False, max_length=200)
+    # The service has no status filter: the view applies this one to the page it shows.
+    status = forms.ChoiceField(
+        label="Status",
+        required=False,
+        choices=[
+            ("", "Any"),
+            ("in_progress", "in progress (queued or building)"),
+            *((s, s) for s in STATUSES),
+        ],
+    )
 
     def clean(self):
         cleaned = super().clean()
@@ -25,7 +37,14 @@ class FilterForm(forms.Form):
         return cleaned
 
     def filters(self) -> dict[str, str]:
-        return {k: v.strip() for k, v in self.cleaned_data.items() if v and v.strip()}
+        """What the service filters by (``status`` is the view's)."""
+        return {k: v.strip() for k, v in self.cleaned_data.items() if v and v.strip() and k != "status"}
+
+    def keeps(self, deployment) -> bool:
+        wanted = self.cleaned_data.get("status")
+        if wanted == "in_progress":
+            return deployment.status in IN_PROGRESS
+        return not wanted or deployment.status == wanted
 
 
 class DeploymentForm(forms.Form):

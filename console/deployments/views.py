@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.http import Http404
 from django.template.loader import render_to_string
@@ -44,6 +46,7 @@ async def deployment_list(request):
         page = await deployments.list_deployments(
             request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
         )
+        page = replace(page, items=[d for d in page.items if form.keeps(d)])
     context = {
         "form": form,
         "page": page,

@@ -18,6 +18,7 @@ from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, NotFound, invocations
 from console.service.invocations import Invocation
 from console.service.records import parse_datetime
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.paging import pager, paging
 from console.web.render import done, render
@@ -97,14 +98,24 @@ async def _browsers(request, invocation_id: str) -> list[dict]:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_detail(request, invocation_id: str):
-    invocation = await _get(request, invocation_id)
-    browsers = await _browsers(request, invocation_id)
-    context = {
-        **summary_context(invocation, request.org.slug),
-        "payload": json_block(invocation.payload_value, invocation.payload),
-        "browsers": browsers,
-    }
-    return render(request, "invocations/detail.html", context)
+    """The frame at once; the invocation, then the browsers it made, load after (console/web/deferred.py)."""
+
+    async def detail() -> dict:
+        invocation = await _get(request, invocation_id)
+        return {
+            **summary_context(invocation, request.org.slug),
+            "payload": json_block(invocation.payload_value, invocation.payload),
+        }
+
+    async def browsers() -> dict:
+        invocation, found = await asyncio.gather(
+            _get(request, invocation_id), _browsers(request, invocation_id)
+        )
+        return {"inv": invocation, "browsers": found}
+
+    parts = [deferred.Part("invocation-detail", detail), deferred.Part("invocation-browsers", browsers)]
+    context = {"invocation_id": invocation_id}
+    return await deferred.page(request, "invocations/detail.html", context, parts)
 
 
 @require_http_methods(["GET"])

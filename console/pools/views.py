@@ -24,6 +24,7 @@ from console.service import (
     proxies,
 )
 from console.service.pools import CATEGORIES
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
@@ -46,6 +47,12 @@ CONFLICT_FIELDS = {"pool_name_taken": "name"}
 
 def _url(request, name: str, **kwargs) -> str:
     return reverse(f"pools:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _detail_page(request, pool_id: str) -> dict:
+    """What a form's answer needs to render the whole pool page: the leases load after."""
+    page = _url(request, "detail", pool_id=pool_id)
+    return {"pool_id": pool_id, **deferred.later(page, "pools/detail.html", ["pool-leases"])}
 
 
 async def _get(request, pool_id: str) -> pools.BrowserPool:
@@ -173,14 +180,27 @@ def _form_choices(choices: dict) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def pool_detail(request, pool_id: str):
-    pool = await _get(request, pool_id)
-    context = {
-        "pool": pool,
-        "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
-        "release_form": ReleaseForm(),
-        "poll_seconds": POLL_SECONDS,
-    }
-    return render(request, "pools/detail.html", context, partial="pool-counts")
+    """The frame at once; the pool, then its leases, load after (console/web/deferred.py)."""
+    if request.htmx and request.htmx.target == "pool-counts":
+        context = {"pool": await _get(request, pool_id), "poll_seconds": POLL_SECONDS}
+        return render(request, "pools/detail.html#pool-counts", context)
+
+    async def detail() -> dict:
+        return {
+            "pool": await _get(request, pool_id),
+            "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
+            "release_form": ReleaseForm(),
+        }
+
+    async def leases() -> dict:
+        pool = await _get(request, pool_id)
+        page = await pools.leased_sessions(request.service, pool)
+        rows = [{"session": s, "url": session_url(request, s.session_id)} for s in page.items]
+        return {"lease_rows": rows, "leases_more": page.has_more, "leases_limit": pools.LEASES_LIMIT}
+
+    parts = [deferred.Part("pool-detail", detail), deferred.Part("pool-leases", leases)]
+    context = {"pool_id": pool_id, "poll_seconds": POLL_SECONDS}
+    return await deferred.page(request, "pools/detail.html", context, parts)
 
 
 @require_http_methods(["POST"])
@@ -223,6 +243,7 @@ async def pool_acquire(request, pool_id: str):
         "waited": waited,
         "waited_seconds": timeout,
         "poll_seconds": POLL_SECONDS,
+        **_detail_page(request, pool_id),
     }
     response = render(request, "pools/detail.html", context, partial="pool-lease")
     if session is not None:
@@ -240,8 +261,13 @@ async def pool_release(request, pool_id: str):
             detail = f"session {session_id} reuse={reuse}"
             async with audited(request, "pool.release", target_id=pool_id, detail=detail):
                 await pools.release(request.service, pool_id, session_id, reuse=reuse)
-        except NotFound as exc:
-            form.add_error("session_id", f"Not a browser leased from this pool: {exc.message}")
+        except NotFound:
+            # The service's own words name the pool and quote the id again; say it once, plainly.
+            form.add_error(
+                "session_id",
+                f"Session “{session_id}” is not leased from this pool: it may have been released already, "
+                "have ended, or belong to another pool.",
+            )
         except Invalid as exc:
             apply_service_errors(form, exc)
         else:
@@ -254,6 +280,7 @@ async def pool_release(request, pool_id: str):
         "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
         "release_form": form,
         "poll_seconds": POLL_SECONDS,
+        **_detail_page(request, pool_id),
     }
     return render(request, "pools/detail.html", context, partial="pool-lease")
 

@@ -36,28 +36,46 @@ class LimitsForm(forms.Form):
         ("remove", "Remove the cap (org limit applies)"),
     ]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, session_ceiling: int | None = None, **kwargs):
+        """``session_ceiling``: the organization's own concurrent-session limit; a project cap above it
+        would never apply, so it is refused here (the service accepts it)."""
         super().__init__(*args, **kwargs)
         for name, label in LIMIT_LABELS.items():
             self.fields[f"{name}_mode"] = forms.ChoiceField(
                 choices=self.MODES, initial="keep", widget=forms.RadioSelect, label=label
             )
+            highest = MAX_CAP
+            too_high = f"A cap can be at most {MAX_CAP:,}."
+            if name == "max_concurrent_sessions" and session_ceiling:
+                highest = min(MAX_CAP, session_ceiling)
+                too_high = f"A cap can be at most the organization's ceiling of {highest:,}."
             self.fields[f"{name}_value"] = forms.IntegerField(
                 required=False,
                 min_value=1,
-                max_value=MAX_CAP,
+                max_value=highest,
                 label=f"{label}: cap",
                 error_messages={
                     "invalid": "Enter a whole number.",
                     "min_value": "A cap must be at least 1 (choose “Remove the cap” to lift it).",
-                    "max_value": f"A cap can be at most {MAX_CAP:,}.",
+                    "max_value": too_high,
                 },
-                widget=forms.NumberInput(attrs={"min": 1, "max": MAX_CAP, "inputmode": "numeric"}),
+                widget=forms.NumberInput(
+                    # limits.js checks “Cap at” (the second radio) as soon as a number is typed.
+                    attrs={
+                        "min": 1,
+                        "max": highest,
+                        "inputmode": "numeric",
+                        "data-selects": f"id_{name}_mode_1",
+                    }
+                ),
             )
 
     def clean(self):
         cleaned = super().clean()
         for name in LIMIT_LABELS:
+            # A number typed beside “Cap at” means that choice, whatever the radio says (no JS, typed first).
+            if cleaned.get(f"{name}_mode") == "keep" and cleaned.get(f"{name}_value") is not None:
+                cleaned[f"{name}_mode"] = "cap"
             missing = cleaned.get(f"{name}_mode") == "cap" and cleaned.get(f"{name}_value") is None
             if missing and f"{name}_value" not in self.errors:
                 self.add_error(f"{name}_value", "Enter the cap, or choose another option.")

@@ -76,7 +76,7 @@ async def project_detail(request, project_id: str):
             "project": project,
             "limits": limits,
             "org_limits": org_limits,
-            "form": LimitsForm(),
+            "form": LimitsForm(session_ceiling=org_limits.max_concurrent_sessions),
             **_limit_rows(limits),
         },
     )
@@ -91,11 +91,14 @@ def _limit_rows(limits) -> dict:
 async def project_limits(request, project_id: str):
     """The limits panel: read by everyone, edited inline by admins (PATCH sends only changed caps)."""
     svc = request.service
-    form = LimitsForm()
     editing = request.GET.get("edit") == "1"
-    if request.method == "POST":
+    if request.method == "POST" or editing:
         require_role(request, "admin")
-        form = LimitsForm(request.POST)
+    org_limits = await projects.get_org_limits(svc)
+    ceiling = org_limits.max_concurrent_sessions
+    form = LimitsForm(session_ceiling=ceiling)
+    if request.method == "POST":
+        form = LimitsForm(request.POST, session_ceiling=ceiling)
         editing = True
         if form.is_valid():
             changes = form.changes()
@@ -112,13 +115,9 @@ async def project_limits(request, project_id: str):
                     apply_service_errors(form, exc, {name: f"{name}_value" for name in LIMIT_LABELS})
                 else:
                     messages.success(request, "Limits saved.")
-                    form, editing = LimitsForm(), False
-    elif editing:
-        require_role(request, "admin")
+                    form, editing = LimitsForm(session_ceiling=ceiling), False
     try:
-        limits, org_limits = await asyncio.gather(
-            projects.get_limits(svc, project_id), projects.get_org_limits(svc)
-        )
+        limits = await projects.get_limits(svc, project_id)
     except NotFound:
         raise Http404("No such project") from None
     context = {

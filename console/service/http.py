@@ -46,7 +46,11 @@ log = logging.getLogger("console.service")
 
 USER_AGENT = "operator-console/0.1"
 CONNECT_TIMEOUT = 3.0
+# A change (POST, PATCH, PUT, DELETE) may take the service a while; a read waits settings.SERVICE_READ_TIMEOUT
+# (5 s by default) so a page gives up on a hung service soon enough for an operator to retry.
 READ_TIMEOUT = 15.0
+DEFAULT_SERVICE_READ_TIMEOUT = 5.0
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WRITE_TIMEOUT = 30.0
 POOL_TIMEOUT = 5.0
 TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT)
@@ -179,9 +183,26 @@ async def aclose_clients() -> None:
 # --- the one function that sends --------------------------------------------------------------
 
 
-def _timeout(timeout: float | None, stream: bool) -> httpx.Timeout:
+def service_read_timeout() -> float:
+    """``settings.SERVICE_READ_TIMEOUT`` (seconds), read per call so tests and settings changes apply."""
+    from django.conf import settings
+
+    if not settings.configured:
+        return DEFAULT_SERVICE_READ_TIMEOUT
+    return float(getattr(settings, "SERVICE_READ_TIMEOUT", DEFAULT_SERVICE_READ_TIMEOUT))
+
+
+def _timeout(timeout: float | None, stream: bool, method: str = "POST") -> httpx.Timeout:
+    """Streams never time out reading (keepalives may be 15 s apart); reads wait the read timeout; changes
+    wait ``READ_TIMEOUT``; a caller's own ``timeout`` (uploads, a long-polling acquire) wins."""
     if timeout is None:
-        return STREAM_TIMEOUT if stream else TIMEOUT
+        if stream:
+            return STREAM_TIMEOUT
+        if method in READ_METHODS:
+            return httpx.Timeout(
+                connect=CONNECT_TIMEOUT, read=service_read_timeout(), write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+            )
+        return TIMEOUT
     return httpx.Timeout(
         connect=min(CONNECT_TIMEOUT, timeout), read=timeout, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
     )
@@ -220,7 +241,7 @@ async def _send(
     # A body we cannot replay (an async iterator) must not be sent twice.
     if content is not None and not isinstance(content, bytes | str):
         may_retry = False
-    httpx_timeout = _timeout(timeout, stream)
+    httpx_timeout = _timeout(timeout, stream, method)
     client = _client()
 
     attempt = 0
@@ -446,7 +467,7 @@ async def request(
         if expect == "none":
             body = b""
     except httpx.TransportError as exc:
-        error = _transport_error(svc, exc, _timeout(timeout, False))
+        error = _transport_error(svc, exc, _timeout(timeout, False, method.upper()))
         error.status, error.request_id = response.status_code, request_id
         raise error from None
     finally:

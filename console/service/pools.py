@@ -26,6 +26,7 @@ __all__ = [
     "delete_pool",
     "flush",
     "get_pool",
+    "leased_sessions",
     "list_pools",
     "pooled_capacity",
     "release",
@@ -186,6 +187,21 @@ async def pooled_capacity(svc: Service) -> int:
 
 async def get_pool(svc: Service, id_or_name: str) -> BrowserPool:
     return BrowserPool.from_json((await request(svc, "GET", _path(id_or_name))).data)
+
+
+LEASES_LIMIT = 100
+
+
+async def leased_sessions(svc: Service, pool: BrowserPool) -> Page[BrowserSession]:
+    """The pool's leased browsers among the first ``LEASES_LIMIT`` active sessions.
+
+    The service has no lease list: a leased session carries ``pool``, and ``GET /browsers?query=`` matches
+    pool names (notes §2), so a named pool narrows the search; the ``pool.id`` check decides.
+    """
+    params = {"status": "active", "query": pool.name or None}
+    page = await fetch_page(svc, "/browsers", BrowserSession, limit=LEASES_LIMIT, offset=0, params=params)
+    mine = [s for s in page.items if s.pool is not None and s.pool.id == pool.id]
+    return Page(items=mine, has_more=page.has_more, next_offset=None, limit=LEASES_LIMIT, offset=0)
 
 
 async def create_pool(svc: Service, *, size: int, **config: Any) -> BrowserPool:

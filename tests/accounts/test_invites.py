@@ -29,6 +29,16 @@ async def test_it_creates_an_invite_storing_only_a_hash(org, admin_client):
     assert await AuditLog.objects.filter(action="member.invite", outcome="ok").aexists()
 
 
+async def test_it_refuses_an_invite_without_an_email(org, admin_client):
+    response = await admin_client.post("/o/acme/members/invite/", {"email": " ", "role": "viewer"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Give the e-mail address of the person you invite." in body
+    assert "/invite/" not in re.sub(r'action="[^"]*"|hx-post="[^"]*"', "", body)  # no link was made
+    assert not await Invite.objects.aexists()
+    assert not await AuditLog.objects.filter(action="member.invite").aexists()
+
+
 async def test_it_refuses_invites_from_an_operator(org, operator_client):
     response = await operator_client.post("/o/acme/members/invite/", {"role": "admin"})
     assert response.status_code == 403

@@ -120,6 +120,16 @@ async def test_it_filters_by_domain_profile_and_search_as_a_partial(viewer_clien
     assert "No auth connection matches" in empty
 
 
+async def test_it_filters_by_status_for_the_overviews_link(viewer_client, tenant):
+    create(tenant, profile_name="waiting", domain="crm.example.com")
+    done = started(tenant, profile_name="fine", domain="erp.example.com")
+    answer(tenant, done, email="ops@acme.example", password="pw-ok")
+    assert settled(tenant, done["id"])["status"] == "AUTHENTICATED"
+    body = body_of(await viewer_client.get(url(), {"status": "NEEDS_AUTH"}))
+    assert "waiting" in body and "erp.example.com" not in body
+    assert '<option value="NEEDS_AUTH" selected>' in body
+
+
 async def test_it_pages_the_list(viewer_client, tenant):
     for i in range(23):
         create(tenant, profile_name=f"p{i:02d}", health_checks=False)
@@ -562,6 +572,64 @@ async def test_it_answers_a_poll_with_204_until_the_step_changes(viewer_client, 
     assert body_of(changed).lstrip().startswith('<div id="auth-flow-step"')
 
 
+def oob(body: str, dom_id: str) -> str:
+    found = re.search(rf'<(\w+) id="{dom_id}"[^>]*hx-swap-oob="true"[^>]*>(.*?)</\1>', body, re.S)
+    assert found, f"no out-of-band #{dom_id} in {body}"
+    return found.group(2)
+
+
+async def test_it_clears_the_header_once_the_login_succeeded(operator_client, tenant):
+    record = started(tenant)
+    page = body_of(await operator_client.get(url(f"{record['id']}/flow/")))
+    assert "login in progress" in page and "Hosted login page" in page
+    data = {
+        "interaction_id": record["interaction_id"],
+        "pause": pause_key(record),
+        "v_email": "ops@acme.example",
+        "v_password": PASSWORD,
+    }
+    await operator_client.post(url(f"{record['id']}/submit/"), data, headers=hx("auth-flow-step"))
+    settled(tenant, record["id"])
+    # The step's poll (and the live stream, below) bring the header along as out-of-band swaps.
+    flow_url = url(f"{record['id']}/flow/")
+    step = body_of(await operator_client.get(flow_url, {"seen": "old"}, headers=hx("auth-flow-step")))
+    assert "Logged in" in step
+    assert "login in progress" not in oob(step, "auth-flow-chip")
+    assert "Authenticated" in oob(step, "auth-status-chip")
+    assert "Hosted login page" not in oob(step, "auth-flow-links") and "Live view" not in step
+    page = body_of(await operator_client.get(url(f"{record['id']}/flow/")))
+    assert "login in progress" not in page and "Hosted login page" not in page
+    assert "hx-swap-oob" not in page  # the full page has one header, already current
+
+
+async def test_it_relays_the_header_with_the_last_state(viewer_client, tenant):
+    record = create(tenant, domain="bot.example.com", profile_name="relay3")
+    tenant.call("POST", f"/auth/connections/{record['id']}/login", json={})
+    response = await viewer_client.get(url(f"{record['id']}/events/"))
+    chunks = []
+    async for chunk in response.streaming_content:
+        chunks.append(chunk.decode())
+        if "event: ended" in "".join(chunks):
+            break
+    stream = "".join(chunks)
+    assert 'id="auth-flow-links" class="actions" hx-swap-oob="true"' in stream
+    assert 'id="auth-flow-chip" hx-swap-oob="true"' in stream
+
+
+async def test_it_drops_a_stale_site_error_from_a_successful_login_in_the_history(viewer_client, tenant):
+    record = started(tenant, domain="totp.example.com")
+    answer(tenant, record, email="ops@acme.example", password="pw-ok")
+    code = settled(tenant, record["id"])
+    answer(tenant, code, totp="000000")
+    retry = settled(tenant, record["id"])
+    assert retry["website_error"].startswith("That code didn't work")
+    answer(tenant, retry, totp="123456")
+    assert settled(tenant, record["id"])["status"] == "AUTHENTICATED"
+    body = body_of(await viewer_client.get(url(f"{record['id']}/history/")))
+    assert "SUCCESS" in body
+    assert "That code didn" not in body
+
+
 async def test_it_relays_the_flow_states_and_ends_with_the_flow(viewer_client, tenant):
     record = started(tenant, domain="bot.example.com", profile_name="relay")
     tenant.call("DELETE", f"/auth/connections/{record['id']}")
@@ -658,3 +726,17 @@ async def test_it_refuses_a_malformed_provider_item_without_calling_the_service(
     both = await operator_client.post(url("new/"), form(credential_item="1p::A/B", credential_name="c"))
     assert "not both" in both.content.decode()
     assert tenant.call("GET", "/auth/connections").json() == []
+
+
+async def test_it_renders_the_frame_at_once_and_the_connection_after(viewer_client, tenant, settings):
+    record = create(tenant, profile_name="slowpoke")
+    settings.SERVICE_READ_TIMEOUT = 0.5
+    tenant.fault(method="GET", path=f"^/auth/connections/{record['id']}$", latency_ms=2000, count=1)
+    frame = await viewer_client.get(url(f"{record['id']}/"), headers={"Sec-Fetch-Mode": "navigate"})
+    assert 'id="auth-detail" class="deferred deferred-loading"' in frame.content.decode()
+    part = url(f"{record['id']}/?part=auth-detail")
+    failed = body_of(await viewer_client.get(part, headers={"HX-Request": "true"}))
+    assert "did not answer within 0.5 s" in failed and ">Retry</a>" in failed
+    loaded = body_of(await viewer_client.get(part, headers={"HX-Request": "true"}))
+    assert loaded.lstrip().startswith('<div id="auth-detail"') and "slowpoke" in loaded
+    assert 'id="auth-health"' in loaded

@@ -4,6 +4,7 @@ refusals shown in place, confirmations, the audit log, and the live relays (proc
 import asyncio
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -111,6 +112,9 @@ async def test_it_spawns_a_command_opens_its_page_and_lists_it(operator_client, 
     assert "hello world" not in entry.detail  # arguments may hold secrets: never audited
     page = (await operator_client.get(response["Location"])).content.decode()
     assert 'sse-connect="' in page and f"processes/{process_id}/stream/" in page
+    # The page says what runs: the program and how many arguments (arguments are never stored).
+    assert "<dt>Command</dt><dd><code>sh</code> with 2 arguments" in page
+    assert "<dt>Started by</dt><dd>oscar" in page
     listing = (await operator_client.get(url(session, "processes/"))).content.decode()
     assert process_id[:10] in listing and "<code>sh</code>" in listing and "oscar" in listing
 
@@ -252,6 +256,8 @@ async def test_it_lists_a_directory_with_breadcrumbs(viewer_client, tenant, sess
     ).content.decode()
     assert "report.csv" in body and "-rw-r--r--" in body and "4\xa0bytes" in body
     assert "?path=%2Fhome%2Fkernel" in body  # the crumb to the parent
+    trail = re.search(r'<nav class="path-crumbs"[^>]*>(.*?)</nav>', body, re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", trail).strip() == "/home/kernel/Downloads"
     assert "Delete…" not in body and "Upload" not in body  # viewers browse only
 
 
@@ -270,6 +276,8 @@ async def test_it_shows_a_file_with_a_text_preview_and_streams_downloads(viewer_
     write(tenant, session, "/tmp/notes.txt", b"<script>alert(1)</script> hello")
     page = (await viewer_client.get(url(session, "files/file/"), {"path": "/tmp/notes.txt"})).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt; hello" in page and "<script>alert(1)" not in page
+    trail = re.search(r'<nav class="path-crumbs"[^>]*>(.*?)</nav>', page, re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", trail).strip() == "/tmp/notes.txt"
     response = await viewer_client.get(url(session, "files/download/"), {"path": "/tmp/notes.txt"})
     assert response["Content-Disposition"] == 'attachment; filename="notes.txt"'
     assert b"".join([c async for c in response.streaming_content]) == b"<script>alert(1)</script> hello"

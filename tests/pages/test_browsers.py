@@ -517,3 +517,27 @@ async def test_it_renders_sessions_with_newer_enums_and_unknown_fields_raw(viewe
     response = await viewer_client.get(url())
     assert response.status_code == 200
     assert "ap-southeast" in response.content.decode()
+
+
+async def test_it_renders_the_frame_at_once_and_the_session_after(viewer_client, quiet, settings):
+    session = create(quiet, name="slow-one")
+    sid = session["session_id"]
+    settings.SERVICE_READ_TIMEOUT = 0.5
+    quiet.fault(method="GET", path=f"^/browsers/{sid}$", latency_ms=2000, count=1)
+    frame = await viewer_client.get(url(f"{sid}/"), headers={"Sec-Fetch-Mode": "navigate"})
+    assert 'id="session-detail" class="deferred deferred-loading"' in frame.content.decode()
+    part = url(f"{sid}/?part=session-detail")
+    failed = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert "did not answer within 0.5 s" in failed and ">Retry</a>" in failed
+    loaded = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert loaded.lstrip().startswith('<div id="session-detail"') and "slow-one" in loaded
+    assert 'id="telemetry-pane"' in loaded
+
+
+async def test_it_answers_the_embedded_live_view_whole(operator_client, quiet):
+    session = create(quiet, name="embedded")
+    page = await operator_client.get(
+        url(f"{session['session_id']}/"), {"view": "embed"}, headers={"Sec-Fetch-Mode": "navigate"}
+    )
+    assert "deferred-loading" not in page.content.decode()
+    assert "frame-src http://127.0.0.1" in page["Content-Security-Policy"]

@@ -47,6 +47,16 @@ async def test_it_lists_deployments_with_app_version_status_and_filters(viewer_c
     assert "beta" in only and "alpha" not in only
 
 
+async def test_it_filters_deployments_in_progress(viewer_client, tenant):
+    done = deployed(tenant, app_zip(name="alpha"))
+    tenant.advance(60)
+    building = deployed(tenant, app_zip(name="beta"), version="2.0.0")
+    body = (await viewer_client.get(url(), {"status": "in_progress"})).content.decode()
+    assert building["id"] in body and done["id"] not in body
+    running = (await viewer_client.get(url(), {"status": "running"})).content.decode()
+    assert done["id"] in running and building["id"] not in running
+
+
 async def test_it_refuses_a_version_filter_without_an_app(viewer_client, tenant):
     response = await viewer_client.get(url(), {"app_version": "1.0.0"})
     assert "Filter by app as well" in response.content.decode()

@@ -204,3 +204,23 @@ async def test_it_shows_an_output_or_payload_that_is_not_a_json_string(viewer_cl
     response = await viewer_client.get(url(f"{invocation_id}/"))
     assert response.status_code == 200
     assert json.dumps(value, indent=2).splitlines()[0] in response.content.decode()
+
+
+async def test_it_renders_the_frame_at_once_and_the_invocation_after(viewer_client, tenant, settings):
+    invocation_id = start(tenant)
+    settings.SERVICE_READ_TIMEOUT = 0.5
+    tenant.fault(method="GET", path=f"^/invocations/{invocation_id}$", latency_ms=2000, count=1)
+    frame = await viewer_client.get(url(f"{invocation_id}/"), headers={"Sec-Fetch-Mode": "navigate"})
+    body = frame.content.decode()
+    assert frame.status_code == 200 and 'id="invocation-detail" class="deferred deferred-loading"' in body
+    part = url(f"{invocation_id}/?part=invocation-detail")
+    failed = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert "did not answer within 0.5 s" in failed and ">Retry</a>" in failed
+    loaded = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert loaded.lstrip().startswith('<div id="invocation-detail"') and invocation_id in loaded
+    assert "?part=invocation-browsers" in loaded  # the browsers it made load on their own
+    browsers = url(f"{invocation_id}/?part=invocation-browsers")
+    assert (
+        "Browsers it created"
+        in (await viewer_client.get(browsers, headers={"HX-Request": "true"})).content.decode()
+    )

@@ -306,7 +306,58 @@ async def test_it_explains_releasing_an_unknown_session(operator_client, pool):
         url(f"{pool['id']}/release/"), {"session_id": "nope", "reuse": "on"}
     )
     assert response.status_code == 200
-    assert "Not a browser leased from this pool" in response.content.decode()
+    body = response.content.decode()
+    assert "Session “nope” is not leased from this pool" in body
+    assert "was not found" not in body and "&#x27;nope&#x27;" not in body  # not the service's own words
+
+
+async def test_it_lists_leased_browsers_with_a_release_button_each(operator_client, tenant, pool):
+    tenant.advance(600)
+    first = tenant.call("POST", f"/browser_pools/{pool['id']}/acquire", json={"name": "first"}).json()
+    second = tenant.call("POST", f"/browser_pools/{pool['id']}/acquire", json={}).json()
+    tenant.call("POST", "/browsers", json={"name": "warm on demand"})
+    body = (await operator_client.get(url(f"{pool['id']}/"))).content.decode()
+    leases = body[body.index('id="pool-leases"') : body.index('<section id="pool-lease" ')]
+    assert "2 leased" in leases
+    assert first["session_id"] in leases and second["session_id"] in leases and "first" in leases
+    assert "warm on demand" not in leases
+    assert leases.count(f'action="/o/acme/pools/{pool["id"]}/release/"') == 4  # release, or destroy
+    assert f'name="session_id" value="{first["session_id"]}"' in leases
+    response = await operator_client.post(
+        url(f"{pool['id']}/release/"), {"session_id": first["session_id"], "reuse": "on"}
+    )
+    assert response.status_code == 302
+    assert tenant.call("GET", f"/browser_pools/{pool['id']}").json()["acquired_count"] == 1
+
+
+async def test_it_shows_leases_to_viewers_without_release_buttons(viewer_client, tenant, pool):
+    tenant.advance(600)
+    leased = tenant.call("POST", f"/browser_pools/{pool['id']}/acquire", json={}).json()
+    body = (await viewer_client.get(url(f"{pool['id']}/"))).content.decode()
+    assert leased["session_id"] in body and "/release/" not in body
+
+
+async def test_it_renders_the_frame_at_once_and_the_pool_after(viewer_client, tenant, pool, settings):
+    settings.SERVICE_READ_TIMEOUT = 0.5
+    tenant.fault(method="GET", path=f"^/browser_pools/{pool['id']}$", latency_ms=2000, count=1)
+    frame = await viewer_client.get(url(f"{pool['id']}/"), headers={"Sec-Fetch-Mode": "navigate"})
+    body = frame.content.decode()
+    assert frame.status_code == 200 and "Browser pools" in body
+    assert f'hx-get="/o/acme/pools/{pool["id"]}/?part=pool-detail"' in body and 'hx-trigger="load"' in body
+    assert not [r for r in tenant.requests() if r["path"].startswith("/browser_pools/")]
+    part = url(f"{pool['id']}/?part=pool-detail")
+    failed = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert "did not answer within 0.5 s" in failed and ">Retry</a>" in failed
+    loaded = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
+    assert loaded.lstrip().startswith('<div id="pool-detail"') and "warm" in loaded
+    # the leases load on their own, after the pool
+    assert f'hx-get="/o/acme/pools/{pool["id"]}/?part=pool-leases"' in loaded
+
+
+async def test_it_says_a_deferred_pool_does_not_exist(viewer_client, tenant):
+    response = await viewer_client.get(url("pool_nope/?part=pool-detail"), headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert "Not found" in response.content.decode()
 
 
 async def test_it_flushes_idle_browsers(operator_client, tenant, pool):

@@ -152,6 +152,43 @@ async def test_it_refuses_bad_limits_next_to_the_field_with_nothing_sent(
     assert [r for r in tenant.requests() if r["method"] == "PATCH"] == []
 
 
+async def test_it_refuses_a_sessions_cap_over_the_org_ceiling(admin_client, tenant, project):
+    ceiling = tenant.call("GET", "/org/limits").json()["max_concurrent_sessions"]
+    assert ceiling == 500
+    response = await admin_client.post(
+        url(f"{project['id']}/limits/"),
+        {
+            "max_concurrent_sessions_mode": "cap",
+            "max_concurrent_sessions_value": "600",
+            "max_concurrent_invocations_mode": "keep",
+        },
+    )
+    body = response.content.decode()
+    assert "at most the organization&#x27;s ceiling of 500" in body
+    assert [r for r in tenant.requests() if r["method"] == "PATCH"] == []
+    form = (await admin_client.get(url(f"{project['id']}/limits/"), {"edit": "1"})).content.decode()
+    assert 'max="500"' in form
+
+
+async def test_it_takes_a_typed_cap_as_cap_at(admin_client, tenant, project):
+    """Typing a number beside “Cap at” means that choice, even when the radio was left alone."""
+    await admin_client.post(
+        url(f"{project['id']}/limits/"),
+        {
+            "max_concurrent_sessions_mode": "keep",
+            "max_concurrent_sessions_value": "7",
+            "max_concurrent_invocations_mode": "keep",
+        },
+    )
+    assert tenant.call("GET", f"/org/projects/{project['id']}/limits").json()["max_concurrent_sessions"] == 7
+
+
+async def test_it_checks_cap_at_when_a_number_is_typed(admin_client, project):
+    form = (await admin_client.get(url(f"{project['id']}/limits/"), {"edit": "1"})).content.decode()
+    assert "js/limits.js" in form
+    assert 'data-selects="id_max_concurrent_sessions_mode_1"' in form
+
+
 async def test_it_forbids_viewers_to_edit_limits(viewer_client, project, tenant):
     response = await viewer_client.post(
         url(f"{project['id']}/limits/"),
@@ -208,17 +245,9 @@ async def test_it_renders_a_banner_when_the_service_fails(viewer_client, tenant)
 
 
 async def test_it_renders_a_banner_when_the_service_times_out(viewer_client, tenant, settings):
-    from console.service import http
-
+    settings.SERVICE_READ_TIMEOUT = 0.3
     tenant.fault(method="GET", path="^/org/projects$", latency_ms=1500, count=3)
-    original = http.READ_TIMEOUT
-    http.TIMEOUT = http.httpx.Timeout(connect=3, read=0.3, write=3, pool=3)
-    try:
-        response = await viewer_client.get(
-            url(), headers={"HX-Request": "true", "HX-Target": "projects-table"}
-        )
-    finally:
-        http.TIMEOUT = http.httpx.Timeout(connect=3, read=original, write=30, pool=5)
+    response = await viewer_client.get(url(), headers={"HX-Request": "true", "HX-Target": "projects-table"})
     assert response.status_code == 200
     assert response["HX-Retarget"] == "#banner"
     assert "did not answer" in response.content.decode()

@@ -289,3 +289,18 @@ async def test_it_streams_an_async_source_as_multipart(service):
     with pytest.raises(Invalid) as caught:
         await uploads.upload_file(service, "/org/projects", field="file", source=chunks(), filename="a.zip")
     assert caught.value.code == "invalid_json"
+
+
+async def test_it_gives_up_on_a_read_after_the_service_read_timeout(service, tenant, settings):
+    settings.SERVICE_READ_TIMEOUT = 0.3
+    tenant.fault(method="GET", path="^/org/limits$", latency_ms=1500, count=1)
+    with pytest.raises(Unavailable) as caught:
+        await service_http.request(service, "GET", "/org/limits")
+    assert "did not answer within 0.3 s" in caught.value.message
+
+
+async def test_it_gives_a_change_longer_than_the_read_timeout(service, tenant, settings):
+    settings.SERVICE_READ_TIMEOUT = 0.3
+    tenant.fault(method="POST", path="^/org/projects$", latency_ms=800, count=1)
+    reply = await service_http.request(service, "POST", "/org/projects", json={"name": "slow-but-fine"})
+    assert reply.data["name"] == "slow-but-fine"

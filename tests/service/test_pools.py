@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.service import CapReached, Conflict, Invalid, NotFound, pools, profiles
+from console.service import CapReached, Conflict, Invalid, NotFound, browsers, pools, profiles
 
 
 async def test_it_creates_and_reads_a_pool_with_its_configuration(service):
@@ -95,3 +95,15 @@ async def test_it_raises_cap_reached_over_the_project_cap(service, tenant):
     )
     # Refused creates are never retried (the sandbox saw one POST).
     assert [r["method"] for r in tenant.requests() if r["path"] == "/browser_pools"] == ["POST"]
+
+
+async def test_it_lists_the_leased_sessions_of_a_pool(service, tenant):
+    warm = await pools.create_pool(service, size=3, name="leases")
+    other = await pools.create_pool(service, size=2, name="leases-too")
+    tenant.advance(600)
+    first = await pools.acquire(service, warm.id, timeout_seconds=0, name="one")
+    await pools.acquire(service, other.id, timeout_seconds=0)
+    await browsers.create_session(service, name="leases on demand")
+    page = await pools.leased_sessions(service, warm)
+    assert [s.session_id for s in page.items] == [first.session_id]
+    assert page.items[0].name == "one"

@@ -48,6 +48,29 @@ def exit_label(code: int | None) -> str:
     return str(code)
 
 
+def _spawned(entry: AuditLog) -> dict:
+    """What the audit entry of a spawn says: the program, the number of arguments (never the arguments,
+    which may hold secrets), who and when."""
+    fields = dict(part.split("=", 1) for part in entry.detail.split(" ") if "=" in part)
+    return {
+        "program": fields.get("program", "?"),
+        "args": fields.get("args", "0"),
+        "by": entry.actor_username,
+        "at": entry.created_at,
+    }
+
+
+async def _spawn_of(request, session_id: str, process_id: str) -> dict | None:
+    entry = await AuditLog.objects.filter(
+        org=request.org,
+        action="browser.process.spawn",
+        outcome="ok",
+        target_id=process_id,
+        detail__startswith=f"session={session_id} ",
+    ).afirst()
+    return _spawned(entry) if entry is not None else None
+
+
 async def _recent(request, session_id: str) -> list[dict]:
     """Processes started here for this session, newest first, with their status where it can be read."""
     entries = [
@@ -69,14 +92,10 @@ async def _recent(request, session_id: str) -> list[dict]:
     statuses = await asyncio.gather(*(status(e.target_id) for e in entries))
     rows = []
     for entry, state in zip(entries, statuses, strict=True):
-        fields = dict(part.split("=", 1) for part in entry.detail.split(" ") if "=" in part)
         rows.append(
             {
                 "id": entry.target_id,
-                "program": fields.get("program", "?"),
-                "args": fields.get("args", "0"),
-                "by": entry.actor_username,
-                "at": entry.created_at,
+                **_spawned(entry),
                 "status": state,
                 "exit": exit_label(state.exit_code) if state and state.exit_code is not None else "",
                 "url": common.url(request, "process", session_id, process_id=entry.target_id),
@@ -229,6 +248,7 @@ async def process_detail(request, session_id: str, process_id: str):
     session = await common.get_session(request, session_id)
     status = await _status(request, session_id, process_id)
     context = _process_context(request, session, process_id, status)
+    context["spawn"] = await _spawn_of(request, session_id, process_id)
     return render(request, "browsers/panes/process.html", context, partial="process-status")
 
 

@@ -12,10 +12,11 @@ class Command(BaseCommand):
     help = "Create (or refresh) the demo organization against the sandbox and its demo users. Idempotent."
 
     def add_arguments(self, parser):
-        parser.add_argument("--url", default="http://127.0.0.1:8000/", help="Console URL to print")
+        parser.add_argument("--url", default=None, help="Console URL to print (default: 127.0.0.1 at PORT)")
 
     @transaction.atomic
     def handle(self, *args, url, **options):
+        url = url or f"http://127.0.0.1:{settings.CONSOLE_PORT}/"
         if not settings.SANDBOX_DEMO_KEY:
             raise CommandError(
                 "SANDBOX_DEMO_KEY is not set (in development `make run` generates it into .env)"

@@ -1,0 +1,99 @@
+"""The overview at desktop and phone widths, updating by its light poll; a page whose service call is slow
+shows its frame at once and the data after; a part that failed comes back with Retry."""
+
+import secrets
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_pools import call, log_in
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 400, "height": 860}
+
+
+def fault(sandbox_url: str, **body) -> None:
+    call(sandbox_url, "POST", "/_sandbox/faults", body)
+
+
+def watch_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def test_it_shows_live_figures_and_updates_them_after_the_poll(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console_server)
+    running = page.locator('[data-figure="running-sessions"]')
+    expect(running).to_be_visible()
+    before = int(running.inner_text().rstrip("+"))
+    expect(page.locator("#card-pools .capacity").first).to_be_visible()
+    expect(page.locator("#card-usage svg.ov-bars")).to_have_count(2)
+    expect(page.locator("#card-auth [data-figure='needs-auth']")).to_be_visible()
+    expect(page.locator("#card-invocations [data-figure='failed-invocations']")).to_be_visible()
+    expect(page.locator("#card-sessions h2 a")).to_have_attribute("href", "/o/demo/browsers/?status=active")
+
+    session = call(sandbox_url, "POST", "/browsers", {"name": f"overview-{secrets.token_hex(3)}"})
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+    expect(running).to_have_text(str(before + 1), timeout=15_000)  # the 10 s poll, in place
+    assert loads == []
+    call(sandbox_url, "DELETE", f"/browsers/{session['session_id']}", {})
+    assert errors == []
+
+
+def test_it_fits_a_phone(console_server, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    page.set_viewport_size(PHONE)
+    log_in(page, console_server)
+    expect(page.locator('[data-figure="running-sessions"]')).to_be_visible()
+    expect(page.locator("#card-usage svg.ov-bars").first).to_be_visible()
+    for card in ("#card-sessions", "#card-pools", "#card-usage", "#card-telemetry"):
+        box = page.locator(card).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], card
+    assert errors == []
+
+
+def test_it_shows_a_slow_pages_frame_at_once_and_its_data_after(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    log_in(page, console_server)
+    name = f"slow-{secrets.token_hex(3)}"
+    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 1})
+    fault(sandbox_url, method="GET", path=f"^/browser_pools/{pool['id']}$", latency_ms=3000, count=1)
+
+    started = time.monotonic()
+    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    framed = time.monotonic() - started
+    expect(page.locator("#pool-detail.deferred-loading")).to_contain_text("Loading")
+    expect(page.get_by_role("link", name="Browser pools").last).to_be_visible()
+    assert framed < 2.5, f"the frame took {framed:.1f} s"
+    expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=10_000)
+    expect(page.locator("#pool-leases")).to_contain_text("No browser of this pool is leased")
+    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
+    assert errors == []
+
+
+def test_it_retries_a_part_that_failed(console_server, sandbox_url, browser_page):
+    page = browser_page
+    log_in(page, console_server)
+    name = f"flaky-{secrets.token_hex(3)}"
+    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 1})
+    # A GET is tried three times on a 503: fail all three, then answer.
+    fault(sandbox_url, method="GET", path=f"^/browser_pools/{pool['id']}$", status=503, count=3)
+
+    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    failed = page.locator("#pool-detail.deferred-failed")
+    expect(failed).to_contain_text("Service unavailable", timeout=10_000)
+    page.get_by_role("link", name="Retry").click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=10_000)
+    expect(page.locator("#pool-detail.deferred-failed")).to_have_count(0)
+    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
