@@ -1,8 +1,10 @@
 """Issue "Service client and sandbox core": a proxied console page against a trivial view and the sandbox.
 
-(a) the projects list page (session, membership, one service call, a template) against `/healthz` (the
-same middleware, no work); (b) the same list fetched from the sandbox directly. Then 20 concurrent page
-loads against an upstream with 200 ms injected latency: they should overlap, finishing in about 200 ms.
+(a) the projects list page (session, membership, one service call, a template) against `/` (the home
+view: the same middleware, session and membership lookup, answered with a redirect to the dashboard; no
+template, no service call; not `/healthz`, which ProbeMiddleware answers ahead of the stack); (b) the same
+list fetched from the sandbox directly. Then 20 concurrent page loads against an upstream with 200 ms
+injected latency: they should overlap, finishing in about 200 ms.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ def run(rounds: int = 2, seconds: int = 5) -> str:
             page_url = f"{console.url}/o/{console.org_slug}/projects/"
             check = harness.get(page_url, headers=cookie)
             assert check.status_code == 200 and "bench-00" in check.text, check.status_code
+            home = harness.get(f"{console.url}/", headers=cookie)
+            assert home.status_code == 302 and home.headers["location"].endswith(f"/o/{console.org_slug}/")
             results = {"trivial": [], "dashboard": [], "page": [], "direct": []}
             for _ in range(rounds):
-                results["trivial"].append(
-                    harness.wrk(f"{console.url}/healthz", headers=cookie, seconds=seconds)
-                )
+                results["trivial"].append(harness.wrk(f"{console.url}/", headers=cookie, seconds=seconds))
                 results["dashboard"].append(
                     harness.wrk(f"{console.url}/o/{console.org_slug}/", headers=cookie, seconds=seconds)
                 )
@@ -61,7 +63,7 @@ def _best(samples):
 def _report(results: dict, overlap: dict) -> str:
     trivial, dashboard, page, direct = (_best(results[k]) for k in ("trivial", "dashboard", "page", "direct"))
     rows = [
-        ("trivial view (`/healthz`, same middleware)", trivial),
+        ("trivial view (`/`: same middleware and session, a redirect; no template)", trivial),
         ("dashboard page (session, membership, template; no service call)", dashboard),
         ("projects page (proxied: session, membership, service call, template)", page),
         ("sandbox `GET /org/projects` directly", direct),
