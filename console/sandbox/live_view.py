@@ -196,9 +196,12 @@ async def stream(websocket: WebSocket):
             await gone.wait()
 
         tasks = [asyncio.create_task(job()) for job in (send_frames, read_input, watch_page)]
-        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
+        for task in done:  # a viewer leaving ends read_input with WebSocketDisconnect: retrieve it
+            if not task.cancelled() and task.exception() is not None:
+                log.debug("live view of %s: %r", session_id, task.exception())
     except (WebSocketDisconnect, Exception):  # the viewer left or the page went away: end the view
         log.debug("live view of %s ended", session_id, exc_info=True)
     finally:
