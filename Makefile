@@ -50,10 +50,10 @@ run: install
 	wait $$console $$sandbox
 
 # test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included) and runs every
-# test on SQLite, then everything but the browser tests on a throwaway PostgreSQL cluster (tests/database.py).
+# test on SQLite, then everything that uses the database (not the Chromium tests) on a throwaway PostgreSQL cluster (tests/database.py).
 test: install-dev system-packages lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
+	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser and not chromium" $(PYTEST_ARGS)
 
 # Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing
 # (as root or with passwordless sudo). bubblewrap confines the commands the sandbox's browser sessions run;
