@@ -49,8 +49,9 @@ run: install
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included) and runs every
-# test on SQLite, then everything that uses the database (not the Chromium tests) on a throwaway PostgreSQL cluster (tests/database.py).
+# test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), runs
+# every test on SQLite, then every test but those driving Chromium on a throwaway PostgreSQL cluster
+# (tests/database.py).
 test: install-dev system-packages lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser and not chromium" $(PYTEST_ARGS)
