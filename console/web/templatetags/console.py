@@ -23,3 +23,15 @@ def safe_url(value) -> str:
 def external_link(url, label=""):
     """A link to an upstream URL that opens in a new tab; a URL that is not http(s) is shown as text only."""
     return {"url": url, "href": text.safe_url(url), "label": label}
+
+
+@register.inclusion_tag("web/time.html")
+def reltime(value, empty="—"):
+    """A moment as ``<time>`` in exact UTC, which console.js turns into "3 min ago" (exact on hover)."""
+    return {"value": value, "empty": empty}
+
+
+@register.inclusion_tag("web/copy.html")
+def copy_id(value, label="id"):
+    """An id in ``<code>`` with a button that copies it (console.js)."""
+    return {"value": value, "label": label}
