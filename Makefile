@@ -27,7 +27,8 @@ install-dev: $(BIN)/.installed-dev
 # keys into .env (git-ignored, mode 0600); later runs reuse them.
 run: install
 	@$(MAKE) --no-print-directory system-packages PACKAGES="$(RUN_PACKAGES)" || echo "Without bubblewrap \
-	the sandbox refuses to run commands in browser sessions (503 exec_unavailable); the rest works." >&2
+	the sandbox refuses to run commands in browser sessions (503 exec_unavailable); without Chromium its \
+	browser sessions are simulated; the rest works." >&2
 	$(BIN)/python -m console.localenv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo
@@ -42,24 +43,26 @@ run: install
 	echo; \
 	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
 	echo "  Sandbox:  http://127.0.0.1:$(SANDBOX_PORT)/  (a local Browser Automation Service)"; \
+	$(BIN)/python -c "import json, urllib.request; s = json.load(urllib.request.urlopen('http://127.0.0.1:$(SANDBOX_PORT)/', timeout=2)); print('  Browsers: ' + ('real Chromium' if s['engine'] == 'chromium' else 'simulated browser') + ' (' + s['engine_reason'] + ')')" 2>/dev/null || true; \
 	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
 	echo "  Ctrl-C stops both."; \
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (bubblewrap, Debian's Chromium and PostgreSQL included) and runs every
+# test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included) and runs every
 # test on SQLite, then everything but the browser tests on a throwaway PostgreSQL cluster (tests/database.py).
 test: install-dev system-packages lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
 
-# Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing (as root or with passwordless
-# sudo). bubblewrap confines the commands the sandbox's browser sessions run; the browser tests drive
-# Debian's Chromium (Playwright's own browser download cannot work here).
-RUN_PACKAGES := bubblewrap=/usr/bin/bwrap
+# Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing
+# (as root or with passwordless sudo). bubblewrap confines the commands the sandbox's browser sessions run;
+# Debian's Chromium runs those sessions and the browser tests (Playwright's own browser download cannot
+# work here); ffmpeg encodes the sessions' replays.
+RUN_PACKAGES := bubblewrap=/usr/bin/bwrap chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation \
+	ffmpeg=/usr/bin/ffmpeg
 # PostgreSQL's binaries serve the second test run (the tests start and remove their own cluster).
-PACKAGES ?= $(RUN_PACKAGES) chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation \
-	postgresql=/usr/lib/postgresql/*/bin/initdb
+PACKAGES ?= $(RUN_PACKAGES) postgresql=/usr/lib/postgresql/*/bin/initdb
 system-packages:
 	@missing=""; for entry in $(PACKAGES); do ls -d $${entry#*=} >/dev/null 2>&1 || missing="$$missing $${entry%%=*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -78,7 +81,7 @@ system-packages:
 	fi
 
 chromium:
-	@$(MAKE) --no-print-directory system-packages PACKAGES="chromium=/usr/bin/chromium"
+	@$(MAKE) --no-print-directory system-packages PACKAGES="chromium=/usr/bin/chromium ffmpeg=/usr/bin/ffmpeg"
 	@/usr/bin/chromium --version
 
 lint: install-dev

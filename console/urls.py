@@ -26,6 +26,11 @@ org_urlpatterns = [
     path("apps/", include("console.apps.urls")),
     path("invocations/", include("console.invocations.urls")),
     path("deployments/", include("console.deployments.urls")),
+    path("api_keys/", include("console.api_keys.urls")),
+    path("telemetry_destinations/", include("console.telemetry_destinations.urls")),
+    path("credential_providers/", include("console.credential_providers.urls")),
+    path("audit_logs/", include("console.audit_logs.urls")),
+    path("vaults/", include("console.vaults.urls")),
 ]
 
 # /healthz and /readyz are answered by console.web.middleware.ProbeMiddleware, ahead of the Host check.

@@ -85,6 +85,8 @@ class Cluster:
             "PASSWORD": "",
             "HOST": str(self.sockets),
             "PORT": str(self.port),
+            # Not SQLite's transaction_mode and timeout: PostgreSQL refuses unknown options.
+            "OPTIONS": {},
         }
 
 
@@ -113,6 +115,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings, request):
     connections["default"].close()
     # One dict: settings.DATABASES["default"] is the one the connection handler reads.
     connections.settings["default"].update(cluster.settings())
+    connections.settings["default"]["TEST"]["NAME"] = None  # not SQLite's test file: Django's test_<name>
     del connections["default"]
 
 

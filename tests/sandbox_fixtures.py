@@ -43,30 +43,90 @@ def wait_for(url: str, process: subprocess.Popen, seconds: float = 20) -> None:
 TEST_DEMO_KEY = "sandbox-demo-key"
 
 
-@contextlib.contextmanager
-def running_sandbox(**environ: str):
-    """A sandbox process on a free port (its URL), with extra environment variables; stopped after."""
+def start_sandbox(**settings: str) -> tuple[str, subprocess.Popen]:
+    """A sandbox process on a free port with extra environment settings; stop it with ``stop_sandbox``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, **environ}
+    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, **settings}
     process = subprocess.Popen(
         [sys.executable, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env
     )
     try:
         wait_for(f"{url}/_sandbox/health", process)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    except RuntimeError:
+        stop_sandbox(process)
+        raise
+    return url, process
+
+
+def stop_sandbox(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="session")
 def sandbox_url():
-    with running_sandbox() as url:
+    # The simulated engine: fast and deterministic. Real browsers have their own sandbox (chromium_sandbox).
+    url, process = start_sandbox(SANDBOX_ENGINE="simulated")
+    try:
         yield url
+    finally:
+        stop_sandbox(process)
+
+
+@pytest.fixture(scope="session")
+def chromium_sandbox():
+    """A second sandbox whose sessions run Debian's Chromium: (url, owner marker of its browsers).
+
+    Two running browsers at most, and the shared process closes as soon as no session uses it, so the
+    real-browser tests keep few Chromium processes on a 2-core machine.
+    """
+    owner = "sandbox-test-" + os.urandom(6).hex()
+    url, process = start_sandbox(
+        SANDBOX_ENGINE="chromium",
+        SANDBOX_MAX_BROWSERS="2",
+        SANDBOX_BROWSER_LINGER_SECONDS="0",
+        SANDBOX_BROWSER_OWNER=owner,
+        SANDBOX_TELEMETRY_SCREENSHOT_SECONDS="1",
+    )
+    try:
+        engine = httpx.get(url + "/").json()
+        if engine["engine"] != "chromium":
+            pytest.fail(f"the real-browser sandbox runs simulated sessions: {engine['engine_reason']}")
+        yield url, owner
+    finally:
+        stop_sandbox(process)
+
+
+def browser_processes(owner: str) -> list[int]:
+    """Chromium processes of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
+    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            executable = os.readlink(entry / "exe")
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if "chrom" in Path(executable).name and marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def running_sandbox(**settings: str):
+    """A sandbox process on a free port (its URL), with extra environment settings; stopped after."""
+    url, process = start_sandbox(**settings)
+    try:
+        yield url
+    finally:
+        stop_sandbox(process)
 
 
 @dataclass
@@ -103,7 +163,8 @@ class SandboxTenant:
     def call(self, method: str, path: str, **kwargs) -> httpx.Response:
         """A raw service call with this tenant's key (conformance tests speak HTTP directly)."""
         headers = {"Authorization": f"Bearer {self.api_key}", **kwargs.pop("headers", {})}
-        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=10, **kwargs)
+        timeout = kwargs.pop("timeout", 10)
+        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=timeout, **kwargs)
 
 
 def new_tenant(url: str, *, demo: bool = False) -> SandboxTenant:

@@ -9,9 +9,9 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.apps import schema
 from console.apps.forms import InvokeForm
-from console.service import Invalid, NotFound, apps, invocations
+from console.service import CapReached, Invalid, NotFound, apps, invocations
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -82,6 +82,8 @@ async def invoke(request, app_name: str, version: str, action_name: str):
                     entry.target_id = started.id
             except Invalid as exc:
                 apply_service_errors(form, exc)
+            except CapReached as exc:
+                form.add_error(None, cap_message(request, exc))
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
             else:

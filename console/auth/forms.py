@@ -25,8 +25,8 @@ PROFILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 SERVICE_FIELDS = {
     "credential": "credential_name",
     "credential.name": "credential_name",
-    "credential.provider": "credential_name",
-    "credential.path": "credential_name",
+    "credential.provider": "credential_item",
+    "credential.path": "credential_item",
     "browser": "proxy",
     "browser.proxy": "proxy",
     "allowed_domains": "allowed_domains",
@@ -133,6 +133,12 @@ class ConnectionForm(IntervalFields):
         label="Credential",
         help_text="A credential of the vault, by name, to log in and re-authenticate with.",
     )
+    credential_item = forms.CharField(
+        required=False,
+        max_length=600,
+        label="Or an item of a credential provider",
+        help_text="Search your providers' items (1Password), or type provider::Vault/Item.",
+    )
     save_credentials = forms.BooleanField(
         required=False,
         initial=True,
@@ -154,6 +160,7 @@ class ConnectionForm(IntervalFields):
         "login_url",
         "allowed_domains",
         "credential_name",
+        "credential_item",
         "save_credentials",
         "health_checks",
         "health_check_interval",
@@ -176,6 +183,29 @@ class ConnectionForm(IntervalFields):
         items = [d for d in re.split(r"[\s,]+", self.cleaned_data["allowed_domains"]) if d]
         return list(dict.fromkeys(_clean_domain(d, "allowed domains") for d in items))
 
+    def clean_credential_item(self) -> tuple[str, str] | None:
+        value = self.cleaned_data["credential_item"].strip()
+        if not value:
+            return None
+        provider, sep, path = value.partition("::")
+        if not sep or not provider.strip() or "/" not in path.strip("/"):
+            raise forms.ValidationError("Pick an item from the list, or write provider::Vault/Item.")
+        return provider.strip(), path.strip()
+
+    def clean(self):
+        cleaned = super().clean()
+        if (cleaned.get("credential_name") or "").strip() and cleaned.get("credential_item"):
+            self.add_error("credential_item", "Choose a credential or a provider item, not both.")
+        return cleaned
+
+    def _credential(self) -> dict | None:
+        data = self.cleaned_data
+        if data.get("credential_item"):
+            provider, path = data["credential_item"]
+            return {"provider": provider, "path": path}
+        name = data["credential_name"].strip()
+        return {"name": name} if name else None
+
     def payload(self) -> dict:
         data = self.cleaned_data
         proxy = data["proxy"].strip()
@@ -189,9 +219,7 @@ class ConnectionForm(IntervalFields):
             "profile_name": data["profile_name"],
             "login_url": data["login_url"] or None,
             "allowed_domains": data["allowed_domains"] or None,
-            "credential": {"name": data["credential_name"].strip()}
-            if data["credential_name"].strip()
-            else None,
+            "credential": self._credential(),
             "save_credentials": data["save_credentials"],
             "health_checks": data["health_checks"],
             "health_check_interval": data["interval_seconds"],

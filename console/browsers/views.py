@@ -28,6 +28,7 @@ from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import (
+    CapReached,
     Invalid,
     NotFound,
     ServiceError,
@@ -40,7 +41,7 @@ from console.service import (
 from console.service.http import Service
 from console.service.sse import ServerEvent
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
 from console.web.text import safe_url, url_origin
@@ -59,6 +60,7 @@ PANES = [
     ("processes", "Processes", "browsers/_processes.html"),
     ("files", "Files", "browsers/_files.html"),
     ("computer", "Computer", "browsers/_computer.html"),
+    ("tools", "Tools and logs", "browsers/_tools.html"),
 ]
 
 
@@ -174,6 +176,8 @@ async def session_create(request):
                     )
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
+            except CapReached as exc:
+                form.add_error(None, cap_message(request, exc))
             except ServiceError as exc:
                 if exc.status != 409:
                     raise
@@ -200,14 +204,13 @@ def _panes() -> list[dict]:
 
 
 def _live_view(request, session: browsers.Session) -> str:
-    """The live view URL, for operators only, and only when it is an http(s) URL.
-
-    The URL is a capability: whoever holds it drives the browser (a ``readOnly`` flag in it is the
-    holder's to remove), so viewers get none until the service hands out view-only URLs.
+    """The live view URL: operators get the interactive one; viewers only a view-only link the service
+    hands out (the sandbox does), whose token cannot be made interactive. Never the interactive URL with
+    ``readOnly=true``: that flag is the holder's to remove. Only http(s) URLs (``safe_url``).
     """
-    if not request.membership.has_role("operator"):
-        return ""
-    return safe_url(session.browser_live_view_url)
+    if request.membership.has_role("operator"):
+        return safe_url(session.browser_live_view_url)
+    return safe_url(session.read_only_live_view_url)
 
 
 def _filters(request) -> tuple[list[str], list[str]]:
@@ -222,18 +225,21 @@ async def _history(
     svc: Service, session_id: str, categories: list[str], types: list[str], before: str | None
 ) -> tuple[list[presenters.Row], str | None]:
     """Up to HISTORY_ROWS matching rows ending at ``before`` (or the newest), oldest first, and the
-    cursor for older ones. The category filter applies within a service page, so pages may be thin."""
-    wanted = list(categories)
-    if types:
-        of_types = {telemetry.TYPES[t] for t in types}
-        wanted = [c for c in (wanted or of_types) if c in of_types]
+    cursor for older ones. The service filters by category and type (SDK 0.131) within each page, so
+    pages may be thin."""
     found: list[telemetry.Envelope] = []
     cursor = before
     for _ in range(HISTORY_PAGES):
         page = await telemetry.list_events(
-            svc, session_id, order="desc", limit=100, offset=cursor, categories=wanted or None
+            svc,
+            session_id,
+            order="desc",
+            limit=100,
+            offset=cursor,
+            categories=categories or None,
+            types=types or None,
         )
-        found += [e for e in page.items if not types or e.kind in types]
+        found += page.items
         cursor = page.next_offset if page.has_more else None
         if cursor is None or len(found) >= HISTORY_ROWS:
             break

@@ -7,7 +7,9 @@ render them back, and neither flash messages nor the audit log ever hold one (on
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.http import Http404
@@ -17,6 +19,7 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts import audit
 from console.accounts.audit import audited
+from console.credential_providers.forms import ItemPickForm
 from console.credentials.forms import (
     SECRET_FIELDS,
     SERVICE_FIELDS,
@@ -24,7 +27,7 @@ from console.credentials.forms import (
     CredentialEditForm,
     CredentialForm,
 )
-from console.service import Conflict, Invalid, NotFound, ServiceError, credentials
+from console.service import Conflict, Invalid, NotFound, ServiceError, credential_providers, credentials
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -91,7 +94,11 @@ async def credential_list(request):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def credential_create(request):
-    form = CredentialForm(request.POST if request.method == "POST" else None)
+    picked, pick_error = None, ""
+    if request.method == "GET" and request.GET.get("credential_item"):
+        picked, pick_error = await _provider_item(request, request.GET["credential_item"])
+    initial = _prefill(picked) if picked else None
+    form = CredentialForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             async with audited(request, "credential.create", detail=form.summary()) as entry:
@@ -107,8 +114,38 @@ async def credential_create(request):
         else:
             messages.success(request, f"Credential “{credential.name}” saved.")
             return done(request, _url(request, "detail", credential_id=credential.id))
-    context = {"form": form, "sso_providers": SSO_PROVIDERS}
+    context = {
+        "form": form,
+        "sso_providers": SSO_PROVIDERS,
+        "item_field": ItemPickForm(request.GET or None)["credential_item"],
+        "picked": picked,
+        "pick_error": pick_error,
+    }
     return render(request, "credentials/new.html", context, partial="credential-form")
+
+
+async def _provider_item(request, reference: str):
+    """(item, error) for ``provider::Vault/Item``, as the credential providers' picker offers them."""
+    provider_name, sep, path = reference.partition("::")
+    if not sep:
+        return None, "Pick an item from the list, or write provider::Vault/Item."
+    page = await credential_providers.list_providers(request.service, limit=100)
+    provider = next((p for p in page.items if provider_name.strip() in (p.name, p.id)), None)
+    if provider is None:
+        return None, f"No credential provider named “{provider_name.strip()}”."
+    try:
+        items = await credential_providers.list_items(request.service, provider.id)
+    except Invalid as exc:
+        return None, exc.message
+    item = next((i for i in items if i.path == path.strip()), None)
+    return (item, "") if item else (None, f"“{path.strip()}” is not an item of {provider.label}.")
+
+
+def _prefill(item) -> dict:
+    """A new credential's name and domain from a provider item (its title and first site)."""
+    host = urlsplit((item.urls or [""])[0]).hostname or ""
+    name = re.sub(r"[^a-z0-9]+", "-", (item.title or "").lower()).strip("-")[:64]
+    return {"name": name, "domain": host}
 
 
 @require_http_methods(["GET"])

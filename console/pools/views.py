@@ -12,10 +12,20 @@ from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
 from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
-from console.service import Conflict, Invalid, NotFound, extensions, pools, profiles, projects, proxies
+from console.service import (
+    CapReached,
+    Conflict,
+    Invalid,
+    NotFound,
+    extensions,
+    pools,
+    profiles,
+    projects,
+    proxies,
+)
 from console.service.pools import CATEGORIES
 from console.web.decorators import org_view
-from console.web.forms import apply_service_errors
+from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -31,7 +41,7 @@ FIELD_MAP = {
     "telemetry.browser": "telemetry_enabled",
     **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CATEGORIES},
 }
-CONFLICT_FIELDS = {"pool_name_taken": "name", "session_limit_exceeded": "size"}
+CONFLICT_FIELDS = {"pool_name_taken": "name"}
 
 
 def _url(request, name: str, **kwargs) -> str:
@@ -92,8 +102,11 @@ async def _choices(svc) -> dict:
     }
 
 
-def _apply_errors(form, exc) -> None:
-    if isinstance(exc, Invalid):
+def _apply_errors(request, form, exc) -> None:
+    if isinstance(exc, CapReached):
+        # The size is what went over: the explanation and the link to the project's limits go there.
+        form.add_error("size", cap_message(request, exc))
+    elif isinstance(exc, Invalid):
         apply_service_errors(form, exc, FIELD_MAP)
     elif exc.code in CONFLICT_FIELDS:
         form.add_error(CONFLICT_FIELDS[exc.code], exc.message)
@@ -144,8 +157,8 @@ async def pool_create(request):
                 async with audited(request, "pool.create") as entry:
                     pool = await pools.create_pool(request.service, **form.create_body())
                     entry.target_id, entry.detail = pool.id, f"{pool.label} size={pool.size}"
-            except (Invalid, Conflict) as exc:
-                _apply_errors(form, exc)
+            except (Invalid, Conflict, CapReached) as exc:
+                _apply_errors(request, form, exc)
             else:
                 messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
                 return done(request, _url(request, "detail", pool_id=pool.id))
@@ -277,8 +290,8 @@ async def pool_edit(request, pool_id: str):
                         pool = await pools.update_pool(
                             request.service, pool.id, discard_all_idle=discard, **body
                         )
-                except (Invalid, Conflict) as exc:
-                    _apply_errors(form, exc)
+                except (Invalid, Conflict, CapReached) as exc:
+                    _apply_errors(request, form, exc)
                 else:
                     messages.success(request, f"Pool “{pool.label}” saved.")
                     return done(request, _url(request, "detail", pool_id=pool.id))

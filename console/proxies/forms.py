@@ -18,8 +18,9 @@ TYPE_LABELS = {
     "mobile": "Mobile",
     "custom": "Custom",
 }
+# The create form's first tab (the service no longer accepts datacenter).
+DEFAULT_TYPE = "isp"
 TYPE_HELP = {
-    "datacenter": "Fast, cheap, stable exit IPs from cloud data centers; the easiest for sites to detect.",
     "isp": "Stable exit IPs registered to consumer ISPs: datacenter speed, better reputation.",
     "residential": "Exit through real home connections; the node changes from session to session.",
     "mobile": "Exit through mobile carriers; the hardest to block, the node changes often.",

@@ -14,7 +14,15 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
-from console.proxies.forms import FIELD_MAP, TYPE_LABELS, CheckForm, ProxyForm, RenameForm, type_choices
+from console.proxies.forms import (
+    DEFAULT_TYPE,
+    FIELD_MAP,
+    TYPE_LABELS,
+    CheckForm,
+    ProxyForm,
+    RenameForm,
+    type_choices,
+)
 from console.service import Invalid, NotFound, proxies
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -55,13 +63,16 @@ async def proxy_list(request):
 @org_view("admin")
 async def proxy_create(request):
     """``?type=`` picks the form; switching type swaps only ``#proxy-create``."""
-    kind = request.POST.get("type") or request.GET.get("type") or "datacenter"
-    if kind not in TYPE_LABELS:
-        kind = "datacenter"
+    wanted = request.POST.get("type") or request.GET.get("type") or DEFAULT_TYPE
+    kind = wanted if wanted in proxies.TYPES else DEFAULT_TYPE
     form = ProxyForm(kind=kind)
     if request.method == "POST":
         form = ProxyForm(request.POST, kind=kind)
-        if form.is_valid():
+        if wanted != kind:
+            # A retired (datacenter) or unknown type: say so rather than create another kind.
+            form.is_valid()
+            form.add_error(None, f"{TYPE_LABELS.get(wanted, wanted)} proxies can no longer be created.")
+        elif form.is_valid():
             data = form.cleaned_data
             try:
                 async with audited(request, "proxy.create", detail=f"type={kind}") as entry:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import control
+from console.sandbox import cdp_proxy, control, engine, live_view
 from console.sandbox.resources import RESOURCES
 from console.sandbox.state import registry
 
@@ -40,10 +42,35 @@ async def server_error(request: Request, exc: Exception):
     )
 
 
+async def index(request: Request):
+    """What this sandbox is and which browser engine its sessions run (``engine.choose``)."""
+    status = engine.get().status()
+    return JSONResponse(
+        {
+            "name": "Browser Automation Service sandbox",
+            "docs": "docs/sandbox.md",
+            "engine": status["engine"],
+            "engine_reason": status["reason"],
+            "browsers": {k: v for k, v in status.items() if k not in ("engine", "reason")},
+        }
+    )
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette):
+    yield
+    # Stopping the sandbox stops every browser it started.
+    await engine.get().shutdown()
+
+
 def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
     if demo_key and registry.get(demo_key) is None:
         registry.create(demo_key, demo=True)
-    routes = [*control.routes]
+    routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes, *live_view.routes]
     for module in RESOURCES:
         routes.extend(module.routes)
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: server_error})
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+        lifespan=lifespan,
+    )

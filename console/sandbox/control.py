@@ -13,13 +13,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from console.sandbox import engine
 from console.sandbox.errors import ApiError, invalid
 from console.sandbox.http import endpoint, last_event_id, no_content, ok, read_json, sse_response
 from console.sandbox.state import Fault, parse_time, registry, rfc3339
 
 
 async def health(request: Request):
-    return JSONResponse({"ok": True, "tenants": len(registry.tenants)})
+    status = engine.get().status()
+    return JSONResponse(
+        {"ok": True, "tenants": len(registry.tenants), "engine": status["engine"], "browsers": status}
+    )
 
 
 async def create_tenant(request: Request):

@@ -6,6 +6,8 @@ import asyncio
 import functools
 import json
 import logging
+import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import format_datetime
 
@@ -36,6 +38,10 @@ def tenant_of(request: Request) -> Tenant:
     tenant = registry.get(token.strip())
     if tenant is None:
         raise ApiError(401, "unauthorized", "the API key is not valid or has been revoked")
+    from console.sandbox.resources import api_keys
+
+    if api_keys.is_refused(tenant, token.strip()):
+        raise ApiError(401, "unauthorized", "the API key has expired or was deleted")
     return tenant
 
 
@@ -46,6 +52,7 @@ def endpoint(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         request_id = "req_" + new_id(length=16)
         request.state.request_id = request_id
+        request.state.started = time.monotonic()
         request.state.drop_after_events = None
         request.state.stall = None
         tenant = None
@@ -73,8 +80,16 @@ def endpoint(handler: Handler) -> Handler:
 
 def _logged(tenant: Tenant | None, request: Request, response: Response) -> Response:
     if tenant is not None:
+        from console.sandbox.resources import audit_logs
+
+        audit_logs.record(tenant, request, response.status_code)
         tenant.requests.append(
-            {"method": request.method, "path": request.url.path, "status": response.status_code}
+            {
+                "method": request.method,
+                "path": request.url.path,
+                "query": request.url.query,
+                "status": response.status_code,
+            }
         )
     return response
 
@@ -158,6 +173,53 @@ def no_content() -> Response:
 def public(record: dict) -> dict:
     """A record without the sandbox's private keys (those starting with an underscore)."""
     return {key: value for key, value in record.items() if not key.startswith("_")}
+
+
+# Multipart arrays of objects ---------------------------------------------------------------------
+
+
+def multipart_array(form, array: str, fields: tuple[str, ...]) -> list[dict]:
+    """The objects of a multipart array field, in either encoding (docs/service-changes.md §0).
+
+    SDK 0.93 sent ``files[][dest_path]`` + ``files[][file]`` and paired them by order; SDK 0.131 sends
+    ``files[0][dest_path]`` + ``files[0][file]``, ``files[1][…]``. Every part of the array must be one of
+    ``fields``, and every object must carry all of them: otherwise 400 naming the part, so a request is
+    never answered as done while a part of it was dropped.
+    """
+    indexed: dict[int, dict] = {}
+    ordered: dict[str, list] = {name: [] for name in fields}
+    pattern = re.compile(rf"^{re.escape(array)}\[(\d*)\]\[([^\]]+)\]$")
+    for key, value in form.multi_items():
+        match = pattern.match(key)
+        if not match:
+            if key.startswith(array):
+                raise invalid(f"{key} is not understood", **{array: f"unknown part {key!r}"})
+            continue
+        index, name = match.groups()
+        if name not in fields:
+            raise invalid(f"{key} is not a field of {array}", **{key: f"not one of {', '.join(fields)}"})
+        if index == "":
+            ordered[name].append(value)
+        elif name in indexed.setdefault(int(index), {}):
+            raise invalid(f"{key} is given twice", **{key: "given twice"})
+        else:
+            indexed[int(index)][name] = value
+    items = [indexed[i] for i in sorted(indexed)]
+    counts = {len(values) for values in ordered.values()}
+    if len(counts) > 1:
+        raise invalid(
+            f"each {array} entry needs {' and '.join(fields)}",
+            **{array: ", ".join(f"{len(v)} {n} part(s)" for n, v in ordered.items())},
+        )
+    items += [dict(zip(fields, values, strict=True)) for values in zip(*ordered.values(), strict=True)]
+    for position, item in enumerate(items):
+        missing = [name for name in fields if name not in item]
+        if missing:
+            raise invalid(
+                f"{array}[{position}] lacks {', '.join(missing)}",
+                **{f"{array}[{position}].{name}": "required" for name in missing},
+            )
+    return items
 
 
 # Project scoping ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 
 import uvicorn
 
@@ -19,10 +20,25 @@ class _QuietDrops(logging.Filter):
         return not (record.exc_info and record.exc_info[0] is StreamDropped)
 
 
+class _RedactTokens(logging.Filter):
+    """Live view, CDP and replay URLs carry their credential in the query: it never reaches the log."""
+
+    TOKEN = re.compile(r"((?:jwt|token)=)[^&\s\"]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self.TOKEN.sub(r"\1[redacted]", arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
 def serve(host: str = "127.0.0.1", port: int = 8100, *, log_level: str = "warning") -> None:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    for name in ("uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).addFilter(_RedactTokens())
     uvicorn.run(
-        build_app(), host=host, port=port, log_level=log_level, lifespan="off", timeout_graceful_shutdown=2
+        build_app(), host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=2
     )
 
 

@@ -8,6 +8,7 @@ page = await projects.list_projects(svc, limit=20, offset=0)
 from console.service.errors import (
     BadRequest,
     BadResponse,
+    CapReached,
     Conflict,
     Forbidden,
     Gone,
@@ -26,6 +27,7 @@ from console.service.pagination import Page
 __all__ = [
     "BadRequest",
     "BadResponse",
+    "CapReached",
     "Conflict",
     "Forbidden",
     "Gone",

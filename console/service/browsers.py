@@ -97,6 +97,16 @@ class Session(Record):
         return self.name or self.session_id
 
     @property
+    def simulated(self) -> bool:
+        """The sandbox's simulated engine runs this session (``sandbox`` is a sandbox-only field)."""
+        return (self.extra.get("sandbox") or {}).get("engine") == "simulated"
+
+    @property
+    def read_only_live_view_url(self) -> str | None:
+        """The sandbox's view-only live view link: its token cannot be made interactive."""
+        return (self.extra.get("sandbox") or {}).get("read_only_live_view_url")
+
+    @property
     def ended(self) -> bool:
         return self.deleted_at is not None
 

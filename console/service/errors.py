@@ -155,6 +155,25 @@ class BadResponse(Unavailable):
     default_message = "the service sent an answer the console cannot read"
 
 
+# Refusals because a project cap is reached (429, docs/service-changes.md "Caps"): code → the cap.
+CAP_CODES = {
+    "concurrent_sessions_limit_exceeded": "max_concurrent_sessions",
+    "pooled_sessions_limit_exceeded": "max_pooled_sessions",
+    "concurrent_invocations_limit_exceeded": "max_concurrent_invocations",
+}
+
+
+class CapReached(RateLimited):
+    """429 because a project cap is reached: waiting does not help, ending something or a higher cap does."""
+
+    default_message = "a project cap is reached"
+
+    @property
+    def cap(self) -> str:
+        """The cap's field name (``max_concurrent_sessions``, ...)."""
+        return CAP_CODES.get(self.code or "", "max_concurrent_sessions")
+
+
 class StreamDropped(Unavailable):
     """An event stream ended abruptly (connection reset, incomplete chunked body, read error)."""
 
@@ -181,7 +200,9 @@ ERROR_BY_STATUS: dict[int, type[ServiceError]] = {
 }
 
 
-def error_class_for(status: int) -> type[ServiceError]:
+def error_class_for(status: int, code: str | None = None) -> type[ServiceError]:
+    if status == 429 and code in CAP_CODES:
+        return CapReached
     if status in ERROR_BY_STATUS:
         return ERROR_BY_STATUS[status]
     if status >= 500:

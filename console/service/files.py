@@ -113,10 +113,13 @@ async def write_file(
 
 
 async def upload(svc: Service, session_id: str, files: Iterable[tuple[str, str, IO[bytes]]]) -> None:
-    """Upload ``(dest_path, filename, file object)`` items in one multipart request (paired by order)."""
+    """Upload ``(dest_path, filename, file object)`` items in one multipart request, indexed as SDK 0.131
+    sends them (``files[0][dest_path]`` + ``files[0][file]``; docs/service-changes.md §4)."""
     items = list(files)
-    data = {"files[][dest_path]": [dest for dest, _, _ in items]}
-    parts = [("files[][file]", (name, fh, "application/octet-stream")) for _, name, fh in items]
+    data = {f"files[{i}][dest_path]": dest for i, (dest, _, _) in enumerate(items)}
+    parts = [
+        (f"files[{i}][file]", (name, fh, "application/octet-stream")) for i, (_, name, fh) in enumerate(items)
+    ]
     await request(
         svc, "POST", _path(session_id, "upload"), data=data, files=parts, expect="none", timeout=300
     )

@@ -389,7 +389,7 @@ def raise_for_status(svc: Service, response: httpx.Response) -> None:
             message = f"HTTP {status} from the service: {text[:ERROR_BODY_PREVIEW]}"
         else:
             message = f"HTTP {status} from the service ({response.reason_phrase or 'no body'})"
-    cls = errors.error_class_for(status)
+    cls = errors.error_class_for(status, code)
     kwargs: dict[str, Any] = dict(
         status=status,
         code=code,

@@ -10,16 +10,18 @@ from typing import Any
 
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import AuthContext, OrgLimits, Project, ProjectLimits
+from console.service.records import AuthContext, OrgEntitlements, OrgLimits, Project, ProjectLimits
 
 __all__ = [
     "AuthContext",
+    "OrgEntitlements",
     "OrgLimits",
     "Project",
     "ProjectLimits",
     "create_project",
     "delete_project",
     "get_auth_context",
+    "get_entitlements",
     "get_limits",
     "get_org_limits",
     "get_project",
@@ -91,6 +93,10 @@ async def update_org_limits(
         "default_project_max_concurrent_sessions": default_project_max_concurrent_sessions
     }
     return OrgLimits.from_json((await request(svc, "PATCH", "/org/limits", json=body)).data)
+
+
+async def get_entitlements(svc: Service) -> OrgEntitlements:
+    return OrgEntitlements.from_json((await request(svc, "GET", "/org/entitlements")).data)
 
 
 async def get_auth_context(svc: Service) -> AuthContext:

@@ -15,6 +15,7 @@ from console.service.records import Record
 
 __all__ = [
     "CONFIG_FIELDS",
+    "LEGACY_TYPES",
     "STABLE_EXIT_TYPES",
     "TYPES",
     "Proxy",
@@ -26,7 +27,10 @@ __all__ = [
     "rename_proxy",
 ]
 
-TYPES = ("datacenter", "isp", "residential", "mobile", "custom")
+# The types a proxy can be created with (SDK 0.131; docs/service-changes.md §5).
+TYPES = ("isp", "residential", "mobile", "custom")
+# Retired types: existing records are still listed, checked and deleted, never created.
+LEGACY_TYPES = ("datacenter",)
 # The config fields each type takes (notes §11).
 CONFIG_FIELDS = {
     "datacenter": ("country",),
@@ -57,6 +61,11 @@ class Proxy(Record):
     @property
     def stable_exit(self) -> bool:
         return self.type in STABLE_EXIT_TYPES
+
+    @property
+    def legacy(self) -> bool:
+        """A record of a type the service no longer creates."""
+        return self.type in LEGACY_TYPES
 
     @property
     def endpoint(self) -> str | None:

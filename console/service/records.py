@@ -181,6 +181,25 @@ class OrgLimits(Record):
     min_health_check_interval_seconds: int | None = None
     default_project_max_concurrent_sessions: int | None = None
     max_concurrent_sessions: int | None = None
+    # SDK 0.131 (docs/service-changes.md §1); None when the service does not say.
+    concurrent_sessions_used: int | None = None
+    concurrent_sessions_available: int | None = None
+    max_vaults: int | None = None
+    vaults_used: int | None = None
+
+
+class OrgEntitlements(Record):
+    """``GET /org/entitlements``: what the plan allows; nested objects kept as dicts (new features appear
+    often), with a tolerant check for one feature."""
+
+    features: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+
+    def enabled(self, feature: str) -> bool | None:
+        """True/False as the service says; None when it does not mention the feature."""
+        entry = (self.features or {}).get(feature)
+        return entry.get("enabled") if isinstance(entry, dict) else None
 
 
 class AuthContext(Record):

@@ -76,6 +76,12 @@ TYPES = {
     "captcha_solve_result": "captcha",
     "system_oom_kill": "system",
     "service_crashed": "system",
+    # SDK 0.131 (docs/service-changes.md §3).
+    "captcha_solve_started": "captcha",
+    "captcha_challenge_result": "captcha",
+    "cdp_command": "control",
+    "page_crashed": "page",
+    "platform_api_call": "platform",
 }
 
 
@@ -128,13 +134,19 @@ async def list_events(
     since: str | None = None,
     until: str | None = None,
     categories: list[str] | tuple[str, ...] | None = None,
+    types: list[str] | tuple[str, ...] | None = None,
     order: str = "asc",
 ) -> Page[Envelope]:
-    """One page of archived events; ``since``/``until`` take RFC 3339 or a duration such as ``5m``."""
+    """One page of archived events; ``since``/``until`` take RFC 3339 or a duration such as ``5m``.
+
+    ``types`` (SDK 0.131) filters by event type on the service, like ``categories`` within the page; with
+    both, an event must match both.
+    """
     params = {
         "since": since or None,
         "until": until or None,
         "category": list(categories) if categories else None,
+        "type": list(types) if types else None,
         "order": order,
     }
     return await fetch_page(

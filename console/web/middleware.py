@@ -161,6 +161,10 @@ def describe(request, error) -> dict:
             "settings_url": settings_url,
             "status": 502,
         }
+    if isinstance(error, errors.CapReached):
+        from console.web.forms import cap_message
+
+        return {"title": "Project cap reached", "html": cap_message(request, error), "status": 429}
     if isinstance(error, errors.RateLimited):
         return {
             "title": "Service is rate limiting",

@@ -63,7 +63,7 @@ async def test_it_refuses_the_audit_log_to_an_operator(org, operator_client):
 
 @pytest.fixture
 def proxy(tenant):
-    return tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc-east"}).json()
+    return tenant.call("POST", "/proxies", json={"type": "isp", "name": "isp-east"}).json()
 
 
 @pytest.fixture

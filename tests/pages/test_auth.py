@@ -629,3 +629,32 @@ async def test_it_shows_upstream_urls_that_are_not_http_as_text(operator_client,
     for body in (flow, detail, landed):
         assert "Not an http(s) address" in body and hostile.split(":")[1][:8] in body
         assert not re.search(r'(href|src)="(?!data:,")[^"]*(script:|data:)', body, re.IGNORECASE)
+
+
+async def test_it_links_a_connection_to_a_provider_item_picked_by_search(operator_client, tenant):
+    token = "ops_" + "k1l2m3n4o5" * 3
+    tenant.call(
+        "POST",
+        "/org/credential_providers",
+        json={"name": "1p", "provider_type": "onepassword", "token": token},
+    )
+    page = (await operator_client.get(url("new/"))).content.decode()
+    assert 'name="credential_item"' in page and "/credential_providers/picker/" in page
+    picked = await operator_client.get(
+        "/o/acme/credential_providers/picker/", {"credential_item": "stripe"}, headers=hx("provider-items")
+    )
+    options = picked.content.decode()
+    assert options.lstrip().startswith('<datalist id="provider-items">')
+    assert 'value="1p::Shop/Stripe Dashboard"' in options and "GitHub" not in options
+    response = await operator_client.post(url("new/"), form(credential_item="1p::Shop/Stripe Dashboard"))
+    assert response.status_code == 302
+    record = tenant.call("GET", "/auth/connections").json()[0]
+    assert record["credential"] == {"provider": "1p", "path": "Shop/Stripe Dashboard"}
+
+
+async def test_it_refuses_a_malformed_provider_item_without_calling_the_service(operator_client, tenant):
+    response = await operator_client.post(url("new/"), form(credential_item="just-a-name"))
+    assert "provider::Vault/Item" in response.content.decode()
+    both = await operator_client.post(url("new/"), form(credential_item="1p::A/B", credential_name="c"))
+    assert "not both" in both.content.decode()
+    assert tenant.call("GET", "/auth/connections").json() == []

@@ -201,9 +201,23 @@ async def test_it_never_gives_a_viewer_the_live_view_url_in_any_form(viewer_clie
     for response in pages:
         body = response.content.decode()
         assert response.status_code == 200
-        assert token not in body and f"/_sandbox/live/{sid}" not in body and "readOnly" not in body
-        assert "<iframe" not in body and "view=embed" not in body
-        assert "frame-src 'none'" in response["Content-Security-Policy"]
+        assert token not in body  # the interactive token, in any form (with or without readOnly)
+        assert not re.search(rf"/_sandbox/live/{sid}\?jwt={re.escape(token)}", body)
+
+
+async def test_it_never_hands_viewers_the_interactive_live_view_token(viewer_client, quiet):
+    session = create(quiet, name="watch")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    interactive = session["browser_live_view_url"].split("jwt=")[1]
+    assert interactive not in body  # removing readOnly=true from the URL must not make it interactive
+    read_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
+    assert read_only in body
+
+
+async def test_it_says_when_the_browser_is_simulated(viewer_client, quiet):
+    session = create(quiet, name="sim")
+    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
+    assert "simulated browser" in body
 
 
 async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):
@@ -328,6 +342,15 @@ async def test_it_filters_the_pane_by_category_and_type_from_the_url(viewer_clie
     assert "No recent events match these filters" in nothing
 
 
+async def test_it_asks_the_service_to_filter_the_pane_by_type(viewer_client, quiet):
+    sid = create(quiet, telemetry=ON)["session_id"]
+    emit(quiet, sid, "console_log", "console_error")
+    await viewer_client.get(url(f"{sid}/"), {"type": "console_error,page_load"})
+    reads = [r for r in quiet.requests() if r["path"] == f"/browsers/{sid}/telemetry/events"]
+    assert reads and all("type=console_error%2Cpage_load" in r["query"] for r in reads)
+    assert all("category=" not in r["query"] for r in reads)
+
+
 async def test_it_loads_older_history_with_the_cursor(viewer_client, quiet):
     sid = create(quiet, telemetry=ON)["session_id"]
     quiet.control("POST", "telemetry/emit", {"session_id": sid, "count": 120})
@@ -432,3 +455,63 @@ async def test_it_deletes_a_session_after_confirmation(operator_client, viewer_c
     assert entry.target_id == sid
     htmx = await operator_client.post(url(f"{sid}/delete/"), headers={"HX-Request": "true"})
     assert htmx["HX-Redirect"] == url()
+
+
+async def test_it_explains_a_refusal_by_the_projects_cap_and_links_to_its_limits(
+    operator_client, quiet, operator
+):
+    project = quiet.call("POST", "/org/projects", json={"name": "capped"}).json()
+    quiet.call("PATCH", f"/org/projects/{project['id']}/limits", json={"max_concurrent_sessions": 1})
+    membership = await operator.memberships.aget()
+    membership.project_id = project["id"]
+    await membership.asave()
+    quiet.call("POST", "/browsers", json={"headless": True}, headers={"X-Kernel-Project-Id": project["id"]})
+    response = await operator_client.post(url("new/"), FORM)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "cap on concurrent sessions is reached" in body
+    assert f'href="/o/acme/projects/{project["id"]}/#project-limits"' in body
+    entry = await AuditLog.objects.aget(action="browser.create")
+    assert entry.outcome == "error"
+
+
+async def test_it_explains_a_cap_refusal_in_the_banner_where_a_view_does_not_catch_it(operator_client, quiet):
+    quiet.fault(
+        method="DELETE",
+        path="^/browsers/",
+        status=429,
+        code="concurrent_sessions_limit_exceeded",
+        message="2 concurrent sessions would exceed the project's max_concurrent_sessions of 1",
+        count=None,
+    )
+    session = create(quiet, name="doomed")
+    response = await operator_client.post(
+        url(f"{session['session_id']}/delete/"), headers={"HX-Request": "true", "HX-Target": "x"}
+    )
+    assert response["HX-Retarget"] == "#banner"
+    body = response.content.decode()
+    assert "Project cap reached" in body and 'href="/o/acme/projects/' in body
+
+
+async def test_it_renders_sessions_with_newer_enums_and_unknown_fields_raw(viewer_client, quiet):
+    import json as _json
+
+    record = {
+        "session_id": "sess_future1",
+        "created_at": "2026-11-20T10:00:00Z",
+        "cdp_ws_url": "wss://x/cdp?jwt=j",
+        "webdriver_ws_url": "wss://x/s?jwt=j",
+        "headless": True,
+        "stealth": False,
+        "memory": "12GiB",
+        "region": "ap-southeast",
+        "timeout_seconds": 60,
+        "usage_status": "pending",
+        "location": {"locale": "en-SG", "timezone": "Asia/Singapore"},
+        "vaults": [{"id": "vlt_1"}],
+        "video_memory": "4GiB",
+    }
+    quiet.fault(method="GET", path="^/browsers$", status=200, body=_json.dumps([record]))
+    response = await viewer_client.get(url())
+    assert response.status_code == 200
+    assert "ap-southeast" in response.content.decode()

@@ -480,3 +480,19 @@ async def test_it_never_shows_values_or_the_secret_anywhere(admin_client, operat
         row = " ".join(str(v) for v in (entry.action, entry.target_id, entry.detail, entry.request_id))
         assert USERNAME not in row
         assert_no_secret(row)
+
+
+async def test_it_fills_a_new_credential_from_a_provider_item_picked_by_search(admin_client, tenant):
+    token = "ops_" + "p1ck3r" * 5
+    tenant.call(
+        "POST",
+        "/org/credential_providers",
+        json={"name": "1p", "provider_type": "onepassword", "token": token},
+    )
+    page = (await admin_client.get("/o/acme/credentials/new/")).content.decode()
+    assert 'name="credential_item"' in page and "/credential_providers/picker/" in page
+    filled = await admin_client.get("/o/acme/credentials/new/", {"credential_item": "1p::Engineering/GitHub"})
+    body = filled.content.decode()
+    assert 'value="github"' in body and 'value="github.com"' in body and "filled in from GitHub" in body
+    unknown = await admin_client.get("/o/acme/credentials/new/", {"credential_item": "nope::A/B"})
+    assert "No credential provider named" in unknown.content.decode()

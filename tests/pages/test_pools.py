@@ -200,6 +200,8 @@ async def test_it_explains_the_concurrency_cap_at_the_size_field(admin_client, t
     assert response.status_code == 200
     body = response.content.decode()
     assert "default_project_max_concurrent_sessions of 3" in body
+    assert "cap on concurrent sessions is reached" in body
+    assert 'href="/o/acme/projects/' in body and "limits page</a>" in body
 
 
 async def test_it_returns_the_form_partial_to_htmx(admin_client, tenant):

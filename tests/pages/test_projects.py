@@ -259,3 +259,22 @@ async def test_it_returns_to_a_page_of_this_org_after_an_unknown_project(viewer_
     here = "http://testserver/o/acme/browsers/?q=x"
     response = await viewer_client.post(url("select/"), {"project_id": "prj_gone", "next": here})
     assert response["Location"] == "/o/acme/browsers/?q=x"
+
+
+async def test_it_shows_the_organizations_session_usage_beside_the_limits(viewer_client, tenant, project):
+    tenant.call("POST", "/browser_pools", json={"size": 3})
+    body = (await viewer_client.get(f"/o/acme/projects/{project['id']}/")).content.decode()
+    assert "Organization now: <strong>3</strong> of 500 concurrent sessions in use (497 available)" in body
+
+
+async def test_it_renders_org_limits_with_unknown_fields_and_without_the_new_ones(
+    viewer_client, tenant, project
+):
+    import json
+
+    limits = {"max_concurrent_sessions": 50, "max_gpu_sessions": 2, "auth_connections_used": 0}
+    tenant.fault(method="GET", path="^/org/limits$", status=200, body=json.dumps(limits))
+    response = await viewer_client.get(f"/o/acme/projects/{project['id']}/")
+    assert response.status_code == 200
+    assert "organization ceiling: 50" in response.content.decode()
+    assert 'id="org-usage"' not in response.content.decode()

@@ -25,7 +25,14 @@ def posts(tenant, path="/proxies"):
 
 @pytest.fixture
 def proxy(tenant):
-    return tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc-east"}).json()
+    return tenant.call("POST", "/proxies", json={"type": "isp", "name": "dc-east"}).json()
+
+
+@pytest.fixture
+def legacy(tenant):
+    """A datacenter proxy made before the service retired the type."""
+    body = {"name": "old-dc", "config": {"country": "DE"}}
+    return tenant.call("POST", "/_sandbox/proxies/legacy", json=body).json()
 
 
 @pytest.fixture
@@ -42,7 +49,7 @@ async def test_it_lists_type_name_protocol_status_ip_and_last_check(viewer_clien
     tenant.set_clock("2026-04-02T09:30:00Z")
     checked = tenant.call("POST", f"/proxies/{proxy['id']}/check").json()
     body = (await viewer_client.get(url())).content.decode()
-    assert "dc-east" in body and "Datacenter" in body and "https" in body
+    assert "dc-east" in body and "ISP" in body and "https" in body
     assert "available" in body and checked["ip_address"] in body and "2026-04-02 09:30" in body
     assert "corp" in body and "egress.example.net:3128" in body and "not checked" in body
     assert "New proxy" not in body
@@ -138,7 +145,7 @@ async def test_it_never_re_renders_a_submitted_ca_bundle(admin_client, tenant):
         ({"type": "custom", "host": "http://p.example.com", "port": "80"}, "no scheme"),
         ({"type": "custom", "host": "p.example.com", "port": "70000"}, "1 to 65535"),
         ({"type": "custom", "host": "p.example.com", "port": "80", "ca_bundle": "nope"}, "PEM"),
-        ({"type": "datacenter", "country": "USA"}, "two-letter country"),
+        ({"type": "isp", "country": "USA"}, "two-letter country"),
         ({"type": "residential", "country": "US", "city": "new york"}, "No spaces"),
         ({"type": "residential", "city": "paris"}, "A city needs a country"),
         ({"type": "residential", "country": "FR", "zip": "75001"}, "US proxies only"),
@@ -292,3 +299,45 @@ async def test_it_renders_a_banner_when_the_service_fails(viewer_client, tenant)
     response = await viewer_client.get(url(), headers=hx("proxies-table"))
     assert response["HX-Retarget"] == "#banner"
     assert "Traceback" not in response.content.decode()
+
+
+async def test_it_offers_the_current_types_and_defaults_to_isp(admin_client):
+    body = (await admin_client.get(url("new/"))).content.decode()
+    assert 'name="type" value="isp"' in body
+    assert "?type=datacenter" not in body
+    for kind in ("isp", "residential", "mobile", "custom"):
+        assert f"?type={kind}" in body
+
+
+async def test_it_refuses_a_datacenter_create_without_calling_the_service(admin_client, tenant):
+    response = await admin_client.post(url("new/"), {"type": "datacenter", "name": "dc", "protocol": "https"})
+    assert response.status_code == 200
+    assert "can no longer be created" in response.content.decode()
+    assert posts(tenant) == []
+
+
+async def test_it_shows_checks_and_deletes_a_legacy_datacenter_proxy(admin_client, tenant, legacy):
+    listing = (await admin_client.get(url())).content.decode()
+    assert "old-dc" in listing and "Datacenter" in listing
+    detail = await admin_client.get(url(f"{legacy['id']}/"))
+    assert detail.status_code == 200
+    assert "retired" in detail.content.decode()
+    assert (await admin_client.post(url(f"{legacy['id']}/check/"))).status_code == 200
+    confirm = await admin_client.get(url(f"{legacy['id']}/delete/"))
+    assert confirm.status_code == 200
+    assert (await admin_client.post(url(f"{legacy['id']}/delete/"))).status_code == 302
+    assert tenant.call("GET", "/proxies").json() == []
+
+
+async def test_it_renders_a_record_with_an_unknown_type_and_fields_raw(viewer_client, tenant):
+    record = {"id": "proxy_future1", "type": "satellite", "name": "sky", "status": "degraded", "orbit": "leo"}
+    import json
+
+    tenant.fault(method="GET", path="^/proxies$", status=200, body=json.dumps([record]))
+    listing = await viewer_client.get(url())
+    assert listing.status_code == 200
+    assert "Satellite" in listing.content.decode() and "degraded" in listing.content.decode()
+    tenant.fault(method="GET", path="^/proxies/proxy_future1$", status=200, body=json.dumps(record))
+    detail = await viewer_client.get(url("proxy_future1/"))
+    assert detail.status_code == 200
+    assert "sky" in detail.content.decode()

@@ -221,6 +221,53 @@ def test_it_uploads_files_paired_by_order(tenant, session):
     assert unpaired.status_code == 400 and "files" in details(unpaired)
 
 
+def test_it_uploads_every_file_of_the_indexed_form_the_sdk_sends(tenant, session):
+    # SDK 0.131 (lib/multipart.py): files[0][dest_path], files[0][file], files[1][...], ...
+    response = fs(
+        tenant,
+        session,
+        "POST",
+        "upload",
+        files=[
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/one.txt")),
+            ("files[1][dest_path]", (None, "/home/kernel/Desktop/two.txt")),
+            ("files[2][dest_path]", (None, "/home/kernel/Desktop/sub/three.txt")),
+            ("files[0][file]", ("one.txt", b"1", "text/plain")),
+            ("files[1][file]", ("two.txt", b"22", "text/plain")),
+            ("files[2][file]", ("three.txt", b"333", "text/plain")),
+        ],
+    )
+    assert response.status_code == 204, response.text
+    for path, content in (("one.txt", b"1"), ("two.txt", b"22"), ("sub/three.txt", b"333")):
+        read = fs(tenant, session, "GET", "read_file", params={"path": f"/home/kernel/Desktop/{path}"})
+        assert read.content == content
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        # index 1 has a file but no destination
+        [
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/x.txt")),
+            ("files[0][file]", ("x.txt", b"x", "text/plain")),
+            ("files[1][file]", ("y.txt", b"y", "text/plain")),
+        ],
+        # a field the service does not know
+        [
+            ("files[0][dest_path]", (None, "/home/kernel/Desktop/x.txt")),
+            ("files[0][file]", ("x.txt", b"x", "text/plain")),
+            ("files[0][mode]", (None, "600")),
+        ],
+    ],
+)
+def test_it_refuses_an_upload_it_cannot_write_whole_and_writes_nothing(tenant, session, parts):
+    response = fs(tenant, session, "POST", "upload", files=parts)
+    assert response.status_code == 400
+    assert "files" in details(response) or any(k.startswith("files[") for k in details(response))
+    missing = fs(tenant, session, "GET", "file_info", params={"path": "/home/kernel/Desktop/x.txt"})
+    assert missing.status_code == 404
+
+
 def test_it_extracts_a_zip_into_the_destination(tenant, session):
     archive = make_zip(
         {"site/index.html": b"<h1>hi</h1>", "site/css/app.css": b"body{}", "README": b"read me"}
@@ -395,6 +442,27 @@ def test_it_reports_create_write_rename_and_delete(tenant, session):
     }
 
 
+def test_it_never_reports_the_temporary_file_a_write_goes_through(tenant, session):
+    """A write lands in a temporary file renamed into place; a poll that sees it mid-write must not report
+    it (nor turn the one write into a CREATE and a RENAME)."""
+    watch_id = start_watch(tenant, session)
+
+    def slowly():  # the upload stays open across several polls of the watch
+        for _ in range(5):
+            yield b"x" * 1024
+            time.sleep(0.3)  # longer than the watch's 0.2 s scan
+
+    write(tenant, session, "/home/kernel/Desktop/slow.txt", slowly())
+    fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/Desktop/slow.txt"})
+    events = WatchStream(tenant, session, watch_id).read(
+        until=lambda ev: any(e["type"] == "DELETE" for e in ev)
+    )
+    assert kinds(events) == [
+        ("CREATE", "/home/kernel/Desktop/slow.txt"),
+        ("DELETE", "/home/kernel/Desktop/slow.txt"),
+    ]
+
+
 def test_it_reports_directories_and_their_contents(tenant, session):
     watch_id = start_watch(tenant, session)
     upload_zip(tenant, session, make_zip({"x/y.txt": b"y"}), dest="/home/kernel/Downloads/z")
@@ -427,3 +495,208 @@ def test_it_refuses_to_watch_a_missing_directory(tenant, session):
     assert response.status_code == 404
     traversal = fs(tenant, session, "POST", "watch", json={"path": "/home/../.."})
     assert traversal.status_code == 400
+
+
+# Symlinks a session's commands plant ---------------------------------------------------------------
+#
+# The files API runs in the sandbox process (as root when the sandbox is), while a session's commands
+# may create any symlink text: `ln -s /host/dir d` points nowhere inside the confinement but at the host
+# directory in the sandbox's view. No operation may ever follow such a link, even when a command swaps a
+# path component between a directory and a link while the API uses it.
+
+MARKER = b"host secret, never to be read or changed"
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A host directory outside every session: a marker file, a file only it has, a subdirectory."""
+    host = tmp_path / "host"
+    (host / "sub").mkdir(parents=True)
+    (host / "secret.txt").write_bytes(MARKER)
+    (host / "secret.txt").chmod(0o640)
+    (host / "outside-only.txt").write_bytes(MARKER)
+    return host
+
+
+def host_state(host):
+    return sorted(
+        (p.relative_to(host).as_posix(), p.lstat().st_mode, p.read_bytes() if p.is_file() else None)
+        for p in host.rglob("*")
+    )
+
+
+def run(tenant, session, command, *args):
+    response = tenant.call(
+        "POST", f"/browsers/{session}/process/exec", json={"command": command, "args": list(args)}
+    )
+    assert response.status_code == 200 and response.json()["exit_code"] == 0, response.text
+
+
+def zip_names(response):
+    with zipfile.ZipFile(io.BytesIO(response.content)) as bundle:
+        return bundle.namelist(), b"".join(bundle.read(name) for name in bundle.namelist())
+
+
+def leaks(tenant, session, name, outside):
+    """Every files-API operation through ``/tmp/<name>``; returns what each answered that came from the
+    host (expected: nothing)."""
+    base = f"/tmp/{name}"
+    found = []
+    read = fs(tenant, session, "GET", "read_file", params={"path": f"{base}/secret.txt"})
+    if MARKER in read.content:
+        found.append("read_file")
+    info = fs(tenant, session, "GET", "file_info", params={"path": f"{base}/outside-only.txt"})
+    if info.status_code == 200:
+        found.append("file_info")
+    listed = fs(tenant, session, "GET", "list_files", params={"path": base})
+    if "outside-only.txt" in listed.text:
+        found.append("list_files")
+    zipped = fs(tenant, session, "GET", "download_dir_zip", params={"path": base})
+    if zipped.status_code == 200 and MARKER in zip_names(zipped)[1]:
+        found.append("download_dir_zip")
+    whole = fs(tenant, session, "GET", "download_dir_zip", params={"path": "/tmp"})
+    if whole.status_code == 200 and MARKER in zip_names(whole)[1]:
+        found.append("download_dir_zip of the parent")
+    fs(tenant, session, "PUT", "write_file", params={"path": f"{base}/secret.txt"}, content=b"pwned")
+    fs(tenant, session, "PUT", "write_file", params={"path": f"{base}/planted.txt"}, content=b"pwned")
+    fs(
+        tenant,
+        session,
+        "POST",
+        "upload",
+        files=[
+            ("files[][dest_path]", (None, f"{base}/uploaded.txt")),
+            ("files[][file]", ("u.txt", b"pwned", "text/plain")),
+        ],
+    )
+    upload_zip(tenant, session, make_zip({"zipped.txt": b"pwned", "secret.txt": b"pwned"}), dest=base)
+    upload_zip(tenant, session, make_zip({"deeper.txt": b"pwned"}), dest=f"{base}/sub/deeper")
+    fs(tenant, session, "PUT", "create_directory", json={"path": f"{base}/made"})
+    fs(tenant, session, "PUT", "set_file_permissions", json={"path": f"{base}/secret.txt", "mode": "777"})
+    moved = fs(
+        tenant, session, "PUT", "move", json={"src_path": f"{base}/secret.txt", "dest_path": "/tmp/stolen"}
+    )
+    if moved.status_code == 204:
+        stolen = fs(tenant, session, "GET", "read_file", params={"path": "/tmp/stolen"})
+        if MARKER in stolen.content:
+            found.append("move (src)")
+    write(tenant, session, "/tmp/plant.txt", b"pwned")
+    fs(tenant, session, "PUT", "move", json={"src_path": "/tmp/plant.txt", "dest_path": f"{base}/moved.txt"})
+    fs(tenant, session, "PUT", "delete_file", json={"path": f"{base}/outside-only.txt"})
+    fs(tenant, session, "PUT", "delete_directory", json={"path": f"{base}/sub"})
+    watch = fs(tenant, session, "POST", "watch", json={"path": base, "recursive": True})
+    if watch.status_code == 201:
+        fs(tenant, session, "DELETE", f"watch/{watch.json()['watch_id']}")
+    return found
+
+
+def test_it_never_follows_a_symlink_a_command_planted_towards_the_host(tenant, session, outside):
+    before = host_state(outside)
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/out")
+    run(tenant, session, "ln", "-s", f"{outside}/secret.txt", "/tmp/outfile")
+    run(tenant, session, "ln", "-s", "../../../../../../../../../../../.." + str(outside), "/tmp/up")
+    assert leaks(tenant, session, "out", outside) == []
+    assert leaks(tenant, session, "up", outside) == []
+    for path in ("/tmp/outfile", "/tmp/out/secret.txt"):
+        read = fs(tenant, session, "GET", "read_file", params={"path": path})
+        assert MARKER not in read.content
+    fs(tenant, session, "PUT", "write_file", params={"path": "/tmp/outfile"}, content=b"pwned")
+    fs(tenant, session, "PUT", "set_file_permissions", json={"path": "/tmp/outfile", "mode": "777"})
+    fs(tenant, session, "PUT", "delete_file", json={"path": "/tmp/outfile"})
+    assert host_state(outside) == before
+
+
+def test_it_refuses_a_symlinked_directory_on_the_way_with_the_outside_error(tenant, session, outside):
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/out")
+    for method, op, kwargs in [
+        ("GET", "read_file", {"params": {"path": "/tmp/out/secret.txt"}}),
+        ("GET", "list_files", {"params": {"path": "/tmp/out"}}),
+        ("PUT", "write_file", {"params": {"path": "/tmp/out/new.txt"}, "content": b"x"}),
+        ("PUT", "create_directory", {"json": {"path": "/tmp/out/new"}}),
+    ]:
+        response = fs(tenant, session, method, op, **kwargs)
+        assert response.status_code == 400, (op, response.text)
+        assert "outside" in details(response)["path"]
+
+
+def test_it_follows_a_relative_symlink_that_stays_inside_the_session(tenant, session):
+    write(tenant, session, "/home/kernel/Downloads/report.txt", b"inside")
+    run(tenant, session, "ln", "-s", "../home/kernel/Downloads", "/tmp/dl")
+    read = fs(tenant, session, "GET", "read_file", params={"path": "/tmp/dl/report.txt"})
+    assert read.status_code == 200 and read.content == b"inside"
+    write(tenant, session, "/tmp/dl/second.txt", b"2")
+    assert "second.txt" in listing(tenant, session, "/home/kernel/Downloads")
+    assert listing(tenant, session, "/tmp")["dl"]["mode"].startswith("l")
+
+
+# Renames keep `d` a directory or a link to the host almost all the time, switching every tenth of a
+# millisecond or so, so a check of `d` and the use that follows it often see different things.
+SWAPPER = """
+import os, shutil, sys, time
+os.chdir("/tmp")
+while True:
+    try:
+        os.makedirs("real/sub", exist_ok=True)
+        if not os.path.exists("real/secret.txt"):
+            with open("real/secret.txt", "w") as f:
+                f.write("inside")
+        if not os.path.islink("link"):
+            os.symlink(sys.argv[1], "link")
+        for _ in range(1000):
+            os.rename("real", "d")
+            time.sleep(0.0001)
+            os.rename("d", "real")
+            os.rename("link", "d")
+            time.sleep(0.0001)
+            os.rename("d", "link")
+    except OSError:
+        if os.path.islink("d"):
+            os.unlink("d")
+        elif os.path.isdir("d"):
+            shutil.rmtree("d", ignore_errors=True)
+"""
+
+
+def test_it_never_reaches_the_host_while_a_command_swaps_a_directory_for_a_symlink(tenant, session, outside):
+    before = host_state(outside)
+    started = tenant.call(
+        "POST",
+        f"/browsers/{session}/process/spawn",
+        json={"command": "python3", "args": ["-c", SWAPPER, str(outside)], "timeout_sec": 120},
+    )
+    assert started.status_code in (200, 201), started.text
+    process_id = started.json()["process_id"]
+    try:
+        time.sleep(0.3)
+        found = set()
+        for _ in range(12):  # 12 rounds of every operation: about two hundred requests
+            found.update(leaks(tenant, session, "d", outside))
+            assert host_state(outside) == before, "the files API changed the host's files"
+        assert found == set()
+        status = tenant.call("GET", f"/browsers/{session}/process/{process_id}/status").json()
+        assert status["state"] == "running"  # the swapper was racing all along
+    finally:
+        tenant.call("POST", f"/browsers/{session}/process/{process_id}/kill", json={"signal": "KILL"})
+    assert host_state(outside) == before
+
+
+def test_it_deletes_a_directory_holding_links_to_the_host_without_following_them(tenant, session, outside):
+    before = host_state(outside)
+    run(tenant, session, "mkdir", "-p", "/tmp/box/inner")
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/box/out")
+    run(tenant, session, "ln", "-s", str(outside), "/tmp/box/inner/out")
+    response = fs(tenant, session, "PUT", "delete_directory", json={"path": "/tmp/box"})
+    assert response.status_code == 204, response.text
+    assert "box" not in listing(tenant, session, "/tmp")
+    assert host_state(outside) == before
+
+
+def test_it_answers_at_once_for_a_fifo_a_command_left(tenant, session):
+    run(tenant, session, "mkfifo", "/tmp/pipe")
+    response = httpx.get(
+        f"{tenant.url}/browsers/{session}/fs/read_file",
+        params={"path": "/tmp/pipe"},
+        headers={"Authorization": f"Bearer {tenant.api_key}"},
+        timeout=5,
+    )
+    assert response.status_code == 400 and "regular file" in details(response)["path"]

@@ -38,7 +38,7 @@ def test_it_creates_a_session_with_the_defaults_of_the_notes(tenant):
 
 def test_it_creates_a_session_with_every_option(tenant):
     profile = tenant.call("POST", "/profiles", json={"name": "shop-login"}).json()
-    proxy = tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc-1"}).json()
+    proxy = tenant.call("POST", "/proxies", json={"type": "isp", "name": "dc-1"}).json()
     session = create(
         tenant,
         name="checkout-1",

@@ -162,3 +162,27 @@ def test_it_seeds_real_extension_archives(demo_tenant):
         assert hashlib.sha256(content).hexdigest() == record["checksum"]
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
             assert any(n.endswith("manifest.json") for n in archive.namelist())
+
+
+def test_it_answers_from_chrome_store_on_its_own_route_and_says_it_cannot_reach_the_store(tenant):
+    url = "https://chromewebstore.google.com/detail/ublock-origin/cjpalhdlnbpafiamejdnhcphjbkeiagm"
+    response = tenant.call("GET", "/extensions/from_chrome_store", params={"url": url, "os": "linux"})
+    assert response.status_code == 503
+    body = response.json()
+    assert body["code"] == "chrome_store_unreachable"
+    assert "cannot reach the Chrome Web Store" in body["message"]
+    assert "was not found" not in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({}, "url"),
+        ({"url": "https://example.com/extension"}, "url"),
+        ({"url": "https://chromewebstore.google.com/detail/x/abc", "os": "beos"}, "os"),
+    ],
+)
+def test_it_checks_the_chrome_store_query_first(tenant, params, field):
+    response = tenant.call("GET", "/extensions/from_chrome_store", params=params)
+    assert response.status_code == 400
+    assert field in [d["code"] for d in response.json()["details"]]

@@ -124,7 +124,7 @@ def test_it_resolves_a_profile_by_name_and_ignores_save_changes(tenant):
 
 
 def test_it_accepts_extensions_and_proxies_of_the_project(tenant):
-    proxy = tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc"})
+    proxy = tenant.call("POST", "/proxies", json={"type": "isp", "name": "dc"})
     assert proxy.status_code in (200, 201), proxy.text
     pool = create(tenant, size=1, proxy_id=proxy.json()["id"])
     assert pool["browser_pool_config"]["proxy_id"] == proxy.json()["id"]
@@ -267,10 +267,10 @@ def test_it_caps_the_sum_of_pool_sizes_by_the_project_limit(tenant):
     scope = {"X-Kernel-Project": "capped"}
     assert tenant.call("POST", "/browser_pools", json={"size": 6}, headers=scope).status_code == 201
     over = tenant.call("POST", "/browser_pools", json={"size": 5}, headers=scope)
-    error = error_of(over, 409)
-    assert error["code"] == "session_limit_exceeded"
+    error = error_of(over, 429)
+    assert error["code"] == "concurrent_sessions_limit_exceeded"
     assert "max_concurrent_sessions of 10" in error["message"]
-    assert fields(error) == ["size"]
+    assert fields(error) == ["max_concurrent_sessions"]
     assert tenant.call("POST", "/browser_pools", json={"size": 4}, headers=scope).status_code == 201
 
 
@@ -278,7 +278,7 @@ def test_it_applies_the_cap_when_a_pool_grows(tenant):
     tenant.call("PATCH", "/org/limits", json={"default_project_max_concurrent_sessions": 5})
     pool = create(tenant, size=3)
     grown = tenant.call("PATCH", f"/browser_pools/{pool['id']}", json={"size": 6})
-    assert "default_project_max_concurrent_sessions" in error_of(grown, 409)["message"]
+    assert "default_project_max_concurrent_sessions" in error_of(grown, 429)["message"]
     assert tenant.call("PATCH", f"/browser_pools/{pool['id']}", json={"size": 5}).status_code == 200
 
 

@@ -30,7 +30,7 @@ def details(response) -> dict:
 @pytest.mark.parametrize(
     ("kind", "config", "expected"),
     [
-        ("datacenter", {}, {"country": "US"}),
+        ("isp", {}, {"country": "US"}),
         ("isp", {"country": "gb"}, {"country": "GB"}),
         (
             "residential",
@@ -94,9 +94,9 @@ def test_it_says_a_custom_proxy_without_password_has_none(tenant):
     [
         ({}, "type"),
         ({"type": "satellite"}, "type"),
-        ({"type": "datacenter", "protocol": "socks5"}, "protocol"),
-        ({"type": "datacenter", "config": {"country": "USA"}}, "config.country"),
-        ({"type": "datacenter", "config": {"city": "paris"}}, "config.city"),
+        ({"type": "isp", "protocol": "socks5"}, "protocol"),
+        ({"type": "isp", "config": {"country": "USA"}}, "config.country"),
+        ({"type": "isp", "config": {"city": "paris"}}, "config.city"),
         ({"type": "residential", "config": {"city": "new york", "country": "US"}}, "config.city"),
         ({"type": "residential", "config": {"city": "paris"}}, "config.city"),
         ({"type": "residential", "config": {"os": "linux"}}, "config.os"),
@@ -122,7 +122,7 @@ def test_it_refuses_bad_create_bodies_with_field_details(tenant, body, field):
 
 
 def test_it_allows_duplicate_names_and_renames_only(tenant):
-    first = create(tenant, type="datacenter", name="shared")
+    first = create(tenant, type="isp", name="shared")
     second = create(tenant, type="isp", name="shared")
     assert first["id"] != second["id"]
     listed = tenant.call("GET", "/proxies", params={"name": "shared"}).json()
@@ -137,7 +137,7 @@ def test_it_allows_duplicate_names_and_renames_only(tenant):
 
 
 def test_it_lists_by_query_over_name_host_ip_and_exact_id(tenant):
-    dc = create(tenant, type="datacenter", name="frankfurt-dc")
+    dc = create(tenant, type="isp", name="frankfurt-isp")
     corp = custom(tenant)
     checked = tenant.call("POST", f"/proxies/{dc['id']}/check").json()
 
@@ -153,7 +153,7 @@ def test_it_lists_by_query_over_name_host_ip_and_exact_id(tenant):
 
 def test_it_pages_with_the_service_headers(tenant):
     for n in range(5):
-        create(tenant, type="datacenter", name=f"dc-{n}")
+        create(tenant, type="isp", name=f"dc-{n}")
     page = tenant.call("GET", "/proxies", params={"limit": 2, "offset": 2})
     assert [p["name"] for p in page.json()] == ["dc-2", "dc-3"]
     assert page.headers["X-Has-More"] == "true"
@@ -183,7 +183,7 @@ def test_it_keeps_soft_deleted_records_in_the_sandbox_state():
 
 
 def test_it_checks_health_and_records_status_ip_and_time(tenant):
-    proxy = create(tenant, type="datacenter", name="dc")
+    proxy = create(tenant, type="isp", name="dc")
     tenant.set_clock("2026-03-01T12:00:00Z")
     checked = tenant.call("POST", f"/proxies/{proxy['id']}/check")
     assert checked.status_code == 200
@@ -224,7 +224,7 @@ def test_it_uses_a_public_custom_host_ip_as_the_exit_ip(tenant):
 
 
 def test_it_does_not_store_the_outcome_of_a_check_with_a_target(tenant):
-    proxy = create(tenant, type="datacenter")
+    proxy = create(tenant, type="isp")
     before = tenant.call("POST", f"/proxies/{proxy['id']}/check").json()
     tenant.advance(3600)
     targeted = tenant.call("POST", f"/proxies/{proxy['id']}/check", json={"url": "https://shop.invalid/"})
@@ -263,7 +263,7 @@ def test_it_tests_the_target_only_for_stable_exit_types(tenant):
     ],
 )
 def test_it_refuses_a_target_that_is_not_public_http(tenant, url):
-    proxy = create(tenant, type="datacenter")
+    proxy = create(tenant, type="isp")
     response = tenant.call("POST", f"/proxies/{proxy['id']}/check", json={"url": url})
     assert response.status_code == 400
     assert "url" in details(response)
@@ -272,7 +272,7 @@ def test_it_refuses_a_target_that_is_not_public_http(tenant, url):
 
 def test_it_scopes_proxies_to_the_project(tenant):
     other = tenant.call("POST", "/org/projects", json={"name": "other"}).json()
-    proxy = create(tenant, type="datacenter", name="mine")
+    proxy = create(tenant, type="isp", name="mine")
     headers = {"X-Kernel-Project-Id": other["id"]}
     assert tenant.call("GET", "/proxies", headers=headers).json() == []
     assert tenant.call("GET", f"/proxies/{proxy['id']}", headers=headers).status_code == 404
@@ -280,6 +280,50 @@ def test_it_scopes_proxies_to_the_project(tenant):
 
 def test_it_seeds_every_type_in_the_demo(demo_tenant):
     proxies = demo_tenant.call("GET", "/proxies", params={"limit": 100}).json()
+    # A datacenter proxy created before the type was retired is still listed (demo: legacy records).
     assert {p["type"] for p in proxies} == {"datacenter", "isp", "residential", "mobile", "custom"}
     assert {p["status"] for p in proxies if "status" in p} == {"available", "unavailable"}
     assert "demo-proxy-password" not in demo_tenant.call("GET", "/proxies").text
+
+
+def test_it_refuses_to_create_a_retired_datacenter_proxy(tenant):
+    response = tenant.call("POST", "/proxies", json={"type": "datacenter", "name": "dc"})
+    assert response.status_code == 400
+    assert "isp, residential, mobile, custom" in details(response)["type"]
+    assert tenant.call("GET", "/proxies").json() == []
+
+
+def legacy(tenant, name="old-dc"):
+    response = tenant.call(
+        "POST", "/_sandbox/proxies/legacy", json={"name": name, "config": {"country": "DE"}}
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def test_it_keeps_showing_checking_renaming_and_deleting_a_legacy_datacenter_proxy(tenant):
+    old = legacy(tenant)
+    assert old["type"] == "datacenter"
+    assert [p["id"] for p in tenant.call("GET", "/proxies").json()] == [old["id"]]
+    assert tenant.call("GET", f"/proxies/{old['id']}").json()["config"] == {"country": "DE"}
+    assert tenant.call("POST", f"/proxies/{old['id']}/check").json()["status"] == "available"
+    assert tenant.call("PATCH", f"/proxies/{old['id']}", json={"name": "older"}).status_code == 200
+    assert tenant.call("DELETE", f"/proxies/{old['id']}").status_code == 204
+    assert tenant.call("GET", "/proxies").json() == []
+
+
+def test_it_reads_checks_renames_and_deletes_a_proxy_by_name(tenant):
+    proxy = create(tenant, type="isp", name="by-name")
+    assert tenant.call("GET", "/proxies/by-name").json()["id"] == proxy["id"]
+    assert tenant.call("POST", "/proxies/by-name/check").json()["id"] == proxy["id"]
+    assert tenant.call("PATCH", "/proxies/by-name", json={"name": "renamed"}).json()["id"] == proxy["id"]
+    assert tenant.call("DELETE", "/proxies/renamed").status_code == 204
+    assert tenant.call("GET", "/proxies/renamed").status_code == 404
+
+
+def test_it_refuses_an_ambiguous_name_and_says_to_use_the_id(tenant):
+    create(tenant, type="isp", name="twin")
+    create(tenant, type="mobile", name="twin")
+    response = tenant.call("GET", "/proxies/twin")
+    assert response.status_code == 409
+    assert response.json()["code"] == "proxy_name_ambiguous"

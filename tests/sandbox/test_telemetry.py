@@ -159,6 +159,23 @@ def test_it_filters_categories_within_a_page(quiet):
     assert page(quiet, sid, category="nonsense").json() == []
 
 
+def test_it_filters_types_within_a_page_and_with_categories(quiet):
+    sid = session(quiet)
+    crashed = {"type": "page_crashed", "category": "page"}  # SDK 0.131 adds the type
+    kinds = ["network_request"] * 3 + ["console_log", "page_load", "console_error", crashed]
+    emitted = emit(quiet, sid, *kinds)
+    assert seqs(page(quiet, sid, type="console_error", limit=100)) == [emitted[5]]
+    assert seqs(page(quiet, sid, type="console_log,page_load", limit=100)) == emitted[3:5]
+    repeated = quiet.call(
+        "GET", f"/browsers/{sid}/telemetry/events?type=console_log&type=page_crashed&limit=100"
+    )
+    assert seqs(repeated) == [emitted[3], emitted[6]]
+    # With a category as well, an event must match both.
+    assert seqs(page(quiet, sid, type="console_log,page_load", category="page", limit=100)) == [emitted[4]]
+    thin = page(quiet, sid, type="console_log", limit=3)
+    assert thin.json() == [] and thin.headers["X-Has-More"] == "true"
+
+
 def test_it_reads_newest_first_with_desc(quiet):
     sid = session(quiet)
     emitted = emit(quiet, sid, count=25)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.service import Conflict, Invalid, NotFound, browsers
+from console.service import CapReached, Conflict, Invalid, NotFound, browsers
 
 LONG = 259_200
 
@@ -59,3 +59,12 @@ async def test_it_lists_one_page_with_filters_and_tags(service):
     assert sorted(s.name for s in tagged) == ["blue-three", "green-two"]
     assert [s.name for s in await browsers.list_sessions(service, query="red-one")] == ["red-one"]
     assert (await browsers.list_sessions(service, status="deleted")).items == []
+
+
+async def test_it_raises_cap_reached_when_the_project_is_at_its_sessions_cap(service, tenant):
+    tenant.call("PATCH", "/org/projects/default/limits", json={"max_concurrent_sessions": 1})
+    await browsers.create_session(service, headless=True)
+    with pytest.raises(CapReached) as caught:
+        await browsers.create_session(service, headless=True)
+    assert caught.value.cap == "max_concurrent_sessions"
+    assert caught.value.details == [{"code": "max_concurrent_sessions", "message": "1 of 1 in use"}]

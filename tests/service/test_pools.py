@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.service import Conflict, Invalid, NotFound, pools, profiles
+from console.service import CapReached, Conflict, Invalid, NotFound, pools, profiles
 
 
 async def test_it_creates_and_reads_a_pool_with_its_configuration(service):
@@ -85,8 +85,13 @@ async def test_it_lists_a_page_and_sums_the_pooled_capacity(service):
     assert await pools.pooled_capacity(service) == 6
 
 
-async def test_it_raises_conflict_over_the_project_cap(service, tenant):
+async def test_it_raises_cap_reached_over_the_project_cap(service, tenant):
     tenant.call("PATCH", "/org/limits", json={"default_project_max_concurrent_sessions": 3})
-    with pytest.raises(Conflict) as caught:
+    with pytest.raises(CapReached) as caught:
         await pools.create_pool(service, size=4)
-    assert caught.value.code == "session_limit_exceeded"
+    assert (caught.value.code, caught.value.cap) == (
+        "concurrent_sessions_limit_exceeded",
+        "max_concurrent_sessions",
+    )
+    # Refused creates are never retried (the sandbox saw one POST).
+    assert [r["method"] for r in tenant.requests() if r["path"] == "/browser_pools"] == ["POST"]

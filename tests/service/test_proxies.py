@@ -8,8 +8,8 @@ SECRET = "s3cret-proxy-pass"
 
 
 async def test_it_creates_each_type_with_its_config(service):
-    dc = await proxies.create_proxy(service, type="datacenter", name="dc", config={"country": ""})
-    assert (dc.type, dc.name, dc.protocol, dc.config) == ("datacenter", "dc", "https", {"country": "US"})
+    dc = await proxies.create_proxy(service, type="isp", name="dc", config={"country": ""})
+    assert (dc.type, dc.name, dc.protocol, dc.config) == ("isp", "dc", "https", {"country": "US"})
     assert dc.status is None and dc.last_checked is None
     resi = await proxies.create_proxy(
         service, type="residential", config={"country": "US", "city": "austin", "os": "android"}
@@ -57,7 +57,7 @@ async def test_it_lists_renames_and_soft_deletes(service):
 
 
 async def test_it_checks_health_with_and_without_a_target(service):
-    proxy = await proxies.create_proxy(service, type="datacenter")
+    proxy = await proxies.create_proxy(service, type="isp")
     checked = await proxies.check_proxy(service, proxy.id)
     assert checked.available
     assert checked.ip_address
@@ -68,3 +68,12 @@ async def test_it_checks_health_with_and_without_a_target(service):
     with pytest.raises(Invalid) as caught:
         await proxies.check_proxy(service, proxy.id, url="http://localhost/")
     assert "url" in caught.value.field_errors
+
+
+async def test_it_reads_a_proxy_by_name_and_a_legacy_datacenter_record(service, tenant):
+    named = await proxies.create_proxy(service, type="isp", name="east-isp")
+    assert (await proxies.get_proxy(service, "east-isp")).id == named.id
+    tenant.call("POST", "/_sandbox/proxies/legacy", json={"name": "old-dc"})
+    old = (await proxies.list_proxies(service, name="old-dc")).items[0]
+    assert (old.type, old.legacy, named.legacy) == ("datacenter", True, False)
+    await proxies.delete_proxy(service, old.id)

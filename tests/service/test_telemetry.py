@@ -68,3 +68,12 @@ async def test_it_streams_envelopes_and_resumes(service, quiet):
     later = [await asyncio.wait_for(anext(resumed), 5) for _ in range(2)]
     await resumed.aclose()
     assert [e.seq for e in later] == seqs[1:]
+
+
+async def test_it_filters_by_type_on_the_service(service, tenant):
+    session = tenant.call("POST", "/browsers", json={"telemetry": {"enabled": True}}).json()
+    sid = session["session_id"]
+    kinds = [{"type": t} for t in ("console_log", "console_error", "page_load")]
+    tenant.control("POST", "telemetry/emit", {"session_id": sid, "events": kinds})
+    page = await telemetry.list_events(service, sid, limit=100, types=["console_error", "page_load"])
+    assert {e.kind for e in page.items} == {"console_error", "page_load"}

@@ -25,10 +25,10 @@ def labels(groups):
 def test_it_groups_the_sections_with_the_overview_first(sections):
     assert labels(context_processors._nav_groups("acme", "admin")) == [
         ("", ["Overview"]),
-        ("Browsers", ["Sessions", "Pools", "Profiles", "Proxies", "Extensions"]),
-        ("Auth", ["Connections", "Credentials"]),
+        ("Browsers", ["Sessions", "Pools", "Profiles", "Proxies", "Extensions", "Telemetry export"]),
+        ("Auth", ["Connections", "Credentials", "Providers", "Vaults"]),
         ("Apps", ["Apps", "Invocations", "Deployments"]),
-        ("Organization", ["Projects", "Members", "Audit", "Settings"]),
+        ("Organization", ["Projects", "Members", "API keys", "Audit", "Service audit", "Settings"]),
     ]
 
 
@@ -38,10 +38,10 @@ def test_it_shows_a_viewer_only_what_a_viewer_may_open(sections):
 
 
 def test_it_slots_a_new_section_in_by_one_line_once_its_url_resolves(sections):
-    sections.append(nav.Section("API keys", "api_keys:list", "admin", nav.ORGANIZATION))
+    sections.append(nav.Section("Secrets", "secrets:list", "admin", nav.ORGANIZATION))
     sections.append(nav.Section("Browsers again", "browsers:list", "viewer", nav.BROWSERS))
     groups = dict(labels(context_processors._nav_groups("acme", "admin")))
-    assert "API keys" not in groups["Organization"]  # no such URL yet: not shown
+    assert "Secrets" not in groups["Organization"]  # no such URL yet: not shown
     assert groups["Browsers"][-1] == "Browsers again"
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.browsers.panes import computer, files, processes
+from console.browsers.panes import computer, files, processes, tools
 
 app_name = "panes"
 
@@ -31,4 +31,8 @@ urlpatterns = [
     path("computer/screenshot.png", computer.screenshot, name="screenshot"),
     path("computer/batch/", computer.batch, name="batch"),
     path("computer/<str:action>/", computer.computer_action, name="computer-action"),
+    path("tools/", tools.tools_pane, name="tools"),
+    path("tools/curl/", tools.curl, name="curl"),
+    path("tools/extensions/", tools.load_extension, name="extensions"),
+    path("tools/logs/", tools.logs_stream, name="logs-stream"),
 ]

@@ -5,12 +5,18 @@ seeded in this order, so a resource that references another comes after it).
 """
 
 from console.sandbox.resources import (
+    api_keys,
     apps,
+    audit_logs,
     auth_connections,
     browser_computer,
     browser_files,
     browser_processes,
+    browser_replays,
+    browser_tools,
+    browser_vm,
     browsers,
+    credential_providers,
     credentials,
     deployments,
     extensions,
@@ -20,10 +26,16 @@ from console.sandbox.resources import (
     projects,
     proxies,
     telemetry,
+    telemetry_destinations,
+    vaults,
 )
 
 RESOURCES = [
     projects,
+    api_keys,
+    telemetry_destinations,
+    credential_providers,
+    vaults,
     credentials,
     proxies,
     extensions,
@@ -37,5 +49,9 @@ RESOURCES = [
     browser_processes,
     browser_files,
     browser_computer,
+    browser_replays,
+    browser_tools,
+    browser_vm,
     telemetry,
+    audit_logs,
 ]

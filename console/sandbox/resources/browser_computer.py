@@ -1,10 +1,20 @@
 """Computer actions on a browser session (notes §3): mouse, keyboard, scroll, drag, cursor, clipboard,
 batches and screenshots.
 
-The sandbox has no real screen. It keeps what an operator can observe: the pointer position (the middle
-of the viewport at first), the scroll offset, the cursor visibility, the clipboard, the last clicks and
-actions, and a simple page layout (header, search box, product image, title, "Add to cart" button,
-footer) that clicks land on.
+Under the Chromium engine (``console/sandbox/engine.py``) every action, once its body is checked, is real
+input to the session's page through Playwright's mouse and keyboard (``back``/``forward`` buttons through
+CDP ``Input.dispatchMouseEvent``): xdotool key names (``Return``, ``Ctrl+t``, ``Page_Down``) are mapped to
+Playwright's, ``num_clicks`` is a real multi-click (2 is a double click), a wheel unit scrolls 100 px,
+``hold_keys`` are held down around the action. The page itself reports clicks, keys and scrolls as
+interaction telemetry (``page_events``), so nothing is synthesized. ``screenshot`` is the page's PNG at
+the viewport size (or of ``region``). The pointer position is the last one sent; the clipboard stays the
+sandbox's own (a headless browser has no system clipboard). A key Chromium does not know is 400 like any
+other bad field; a page that fails or does not answer in time is 503 ``browser_unavailable``.
+
+Under the simulated engine the sandbox has no real screen. It keeps what an operator can observe: the
+pointer position (the middle of the viewport at first), the scroll offset, the cursor visibility, the
+clipboard, the last clicks and actions, and a simple page layout (header, search box, product image,
+title, "Add to cart" button, footer) that clicks land on.
 
 Choices where the contract and the notes are silent (the lead copies them into the docs):
 
@@ -30,6 +40,7 @@ Choices where the contract and the notes are silent (the lead copies them into t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import struct
 import zlib
@@ -40,6 +51,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from console.sandbox import engine
 from console.sandbox.errors import ApiError, invalid
 from console.sandbox.http import endpoint, no_content, ok, read_json
 from console.sandbox.state import Tenant
@@ -234,6 +246,106 @@ def _unknown(body: dict, allowed: set[str]) -> None:
         raise ActionError(extra[0], "is not a field of this action")
 
 
+# Real input ----------------------------------------------------------------------------------------
+
+KEYSYMS = {
+    "return": "Enter",
+    "kp_enter": "Enter",
+    "enter": "Enter",
+    "backspace": "Backspace",
+    "escape": "Escape",
+    "esc": "Escape",
+    "tab": "Tab",
+    "space": " ",
+    "delete": "Delete",
+    "insert": "Insert",
+    "home": "Home",
+    "end": "End",
+    "up": "ArrowUp",
+    "down": "ArrowDown",
+    "left": "ArrowLeft",
+    "right": "ArrowRight",
+    "page_up": "PageUp",
+    "prior": "PageUp",
+    "page_down": "PageDown",
+    "next": "PageDown",
+    "ctrl": "Control",
+    "control": "Control",
+    "control_l": "Control",
+    "control_r": "Control",
+    "alt": "Alt",
+    "alt_l": "Alt",
+    "alt_r": "Alt",
+    "shift": "Shift",
+    "shift_l": "Shift",
+    "shift_r": "Shift",
+    "super": "Meta",
+    "super_l": "Meta",
+    "meta": "Meta",
+    "cmd": "Meta",
+}
+CDP_BUTTONS = {"back": "back", "forward": "forward"}
+MAX_DRAG_DELAY_S = 1.0
+
+
+def playwright_key(combination: str) -> str:
+    """An xdotool key (``Ctrl+Shift+t``, ``Return``) as Playwright names it (``Control+Shift+t``)."""
+    parts = []
+    for part in combination.split("+"):
+        mapped = KEYSYMS.get(part.lower())
+        if mapped is None and len(part) > 1 and part[0] in "fF" and part[1:].isdigit():
+            mapped = part.upper()
+        parts.append(mapped or part)
+    return "+".join(parts)
+
+
+async def _live(request: Request, record: dict):
+    """The session's running page under the Chromium engine (woken if needed), else None."""
+    if record.get("_engine") != "chromium":
+        return None
+    live = await engine.get().live(request.state.tenant, record)
+    return live
+
+
+async def _keys_down(live, keys: list[str], field: str = "hold_keys") -> None:
+    for key in keys:
+        await _key(live.page.keyboard.down(playwright_key(key)), field, key)
+
+
+async def _keys_up(live, keys: list[str]) -> None:
+    for key in reversed(keys):
+        with contextlib.suppress(Exception):
+            await live.page.keyboard.up(playwright_key(key))
+
+
+async def _key(awaitable, field: str, key: str):
+    """A keyboard call whose unknown key is the caller's mistake (400), not the browser's."""
+    try:
+        return await engine.guarded(awaitable, "the page")
+    except ApiError as exc:
+        message = (exc.inner_error or {}).get("message", "")
+        if "Unknown key" in message:
+            raise ActionError(field, f"{key!r} is not a key name (e.g. Return, Tab, Ctrl+t)") from None
+        raise
+
+
+async def _held(live, body: dict, action) -> None:
+    keys = body.get("hold_keys") or []
+    await _keys_down(live, keys)
+    try:
+        await engine.guarded(action(), "the page")
+    finally:
+        await _keys_up(live, keys)
+
+
+async def _press_button(live, x: int, y: int, button: str, kind: str, clicks: int = 1) -> None:
+    """Mouse buttons Playwright has no name for (back, forward) go through CDP."""
+    await live.cdp.send(
+        "Input.dispatchMouseEvent",
+        {"type": kind, "x": x, "y": y, "button": CDP_BUTTONS[button], "clickCount": clicks},
+    )
+
+
 # Actions -------------------------------------------------------------------------------------------
 # Each checks its whole body first, then applies it, and returns the telemetry it produced.
 
@@ -243,7 +355,11 @@ async def act_move_mouse(request: Request, record: dict, body: dict) -> list:
     x, y = _point(record, body)
     _bool(body, "smooth")
     _int(body, "duration_ms", low=0, high=60_000)
-    _keys(body, "hold_keys", required=False)
+    keys = _keys(body, "hold_keys", required=False)
+    live = await _live(request, record)
+    if live is not None:
+        steps = 12 if body.get("smooth") else 1
+        await _held(live, {"hold_keys": keys}, lambda: live.page.mouse.move(x, y, steps=steps))
     screen = screen_of(record)
     screen.x, screen.y = x, y
     screen.last_action = ("move_mouse", x, y)
@@ -257,9 +373,13 @@ async def act_click_mouse(request: Request, record: dict, body: dict) -> list:
     click_type = _choice(body, "click_type", CLICK_TYPES, "click")
     clicks = _int(body, "num_clicks", low=1, high=10) or 1
     _keys(body, "hold_keys", required=False)
+    live = await _live(request, record)
     screen = screen_of(record)
     screen.x, screen.y = x, y
     screen.last_action = ("click_mouse", x, y)
+    if live is not None:
+        await _held(live, body, lambda: _real_click(live, x, y, button, click_type, clicks))
+        return []
     if click_type == "up":
         return []
     screen.clicks.append((x, y, button))
@@ -267,6 +387,24 @@ async def act_click_mouse(request: Request, record: dict, body: dict) -> list:
     screen.focus = (selector, tag, text)
     event = {**_context(record), "x": x, "y": y, "selector": selector, "tag": tag, "text": text}
     return [("interaction_click", dict(event)) for _ in range(clicks)]
+
+
+async def _real_click(live, x: int, y: int, button: str, click_type: str, clicks: int) -> None:
+    mouse = live.page.mouse
+    if button in CDP_BUTTONS:
+        await mouse.move(x, y)
+        if click_type in ("down", "click"):
+            await _press_button(live, x, y, button, "mousePressed")
+        if click_type in ("up", "click"):
+            await _press_button(live, x, y, button, "mouseReleased")
+    elif click_type == "down":
+        await mouse.move(x, y)
+        await mouse.down(button=button)
+    elif click_type == "up":
+        await mouse.move(x, y)
+        await mouse.up(button=button)
+    else:
+        await mouse.click(x, y, button=button, click_count=clicks)
 
 
 def _key_events(record: dict, keys: list[str]) -> list:
@@ -285,6 +423,13 @@ async def _type(request: Request, record: dict, body: dict) -> list:
     if len(text) > MAX_TEXT:
         raise ActionError("text", f"at most {MAX_TEXT} characters")
     delay = _int(body, "delay", low=0, high=10_000) or 0
+    live = await _live(request, record)
+    if live is not None:
+        # At most MAX_TYPE_DELAY_S of waiting in all, however long the text.
+        per_key = min(delay, MAX_TYPE_DELAY_S * 1000 / len(text))
+        await engine.guarded(live.page.keyboard.type(text, delay=per_key), "the page")
+        screen_of(record).last_action = ("type_text", screen_of(record).x, screen_of(record).y)
+        return []
     if delay:
         await asyncio.sleep(min(delay / 1000 * len(text), MAX_TYPE_DELAY_S))
     screen = screen_of(record)
@@ -296,11 +441,26 @@ async def _type(request: Request, record: dict, body: dict) -> list:
 async def act_press_key(request: Request, record: dict, body: dict) -> list:
     _unknown(body, {"keys", "duration", "hold_keys"})
     keys = _keys(body, "keys", required=True)
-    _int(body, "duration", low=0, high=60_000)
-    _keys(body, "hold_keys", required=False)
+    duration = _int(body, "duration", low=0, high=60_000) or 0
+    held = _keys(body, "hold_keys", required=False)
     screen = screen_of(record)
     screen.last_action = ("press_key", screen.x, screen.y)
-    return _key_events(record, keys)
+    live = await _live(request, record)
+    if live is None:
+        return _key_events(record, keys)
+    await _keys_down(live, held)
+    try:
+        for key in keys:
+            name = playwright_key(key)
+            if duration:
+                await _key(live.page.keyboard.down(name), "keys", key)
+                await asyncio.sleep(min(duration, MAX_SLEEP_MS) / 1000)
+                await _key(live.page.keyboard.up(name), "keys", key)
+            else:
+                await _key(live.page.keyboard.press(name), "keys", key)
+    finally:
+        await _keys_up(live, held)
+    return []
 
 
 async def act_scroll(request: Request, record: dict, body: dict) -> list:
@@ -311,6 +471,17 @@ async def act_scroll(request: Request, record: dict, body: dict) -> list:
     _keys(body, "hold_keys", required=False)
     width, height = viewport(record)
     screen = screen_of(record)
+    live = await _live(request, record)
+    if live is not None:
+
+        async def wheel() -> None:
+            await live.page.mouse.move(x, y)
+            await live.page.mouse.wheel(dx * WHEEL_PX, dy * WHEEL_PX)
+
+        await _held(live, body, wheel)
+        screen.x, screen.y = x, y
+        screen.last_action = ("scroll", x, y)
+        return []
     before = (screen.scroll_x, screen.scroll_y)
     screen.x, screen.y = x, y
     screen.scroll_x = max(0, min(screen.scroll_x + dx * WHEEL_PX, width * (PAGE_VIEWPORTS - 1)))
@@ -358,12 +529,25 @@ async def act_drag_mouse(request: Request, record: dict, body: dict) -> list:
         if not (0 <= point[0] < width and 0 <= point[1] < height):
             raise ActionError("path", f"point {index} ({point[0]}, {point[1]}) is outside the viewport")
         points.append(point)
-    _choice(body, "button", DRAG_BUTTONS, "left")
+    button = _choice(body, "button", DRAG_BUTTONS, "left")
     for key in ("delay", "duration_ms", "step_delay_ms"):
         _int(body, key, low=0, high=60_000)
-    _int(body, "steps_per_segment", low=1, high=1000)
+    steps = _int(body, "steps_per_segment", low=1, high=1000) or (10 if body.get("smooth") else 1)
     _bool(body, "smooth")
     _keys(body, "hold_keys", required=False)
+    live = await _live(request, record)
+    if live is not None:
+
+        async def drag() -> None:
+            mouse = live.page.mouse
+            await mouse.move(*points[0])
+            await mouse.down(button=button)
+            await asyncio.sleep(min((body.get("delay") or 0) / 1000, MAX_DRAG_DELAY_S))
+            for x, y in points[1:]:
+                await mouse.move(x, y, steps=min(steps, 100))
+            await mouse.up(button=button)
+
+        await _held(live, body, drag)
     screen = screen_of(record)
     screen.x, screen.y = points[-1]
     screen.last_action = ("drag_mouse", screen.x, screen.y)
@@ -608,7 +792,13 @@ async def take_screenshot(request: Request):
         except ActionError as exc:
             raise invalid(f"region.{exc.field} {exc.message}", region=f"{exc.field} {exc.message}") from None
         box = (x, y, w, h)
-    return Response(screenshot(record, box), media_type="image/png", headers={"Cache-Control": "no-store"})
+    live = await _live(request, record)
+    if live is not None:
+        clip = {"x": box[0], "y": box[1], "width": box[2], "height": box[3]} if box else None
+        image = await engine.guarded(live.page.screenshot(type="png", clip=clip), "the page's screenshot")
+    else:
+        image = screenshot(record, box)
+    return Response(image, media_type="image/png", headers={"Cache-Control": "no-store"})
 
 
 def seed(tenant: Tenant) -> None:

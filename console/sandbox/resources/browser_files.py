@@ -7,9 +7,21 @@ Choices where the contract and the notes are silent (the lead copies them into t
   temp root (``sandbox-fs-…``, removed when the sandbox stops). The service's absolute paths map inside
   it: ``/home/kernel/Downloads`` is ``<root>/home/kernel/Downloads``. A new session starts with
   ``/home/kernel/Downloads``, ``/home/kernel/Desktop`` and ``/tmp``.
-- Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal), and so is a
-  path that resolves outside the session's directory through a symlink. A path never reaches the host's
-  own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
+- Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal). A path never
+  reaches the host's own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
+- Symlinks (the session's commands make them; the API never does): every operation walks its path from a
+  descriptor of the session's directory (``console/sandbox/rooted.py``), never by name from the host's
+  ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when it
+  runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
+  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the
+  path "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
+  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it
+  the same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
+  ``write_file`` and ``upload`` replace it with the file; ``delete_directory`` refuses it (400). Directory
+  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip
+  extraction refuses an archive that would write through one (400). ``read_file`` of something that is
+  not a regular file (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and
+  ``create_directory /`` leaves it alone: it is the host directory guarding the session.
 - Missing files and directories are 404 ``file_not_found``; a file where a directory is needed (or the
   reverse) is 400 with a field detail. ``write_file`` and ``upload`` create missing parent directories;
   ``move`` needs the destination's directory to exist (404 otherwise) and replaces an existing file;
@@ -20,7 +32,7 @@ Choices where the contract and the notes are silent (the lead copies them into t
   entry is named); the declared sizes may total at most ``MAX_EXTRACT_BYTES`` (100 MiB), and extraction
   stops (and removes what it wrote) if the actual bytes exceed it, so a lying header cannot fill the disk.
   Uploads and single writes are limited to ``MAX_UPLOAD_BYTES`` (100 MiB); ``download_dir_zip`` refuses a
-  directory holding more than that.
+  directory holding more than that, or more than ``MAX_DIR_ZIP_ENTRIES`` (100,000) entries.
 - ``set_file_permissions`` applies ``mode``; ``owner`` and ``group`` are accepted and ignored (every
   command runs as one user). What the API writes belongs to that user (``confine``), so the session's
   commands can change it: a command sees this directory as its ``/``.
@@ -38,33 +50,41 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import io
+import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from email.utils import formatdate
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
-from starlette.responses import FileResponse, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import confine
+from console.sandbox import confine, rooted
 from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, no_content, ok, read_json, sse_response
+from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
 from console.sandbox.state import Tenant, new_id, rfc3339
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+# A write lands in a temporary file renamed into place: watches never report those (a poll that caught
+# one would report a CREATE and a RENAME for what is one write).
+TEMP_PREFIX = ".sandbox-upload-"
 MAX_EXTRACT_BYTES = 100 * 1024 * 1024
 MAX_ZIP_ENTRIES = 10_000
+MAX_DIR_ZIP_ENTRIES = 100_000
 WATCH_INTERVAL = 0.2
 WATCH_HELD = 1_000
 MAX_WATCHES = 16
@@ -73,6 +93,7 @@ HOME = "/home/kernel"
 SKELETON = ("home/kernel/Downloads", "home/kernel/Desktop", "tmp")
 MODE = re.compile(r"^[0-7]{3,4}$")
 CHUNK = 64 * 1024
+BUFFERED_READ = 4 * 1024 * 1024  # files up to this size are read whole before they are sent
 
 _temp_root: Path | None = None
 
@@ -101,23 +122,43 @@ def session_root(record: dict) -> Path:
 
 
 def own(record: dict, host: Path) -> None:
-    """Hand what the API just wrote (and the parents it created) to the session's commands, so a
-    command can change what an operator uploaded (a root sandbox writes as root)."""
-    root = session_root(record)
-    for path in (host, *host.parents):
-        if path == root or root not in path.parents:
-            return
-        confine.own(path)
+    """Hand what the sandbox itself wrote at ``host`` (and its parents) to the session's commands, never
+    through a symlink (a root sandbox writes as root). The files API owns what it creates as it goes."""
+    if confine.identity() is None:
+        return
+    parts = list(host.relative_to(session_root(record)).parts)
+    with _top(record) as top:
+        for depth in range(1, len(parts) + 1):
+            with rooted.Walk(top, links=False) as walk:
+                _own_at(walk.fd, walk.locate(parts[:depth], follow_last=False))
+
+
+def _own_at(directory: int, name: str) -> None:
+    """Hand ``name`` in ``directory`` to the commands' identity (never following it)."""
+    ids = confine.identity()
+    if ids is not None:
+        os.chown(name, *ids, dir_fd=directory, follow_symlinks=False)
+
+
+def _own_fd(fd: int) -> None:
+    ids = confine.identity()
+    if ids is not None:
+        os.fchown(fd, *ids)
 
 
 # Paths ---------------------------------------------------------------------------------------------
+#
+# Every operation reaches the session's files through ``rooted``: a walk from a descriptor of the
+# session's directory that no symlink can lead out of, then acts relative to the parent's descriptor.
+# A path is never checked and then used by name (a command of the session may swap any component for a
+# symlink in between). Paths in answers are the ones asked for (``/`` + the parts), not where links led.
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
 
 
-def resolve(record: dict, raw, field: str = "path") -> Path:
-    """A service path → the host path inside the session's directory (400 when it would escape)."""
+def _parts(raw, field: str = "path") -> list[str]:
+    """A service path's components (400 unless absolute, without NUL and without ``..``)."""
     if not isinstance(raw, str) or not raw.strip():
         raise invalid(f"{field} is required", **{field: "an absolute path is required"})
     if "\x00" in raw:
@@ -134,15 +175,27 @@ def resolve(record: dict, raw, field: str = "path") -> Path:
         raise invalid(
             f"{field} has a name that is too long", **{field: f"each name at most {MAX_NAME_BYTES} bytes"}
         )
+    return parts
+
+
+def resolve(record: dict, raw, field: str = "path") -> Path:
+    """A service path → the host path inside the session's directory, for what only names it (a
+    command's ``cwd``, used inside the confinement). 400 when it would escape today; the files API
+    never opens a path this way."""
+    parts = _parts(raw, field)
     root = session_root(record)
     target = root.joinpath(*parts)
     real = target.resolve()
     if real != root and root not in real.parents:
-        raise invalid(
-            f"{field} leaves the session's filesystem",
-            **{field: "the path resolves outside the session's filesystem"},
-        )
+        raise _outside(field)
     return target
+
+
+def _outside(field: str) -> ApiError:
+    return invalid(
+        f"{field} leaves the session's filesystem",
+        **{field: "the path resolves outside the session's filesystem"},
+    )
 
 
 def service_path(record: dict, host: Path) -> str:
@@ -150,22 +203,65 @@ def service_path(record: dict, host: Path) -> str:
     return "/" if relative == "." else "/" + relative
 
 
+def _service(parts: list[str]) -> str:
+    return "/" + "/".join(parts)
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
 def file_not_found(path: str) -> ApiError:
     return ApiError(404, "file_not_found", f"no such file or directory: {path}")
 
 
-def _existing(record: dict, raw, field: str = "path") -> Path:
-    target = resolve(record, raw, field)
-    if not target.exists() and not target.is_symlink():
-        raise file_not_found(raw)
-    return target
+@contextlib.contextmanager
+def _top(record: dict):
+    """A descriptor of the session's directory (the sandbox made it; commands cannot rename it: it is
+    their ``/``)."""
+    top = rooted.open_top(session_root(record))
+    try:
+        yield top
+    finally:
+        os.close(top)
 
 
-def _directory(record: dict, raw, field: str = "path") -> Path:
-    target = _existing(record, raw, field)
-    if not target.is_dir():
+@contextlib.contextmanager
+def _walk(record: dict, raw, field: str = "path", *, parent_is_file: str | None = None):
+    """A walk from the session's directory, its failures answered as the API's errors: a link out is
+    400, a missing path 404, and a file on the way 404 (reads) or 400 with ``parent_is_file`` (writes:
+    a format taking the file's path)."""
+    try:
+        with _top(record) as top, rooted.Walk(top, on_create=_own_at) as walk:
+            yield walk
+    except rooted.Outside:
+        raise _outside(field) from None
+    except rooted.NotADir as exc:
+        if parent_is_file is None:
+            raise file_not_found(raw) from None
+        raise invalid(parent_is_file.format(exc.path), **{field: "a parent is a file"}) from None
+    except FileNotFoundError:
+        raise file_not_found(raw) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _outside(field) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ApiError(403, "permission_denied", f"permission denied: {raw}") from None
+        if exc.errno == errno.EISDIR:
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"}) from None
+        if exc.errno == errno.ENOTDIR:
+            raise invalid(f"{raw} is not a directory", **{field: "must be a directory"}) from None
+        raise conflict(f"{raw} changed while it was being used; try again", code="path_changed") from None
+
+
+def _into_directory(walk: rooted.Walk, parts: list[str], raw, field: str = "path") -> None:
+    """Walk into the directory the path names (400 when it is something else)."""
+    name = walk.locate(parts)
+    if name is None:
+        return
+    if not stat.S_ISDIR(walk.lstat(name).st_mode):
         raise invalid(f"{raw} is not a directory", **{field: "must be a directory"})
-    return target
+    walk.enter(name)
 
 
 def _mode(raw, field: str = "mode", default: str | None = None) -> int | None:
@@ -178,19 +274,12 @@ def _mode(raw, field: str = "mode", default: str | None = None) -> int | None:
     return int(raw, 8)
 
 
-def _stamp(tenant: Tenant, host: Path) -> None:
-    moment = tenant.now().timestamp()
-    with contextlib.suppress(OSError):
-        os.utime(host, (moment, moment), follow_symlinks=False)
-
-
-def file_info(record: dict, host: Path) -> dict:
+def file_info(path: str, st: os.stat_result) -> dict:
     """FileInfo (notes §4): name, path, is_dir, size_bytes (0 for directories), mode, mod_time."""
-    st = host.lstat()
     is_dir = stat.S_ISDIR(st.st_mode)
     return {
-        "name": host.name or "/",
-        "path": service_path(record, host),
+        "name": path.rsplit("/", 1)[-1] or "/",
+        "path": path,
         "is_dir": is_dir,
         "size_bytes": 0 if is_dir else st.st_size,
         "mode": stat.filemode(st.st_mode),
@@ -221,53 +310,119 @@ def _require_path(request: Request, name: str = "path") -> str:
 @endpoint
 async def list_files(request: Request):
     record = _session(request, activity=False)
-    directory = _directory(record, _require_path(request))
+    raw = _require_path(request)
+    parts = _parts(raw)
     entries = []
-    for child in sorted(directory.iterdir(), key=lambda p: p.name):
-        with contextlib.suppress(OSError):
-            entries.append(file_info(record, child))
+    with _walk(record, raw) as walk:
+        _into_directory(walk, parts, raw)
+        for name in sorted(os.listdir(walk.fd)):
+            with contextlib.suppress(OSError):
+                entries.append(file_info(_join(_service(parts), name), walk.lstat(name)))
     return ok(entries)
 
 
 @endpoint
 async def get_file_info(request: Request):
     record = _session(request, activity=False)
-    return ok(file_info(record, _existing(record, _require_path(request))))
+    raw = _require_path(request)
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        st = walk.lstat(walk.locate(parts, follow_last=False))
+    return ok(file_info(_service(parts), st))
 
 
 @endpoint
 async def read_file(request: Request):
     record = _session(request, activity=False)
     raw = _require_path(request)
-    target = _existing(record, raw)
-    if target.is_dir():
-        raise invalid(f"{raw} is a directory", path="is a directory; use list_files or download_dir_zip")
-    return FileResponse(target, media_type="application/octet-stream", filename=target.name)
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        name = walk.locate(parts)
+        # O_NONBLOCK: a FIFO a command left there must not hold the request (or a thread) forever.
+        fd = walk.open(name, os.O_RDONLY | os.O_NONBLOCK) if name is not None else os.dup(walk.fd)
+    source = os.fdopen(fd, "rb", buffering=0)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise invalid(f"{raw} is a directory", path="is a directory; use list_files or download_dir_zip")
+        if not stat.S_ISREG(st.st_mode):
+            raise invalid(f"{raw} is not a regular file", path="only regular files can be read")
+        os.set_blocking(fd, True)
+    except BaseException:
+        source.close()
+        raise
+
+    filename = parts[-1] if parts else "root"
+    quoted = quote(filename)
+    disposition = (
+        f'attachment; filename="{filename}"'
+        if quoted == filename
+        else f"attachment; filename*=utf-8''{quoted}"
+    )
+    headers = {
+        "Content-Disposition": disposition,
+        "Last-Modified": formatdate(st.st_mtime, usegmt=True),
+    }
+    if st.st_size <= BUFFERED_READ:
+        # Read whole, so the length sent is the length read even while a command rewrites the file.
+        with source:
+            data = await asyncio.to_thread(_read_at_most, source, BUFFERED_READ)
+        return Response(data, media_type="application/octet-stream", headers=headers)
+
+    async def body():
+        with source:
+            left = st.st_size  # as announced: a file growing meanwhile is cut there (one shrinking aborts)
+            while left > 0:
+                chunk = await asyncio.to_thread(source.read, min(CHUNK, left))
+                if not chunk:
+                    return
+                left -= len(chunk)
+                yield chunk
+
+    headers["Content-Length"] = str(st.st_size)
+    return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
+
+
+def _read_at_most(source, limit: int) -> bytes:
+    data = bytearray()
+    while len(data) < limit and (chunk := source.read(min(CHUNK, limit - len(data)))):
+        data += chunk
+    return bytes(data)
 
 
 # Writing -------------------------------------------------------------------------------------------
 
+PARENT_NOT_DIR = "{} is not a directory"
 
-def _writable(record: dict, raw, field: str) -> Path:
-    target = resolve(record, raw, field)
-    if target == session_root(record):
+
+def _writable_name(walk: rooted.Walk, parts: list[str], raw, field: str, *, create: bool) -> str:
+    """Walk to the directory of a file to write (creating missing ones with ``create``) and return the
+    file's name there. A symlink as the last component is replaced, never followed."""
+    name = walk.locate(parts, create=create, follow_last=False)
+    if name is None:
         raise invalid(f"{field} cannot be /", **{field: "name a file, not the root directory"})
-    if target.is_dir():
-        raise invalid(f"{raw} is a directory", **{field: "is a directory"})
-    for parent in target.parents:
-        if parent == session_root(record):
-            break
-        if parent.exists() and not parent.is_dir():
-            raise invalid(
-                f"{service_path(record, parent)} is not a directory", **{field: "a parent is a file"}
-            )
-    return target
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(walk.lstat(name).st_mode):
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"})
+    return name
 
 
-async def _spool(chunks, target: Path, field: str) -> int:
-    """Write an async stream of bytes to ``target`` (via a temp file beside it), bounded in size."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".upload-")
+def _check_writable(record: dict, raw, field: str) -> list[str]:
+    """The parts of a path a file can be written at (checked before anything is written)."""
+    parts = _parts(raw, field)
+    with (
+        _walk(record, raw, field, parent_is_file=PARENT_NOT_DIR) as walk,
+        contextlib.suppress(FileNotFoundError),  # a missing directory on the way will be created
+    ):
+        _writable_name(walk, parts, raw, field, create=False)
+    return parts
+
+
+async def _spool(chunks, walk: rooted.Walk, name: str, field: str, *, mode: int | None, moment: float) -> int:
+    """Write an async stream of bytes as ``name`` in the walk's directory (via a temp file beside it,
+    given its mode, owner and time before it takes the name), bounded in size."""
+    temp = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    fd = walk.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     written = 0
     try:
         with os.fdopen(fd, "wb") as out:
@@ -276,10 +431,15 @@ async def _spool(chunks, target: Path, field: str) -> int:
                 if written > MAX_UPLOAD_BYTES:
                     raise _too_large(field)
                 out.write(chunk)
-        os.replace(temp, target)
+            out.flush()
+            if mode is not None:
+                os.fchmod(fd, mode)
+            _own_fd(fd)
+            os.utime(fd, (moment, moment))
+        os.replace(temp, name, src_dir_fd=walk.fd, dst_dir_fd=walk.fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=walk.fd)
         raise
     return written
 
@@ -297,12 +457,13 @@ def _too_large(field: str) -> ApiError:
 @endpoint
 async def write_file(request: Request):
     record = _session(request)
-    target = _writable(record, _require_path(request), "path")
+    raw = _require_path(request)
+    parts = _check_writable(record, raw, "path")
     mode = _mode(request.query_params.get("mode"), default="644")
-    await _spool(request.stream(), target, "path")
-    os.chmod(target, mode)
-    own(record, target)
-    _stamp(request.state.tenant, target)
+    with _walk(record, raw, parent_is_file=PARENT_NOT_DIR) as walk:
+        name = _writable_name(walk, parts, raw, "path", create=True)
+        moment = request.state.tenant.now().timestamp()
+        await _spool(request.stream(), walk, name, "path", mode=mode, moment=moment)
     return no_content()
 
 
@@ -325,24 +486,28 @@ async def _upload_chunks(upload: UploadFile):
 
 @endpoint
 async def upload_files(request: Request):
-    """Multipart ``files[][dest_path]`` + ``files[][file]`` pairs, matched by order (notes §0, §4)."""
+    """Multipart ``files[i][dest_path]`` + ``files[i][file]`` (SDK 0.131), or the ``files[][…]`` pairs
+    matched by order (SDK 0.93, notes §4). Every destination is checked before anything is written."""
     record = _session(request)
     form = await _form(request, max_files=100, field="files")
     try:
-        dests = [v for k, v in form.multi_items() if k in ("files[][dest_path]", "files[0][dest_path]")]
-        uploads = [v for k, v in form.multi_items() if k in ("files[][file]", "files[0][file]")]
-        if not uploads:
-            raise invalid("no files were sent", files="send files[][dest_path] and files[][file] pairs")
-        if len(dests) != len(uploads) or not all(isinstance(u, UploadFile) for u in uploads):
-            raise invalid(
-                "each file needs its destination",
-                files=f"{len(uploads)} file part(s) but {len(dests)} dest_path part(s)",
-            )
-        targets = [_writable(record, d, f"files[{i}].dest_path") for i, d in enumerate(dests)]
-        for index, (upload, target) in enumerate(zip(uploads, targets, strict=True)):
-            await _spool(_upload_chunks(upload), target, f"files[{index}].file")
-            own(record, target)
-            _stamp(request.state.tenant, target)
+        entries = multipart_array(form, "files", ("dest_path", "file"))
+        if not entries:
+            raise invalid("no files were sent", files="send files[0][dest_path] and files[0][file] parts")
+        bad = [i for i, e in enumerate(entries) if not isinstance(e["file"], UploadFile)]
+        if bad:
+            raise invalid("a file part carries no file", **{f"files[{bad[0]}].file": "must be a file part"})
+        dests = [e["dest_path"] for e in entries]
+        uploads = [e["file"] for e in entries]
+        fields = [f"files[{i}].dest_path" for i in range(len(dests))]
+        targets = [_check_writable(record, d, f) for d, f in zip(dests, fields, strict=True)]
+        for index, (upload, dest, parts) in enumerate(zip(uploads, dests, targets, strict=True)):
+            with _walk(record, dest, fields[index], parent_is_file=PARENT_NOT_DIR) as walk:
+                name = _writable_name(walk, parts, dest, fields[index], create=True)
+                moment = request.state.tenant.now().timestamp()
+                await _spool(
+                    _upload_chunks(upload), walk, name, f"files[{index}].file", mode=None, moment=moment
+                )
     finally:
         await form.close()
     return no_content()
@@ -366,8 +531,15 @@ def _entry_parts(info: zipfile.ZipInfo) -> list[str]:
     return parts
 
 
-def extract_zip(archive, dest: Path) -> list[Path]:
-    """Check every entry, then extract into ``dest``; returns the paths written (runs in a thread)."""
+def _at(top: int, parts: tuple[str, ...], action) -> None:
+    """``action(directory fd, name)`` on ``top/parts``, never through a symlink."""
+    with rooted.Walk(top, links=False) as walk:
+        action(walk.fd, walk.locate(parts, follow_last=False))
+
+
+def extract_zip(archive, dest: rooted.Walk, dest_parts: list[str], moment: float) -> None:
+    """Check every entry, then extract into ``dest_parts`` (created if missing) of the walk's top
+    (runs in a thread). Nothing is written through a symlink: one on the way refuses the archive."""
     try:
         bundle = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -382,53 +554,73 @@ def extract_zip(archive, dest: Path) -> list[Path]:
             raise BadZip(
                 f"the archive would extract to {declared} bytes; at most {MAX_EXTRACT_BYTES} (100 MiB)"
             )
-        dest.mkdir(parents=True, exist_ok=True)
-        root = dest.resolve()
-        written: list[Path] = []
-        total = 0
+        dest.into(dest_parts, create=True)
+        written: list[tuple[str, ...]] = []
+        budget = [MAX_EXTRACT_BYTES]
         try:
             for info, parts in planned:
-                if not parts:
-                    continue
-                target = root.joinpath(*parts)
-                if target.is_symlink() or root not in target.resolve().parents:
-                    raise BadZip(f"entry {info.filename!r} would leave the target directory", info.filename)
-                if info.is_dir():
-                    if not target.exists():
-                        target.mkdir(parents=True)
-                        written.append(target)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_dir():
-                    raise BadZip(f"entry {info.filename!r} collides with a directory", info.filename)
-                with bundle.open(info) as source, target.open("wb") as out:
-                    written.append(target)
-                    while chunk := source.read(CHUNK):
-                        total += len(chunk)
-                        if total > MAX_EXTRACT_BYTES:
-                            raise BadZip(
-                                "the archive extracts to more than 100 MiB (its headers understate it)"
-                            )
-                        out.write(chunk)
-                mode = (info.external_attr >> 16) & 0o777
-                if mode:
-                    os.chmod(target, mode | 0o600)
+                if parts:
+                    _extract_entry(bundle, info, parts, dest.fd, written, budget)
         except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
-            _remove(written)
+            _remove(dest.fd, written)
             raise BadZip(f"the archive could not be extracted: {exc}") from None
         except BadZip:
-            _remove(written)
+            _remove(dest.fd, written)
             raise
-        return written
+        for parts in written:
+            with contextlib.suppress(OSError, rooted.Outside, rooted.NotADir):
+                _at(
+                    dest.fd,
+                    parts,
+                    lambda d, n: os.utime(n, (moment, moment), dir_fd=d, follow_symlinks=False),
+                )
 
 
-def _remove(paths: list[Path]) -> None:
-    for path in reversed(paths):
-        with contextlib.suppress(OSError):
-            if path.is_dir():
-                path.rmdir()
-            else:
-                path.unlink()
+def _extract_entry(bundle, info, parts, top: int, written: list, budget: list[int]) -> None:
+    """One entry under ``top``: its directories made (and noted in ``written``), then its file, never
+    through a symlink; ``budget`` holds the bytes left to extract."""
+    with rooted.Walk(top, links=False, on_create=_own_at) as entry:
+        try:
+            name = entry.locate(parts, create=True, follow_last=False)
+            if info.is_dir():
+                entry.mkdir(name)
+                return
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(entry.lstat(name).st_mode):
+                    raise BadZip(f"entry {info.filename!r} collides with a directory", info.filename)
+            # O_NONBLOCK: a FIFO placed there fails (ENXIO) rather than wait for a reader.
+            fd = entry.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK)
+        except (rooted.Outside, rooted.NotADir):
+            raise BadZip(f"entry {info.filename!r} would leave the target directory", info.filename) from None
+        finally:
+            written.extend(entry.created)
+    with os.fdopen(fd, "wb") as out, bundle.open(info) as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadZip(f"entry {info.filename!r} collides with a special file", info.filename)
+        written.append(tuple(parts))
+        os.set_blocking(fd, True)
+        while chunk := source.read(CHUNK):
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise BadZip("the archive extracts to more than 100 MiB (its headers understate it)")
+            out.write(chunk)
+        out.flush()
+        mode = (info.external_attr >> 16) & 0o777
+        if mode:
+            os.fchmod(fd, mode | 0o600)
+        _own_fd(fd)
+
+
+def _remove(top: int, written: list[tuple[str, ...]]) -> None:
+    def remove(directory: int, name: str) -> None:
+        if stat.S_ISDIR(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+            os.rmdir(name, dir_fd=directory)
+        else:
+            os.unlink(name, dir_fd=directory)
+
+    for parts in reversed(written):
+        with contextlib.suppress(OSError, rooted.Outside, rooted.NotADir):
+            _at(top, parts, remove)
 
 
 @endpoint
@@ -439,38 +631,72 @@ async def upload_zip(request: Request):
         dest_raw = form.get("dest_path")
         if not isinstance(dest_raw, str) or not dest_raw:
             raise invalid("dest_path is required", dest_path="the directory to extract into")
-        dest = resolve(record, dest_raw, "dest_path")
-        if dest.exists() and not dest.is_dir():
-            raise invalid(f"{dest_raw} is not a directory", dest_path="must be a directory")
+        dest_parts = _parts(dest_raw, "dest_path")
+        with _walk(record, dest_raw, "dest_path", parent_is_file=PARENT_NOT_DIR) as walk:
+            try:
+                name = walk.locate(dest_parts)
+                if name is not None and not stat.S_ISDIR(walk.lstat(name).st_mode):
+                    raise invalid(f"{dest_raw} is not a directory", dest_path="must be a directory")
+            except FileNotFoundError:
+                pass  # created with its missing parents
         upload = form.get("zip_file")
         if not isinstance(upload, UploadFile):
             raise invalid("zip_file is required", zip_file="upload the archive as 'zip_file'")
         if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
             raise _too_large("zip_file")
-        try:
-            written = await asyncio.to_thread(extract_zip, upload.file, dest)
-        except BadZip as exc:
-            raise invalid(f"the zip archive was refused: {exc}", zip_file=str(exc)) from None
+        moment = request.state.tenant.now().timestamp()
+        with _walk(record, dest_raw, "dest_path", parent_is_file=PARENT_NOT_DIR) as walk:
+            try:
+                await asyncio.to_thread(extract_zip, upload.file, walk, dest_parts, moment)
+            except BadZip as exc:
+                raise invalid(f"the zip archive was refused: {exc}", zip_file=str(exc)) from None
     finally:
         await form.close()
-    tenant = request.state.tenant
-    own(record, dest)
-    for path in written:
-        own(record, path)
-        _stamp(tenant, path)
     return no_content()
 
 
-def _zip_directory(directory: Path) -> io.BytesIO | tempfile.SpooledTemporaryFile:
-    total = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file() and not p.is_symlink())
+def _zip_time(seconds: float) -> tuple[int, ...]:
+    moment = tuple(time.localtime(seconds)[:6])
+    return min(max(moment, (1980, 1, 1, 0, 0, 0)), (2107, 12, 31, 23, 59, 59))  # what a zip can hold
+
+
+def _zip_directory(top: int) -> tempfile.SpooledTemporaryFile:
+    """The tree under ``top`` as a zip; symlinks and special files are left out, never followed."""
+    found = sorted(rooted.entries(top, recursive=True, limit=MAX_DIR_ZIP_ENTRIES + 1), key=lambda e: e[0])
+    if len(found) > MAX_DIR_ZIP_ENTRIES:
+        raise BadZip(f"the directory holds more than {MAX_DIR_ZIP_ENTRIES} entries")
+    total = sum(st.st_size for _, st in found if stat.S_ISREG(st.st_mode))
     if total > MAX_UPLOAD_BYTES:
         raise BadZip(f"the directory holds {total} bytes; at most {MAX_UPLOAD_BYTES} can be zipped")
     buffer = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - returned open
+    copied = 0
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
-        for path in sorted(directory.rglob("*")):
-            if path.is_symlink():
+        for parts, st in found:
+            is_dir = stat.S_ISDIR(st.st_mode)
+            info = zipfile.ZipInfo("/".join(parts) + ("/" if is_dir else ""), _zip_time(st.st_mtime))
+            info.external_attr = (st.st_mode & 0xFFFF) << 16 | (0x10 if is_dir else 0)
+            if is_dir:
+                info.compress_size = info.file_size = info.CRC = 0
+                bundle.mkdir(info)
                 continue
-            bundle.write(path, path.relative_to(directory).as_posix())
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            try:
+                with rooted.Walk(top, links=False) as walk:
+                    name = walk.locate(parts, follow_last=False)
+                    fd = walk.open(name, os.O_RDONLY | os.O_NONBLOCK)
+            except (OSError, rooted.Outside, rooted.NotADir):
+                continue  # gone, or changed into something else, since the listing
+            with os.fdopen(fd, "rb") as source:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with bundle.open(info, "w") as out:
+                    while chunk := source.read(CHUNK):
+                        copied += len(chunk)
+                        if copied > MAX_UPLOAD_BYTES:
+                            raise BadZip(f"the directory holds more than {MAX_UPLOAD_BYTES} bytes to zip")
+                        out.write(chunk)
     buffer.seek(0)
     return buffer
 
@@ -479,11 +705,13 @@ def _zip_directory(directory: Path) -> io.BytesIO | tempfile.SpooledTemporaryFil
 async def download_dir_zip(request: Request):
     record = _session(request, activity=False)
     raw = _require_path(request)
-    directory = _directory(record, raw)
-    try:
-        buffer = await asyncio.to_thread(_zip_directory, directory)
-    except BadZip as exc:
-        raise invalid(str(exc), path="the directory is too large to download as a zip") from None
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        _into_directory(walk, parts, raw)
+        try:
+            buffer = await asyncio.to_thread(_zip_directory, walk.fd)
+        except BadZip as exc:
+            raise invalid(str(exc), path="the directory is too large to download as a zip") from None
 
     async def body():
         try:
@@ -492,7 +720,7 @@ async def download_dir_zip(request: Request):
         finally:
             buffer.close()
 
-    name = (directory.name or "root") + ".zip"
+    name = (parts[-1] if parts else "root") + ".zip"
     return StreamingResponse(
         body(),
         media_type="application/zip",
@@ -504,18 +732,22 @@ async def download_dir_zip(request: Request):
 async def create_directory(request: Request):
     record = _session(request)
     body = await read_json(request)
-    target = resolve(record, body.get("path"))
+    raw = body.get("path")
+    parts = _parts(raw)
     mode = _mode(body.get("mode"), default="755")
-    if target.exists() and not target.is_dir():
-        raise invalid(f"{body['path']} is a file", path="a file already has this name")
-    for parent in target.parents:
-        if parent.exists() and not parent.is_dir():
-            raise invalid(f"{service_path(record, parent)} is a file", path="a parent is a file")
-        if parent == session_root(record):
-            break
-    target.mkdir(parents=True, exist_ok=True)
-    os.chmod(target, mode)
-    own(record, target)
+    with _walk(record, raw, parent_is_file="{} is a file") as walk:
+        name = walk.locate(parts, create=True)
+        if name is None:
+            if walk.names:  # a link to a directory; the session's own / keeps its mode
+                os.fchmod(walk.fd, mode)
+            return no_content()
+        walk.mkdir(name)
+        try:
+            walk.enter(name)
+        except rooted.NotADir:
+            raise invalid(f"{raw} is a file", path="a file already has this name") from None
+        os.fchmod(walk.fd, mode)
+        _own_fd(walk.fd)
     return no_content()
 
 
@@ -523,10 +755,15 @@ async def create_directory(request: Request):
 async def delete_directory(request: Request):
     record = _session(request)
     body = await read_json(request)
-    target = _directory(record, body.get("path"))
-    if target == session_root(record):
-        raise invalid("/ cannot be deleted", path="the root directory cannot be deleted")
-    await asyncio.to_thread(shutil.rmtree, target)
+    raw = body.get("path")
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        name = walk.locate(parts, follow_last=False)
+        if name is None:
+            raise invalid("/ cannot be deleted", path="the root directory cannot be deleted")
+        if not stat.S_ISDIR(walk.lstat(name).st_mode):
+            raise invalid(f"{raw} is not a directory", path="must be a directory")
+        await asyncio.to_thread(rooted.remove_tree, walk.fd, name)
     return no_content()
 
 
@@ -535,10 +772,12 @@ async def delete_file(request: Request):
     record = _session(request)
     body = await read_json(request)
     raw = body.get("path")
-    target = _existing(record, raw)
-    if target.is_dir() and not target.is_symlink():
-        raise invalid(f"{raw} is a directory", path="is a directory; use delete_directory")
-    target.unlink()
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        name = walk.locate(parts, follow_last=False)
+        if name is None or stat.S_ISDIR(walk.lstat(name).st_mode):
+            raise invalid(f"{raw} is a directory", path="is a directory; use delete_directory")
+        os.unlink(name, dir_fd=walk.fd)
     return no_content()
 
 
@@ -546,40 +785,76 @@ async def delete_file(request: Request):
 async def move(request: Request):
     record = _session(request)
     body = await read_json(request)
-    src = _existing(record, body.get("src_path"), "src_path")
-    dest = resolve(record, body.get("dest_path"), "dest_path")
-    root = session_root(record)
-    if src == root or dest == root:
-        raise invalid("/ cannot be moved", src_path="the root directory cannot be moved or replaced")
-    if src == dest:
-        return no_content()
-    if not dest.parent.is_dir():
-        raise file_not_found(service_path(record, dest.parent))
-    if src.is_dir() and (dest == src or src in dest.parents):
-        raise invalid("a directory cannot move into itself", dest_path="is inside src_path")
-    if dest.is_dir() and not dest.is_symlink():
-        if not src.is_dir():
-            raise invalid(f"{body['dest_path']} is a directory", dest_path="a directory has this name")
-        if any(dest.iterdir()):
-            raise invalid(
-                f"{body['dest_path']} is not empty", dest_path="a non-empty directory has this name"
-            )
-    os.replace(src, dest)
+    src_raw, dest_raw = body.get("src_path"), body.get("dest_path")
+    src_parts = _parts(src_raw, "src_path")
+    with _walk(record, src_raw, "src_path") as src:
+        src_name = src.locate(src_parts, follow_last=False)
+        src_st = src.lstat(src_name)
+        dest_parts = _parts(dest_raw, "dest_path")
+        if src_name is None or not dest_parts:
+            raise invalid("/ cannot be moved", src_path="the root directory cannot be moved or replaced")
+        if src_parts == dest_parts:
+            return no_content()
+        with _walk(record, dest_raw, "dest_path") as dest:
+            try:
+                dest_name = dest.locate(dest_parts, follow_last=False)
+            except (FileNotFoundError, rooted.NotADir):
+                raise file_not_found(_service(dest_parts[:-1])) from None
+            src_is_dir = stat.S_ISDIR(src_st.st_mode)
+            if src_is_dir and dest_parts[: len(src_parts)] == src_parts:
+                raise invalid("a directory cannot move into itself", dest_path="is inside src_path")
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(dest.lstat(dest_name).st_mode) and not src_is_dir:
+                    raise invalid(f"{dest_raw} is a directory", dest_path="a directory has this name")
+            try:
+                os.replace(src_name, dest_name, src_dir_fd=src.fd, dst_dir_fd=dest.fd)
+            except OSError as exc:
+                raise _refused_move(exc, dest_raw) from None
     return no_content()
+
+
+def _refused_move(exc: OSError, dest_raw: str) -> Exception:
+    """Why the kernel refused a rename the checks let through (a link on the way, a tree that changed)."""
+    if exc.errno == errno.EINVAL:
+        return invalid("a directory cannot move into itself", dest_path="is inside src_path")
+    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+        return invalid(f"{dest_raw} is not empty", dest_path="a non-empty directory has this name")
+    if exc.errno == errno.EISDIR:
+        return invalid(f"{dest_raw} is a directory", dest_path="a directory has this name")
+    if exc.errno == errno.ENOTDIR:
+        return invalid(f"{dest_raw} is a file", dest_path="a file has this name")
+    return exc
 
 
 @endpoint
 async def set_file_permissions(request: Request):
     record = _session(request)
     body = await read_json(request)
-    target = _existing(record, body.get("path"))
-    mode = _mode(body.get("mode"))
-    if mode is None:
-        raise invalid("mode is required", mode="an octal string like 644")
-    for key in ("owner", "group"):
-        if body.get(key) is not None and not isinstance(body[key], str | int):
-            raise invalid(f"{key} must be a name or an id", **{key: "a name or a numeric id"})
-    os.chmod(target, mode)
+    raw = body.get("path")
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        name = walk.locate(parts)
+        walk.lstat(name)  # 404 before the other checks
+        mode = _mode(body.get("mode"))
+        if mode is None:
+            raise invalid("mode is required", mode="an octal string like 644")
+        for key in ("owner", "group"):
+            if body.get(key) is not None and not isinstance(body[key], str | int):
+                raise invalid(f"{key} must be a name or an id", **{key: "a name or a numeric id"})
+        if name is None:
+            if not walk.names:
+                raise invalid("/ keeps its permissions", path="the root directory's mode cannot be changed")
+            os.fchmod(walk.fd, mode)
+            return no_content()
+        # O_PATH opens anything (a socket, a file its mode bars) without reading it; chmod through
+        # /proc/self/fd changes exactly that inode, as fchmodat(AT_SYMLINK_NOFOLLOW) would.
+        fd = walk.open(name, os.O_PATH)
+        try:
+            if stat.S_ISLNK(os.fstat(fd).st_mode):  # swapped in since it was followed
+                raise rooted.Outside(walk.path(name))
+            os.chmod(f"/proc/self/fd/{fd}", mode)
+        finally:
+            os.close(fd)
     return no_content()
 
 
@@ -592,7 +867,7 @@ _END = object()
 class Watch:
     id: str
     path: str
-    host: Path
+    parts: list[str]
     recursive: bool
     snapshot: dict[str, tuple]
     held: deque = field(default_factory=lambda: deque(maxlen=WATCH_HELD))
@@ -621,27 +896,21 @@ def watches_of(record: dict) -> dict[str, Watch]:
     return record.setdefault("_watches", {})
 
 
-def snapshot(record: dict, host: Path, recursive: bool) -> dict[str, tuple]:
-    """Service path → (is_dir, inode, size, mtime_ns) of everything under ``host`` (bounded)."""
+def snapshot(record: dict, parts: list[str], recursive: bool) -> dict[str, tuple]:
+    """Service path → (is_dir, inode, size, mtime_ns) of everything under the directory ``parts``
+    names (bounded; empty when it is gone), never through a symlink below it."""
+    base = _service(parts)
     found: dict[str, tuple] = {}
-    if not host.is_dir():
-        return found
-    stack = [host]
-    while stack and len(found) < MAX_WATCH_ENTRIES:
-        directory = stack.pop()
-        try:
-            children = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in children:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            is_dir = stat.S_ISDIR(st.st_mode)
-            found[service_path(record, Path(entry.path))] = (is_dir, st.st_ino, st.st_size, st.st_mtime_ns)
-            if is_dir and recursive:
-                stack.append(Path(entry.path))
+    try:
+        with _top(record) as top, rooted.Walk(top) as walk:
+            walk.into(parts)
+            for names, st in rooted.entries(walk.fd, recursive=recursive, limit=MAX_WATCH_ENTRIES):
+                if names[-1].startswith(TEMP_PREFIX):
+                    continue
+                is_dir = stat.S_ISDIR(st.st_mode)
+                found[_join(base, "/".join(names))] = (is_dir, st.st_ino, st.st_size, st.st_mtime_ns)
+    except (OSError, rooted.Outside, rooted.NotADir):
+        return {}
     return found
 
 
@@ -701,7 +970,7 @@ async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
                 watch.close()
                 watches_of(record).pop(watch.id, None)
                 return
-            current = await asyncio.to_thread(snapshot, record, watch.host, watch.recursive)
+            current = await asyncio.to_thread(snapshot, record, watch.parts, watch.recursive)
             for event in diff(watch.snapshot, current):
                 watch.publish(event)
             watch.snapshot = current
@@ -715,7 +984,10 @@ async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
 async def create_watch(request: Request):
     record = _session(request)
     body = await read_json(request)
-    host = _directory(record, body.get("path"))
+    raw = body.get("path")
+    parts = _parts(raw)
+    with _walk(record, raw) as walk:
+        _into_directory(walk, parts, raw)
     recursive = body.get("recursive", False)
     if not isinstance(recursive, bool):
         raise invalid("recursive must be true or false", recursive="must be true or false")
@@ -726,10 +998,10 @@ async def create_watch(request: Request):
         )
     watch = Watch(
         id=new_id("watch", 16),
-        path=service_path(record, host),
-        host=host,
+        path=_service(parts),
+        parts=parts,
         recursive=recursive,
-        snapshot=snapshot(record, host, recursive),
+        snapshot=snapshot(record, parts, recursive),
     )
     watches[watch.id] = watch
     watch.task = asyncio.get_running_loop().create_task(_poll(request.state.tenant, record, watch))
@@ -813,14 +1085,16 @@ def seed(tenant: Tenant) -> None:
     for record in tenant.table("browsers").values():
         if record.get("_deleted"):
             continue
-        root = session_root(record)
         for relative, (content, minutes_ago) in DEMO_FILES.items():
-            target = root / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-            own(record, target)
             moment = (now - timedelta(minutes=minutes_ago)).timestamp()
-            os.utime(target, (moment, moment))
+            with _top(record) as top, rooted.Walk(top, links=False, on_create=_own_at) as walk:
+                name = walk.locate(relative.split("/"), create=True, follow_last=False)
+                fd = walk.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(content)
+                    out.flush()
+                    _own_fd(fd)
+                    os.utime(fd, (moment, moment))
 
 
 routes = [

@@ -12,28 +12,38 @@ Choices where the notes leave room (the lead copies them into the docs):
   ended session's ``deleted_at`` is the moment it ended, not the moment it was noticed.
 - Lists are newest first. ``query`` matches the name, session id, profile name or id, proxy id and pool
   name (case-insensitive substring; ids exactly or as substrings).
+- On-demand sessions count against the project's ``max_concurrent_sessions`` (else the org's
+  ``default_project_max_concurrent_sessions``, else the org ceiling) together with its pools' sizes: one
+  more is 409 ``session_limit_exceeded`` naming the numbers, as for pools.
 - ``gpu: true`` is refused (the demo plan's entitlements have ``gpu`` disabled); ``memory`` only on headful
   sessions; ``profile``, ``extensions`` and ``proxy`` must name live records of the project (400 otherwise).
 - ``telemetry``: capture is on when ``enabled`` is true, or when ``browser`` categories are given without
   ``enabled``; ``{}``, null or omitted means no capture; ``enabled: false`` with categories is refused. The
   record echoes all nine configurable categories with their ``enabled`` flag.
 - Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
-  (``/_sandbox/live/{session_id}``, a small page), so the console can link to or embed it offline.
+  (``/_sandbox/live/{session_id}``, see ``console/sandbox/live_view.py``), so the console can link to or
+  embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
+- Engine (``console/sandbox/engine.py``): a session runs in the engine the sandbox ran when it was created.
+  Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
+  (``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``, see ``cdp_proxy``); the record carries a sandbox-only
+  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or
+  ``simulated``), which the service's record does not have. Create waits for the browser to start and
+  navigate (best effort); delete waits for it to close.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from console.sandbox import engine
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+from console.sandbox.resources import browser_vm, caps, telemetry_destinations
+from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "browsers"
 REGIONS = ("us-east", "eu-west")
@@ -132,9 +142,11 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
         "_jwt": new_id(length=40),
         # Its own token: a live-view link must not carry the CDP token (full control of the browser).
         "_live_token": new_id(length=40),
+        "_live_view_token": new_id(length=40),
         "_last_activity": now,
         "_ended_at": None,
         "_ended_reason": None,
+        "_engine": engine.get().name,
     }
     for key in ("name", "start_url", "chrome_policy", "network", "invocation_id", "pool"):
         if config.get(key):
@@ -189,7 +201,7 @@ def is_active(tenant: Tenant, record: dict) -> bool:
 
 def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None) -> None:
     """Mark the session ended (a soft delete) and close its telemetry streams."""
-    from console.sandbox.resources import telemetry
+    from console.sandbox.resources import browser_replays, telemetry
 
     if record.get("_ended_at") is not None:
         return
@@ -199,6 +211,8 @@ def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None
     record["_deleted"] = True
     record["deleted_at"] = rfc3339(moment)
     telemetry.finish(tenant, record)
+    browser_replays.stop_all(tenant, record)
+    engine.get().discard(record)
 
 
 def touch(tenant: Tenant, record: dict) -> None:
@@ -219,13 +233,25 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     created = parse_time(record["created_at"])
     until = end_moment or tenant.now()
     body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
+    if base:
+        # Where the SDK sends the session's sub-resources directly, with ?jwt= (browser_vm.py).
+        body["base_url"] = browser_vm.base_url(base, record["session_id"])
     cats = categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
+    if record.get("_otlp_export"):
+        body.setdefault("telemetry", {})["export"] = {"otlp": dict(record["_otlp_export"])}
+    body["sandbox"] = {
+        "engine": record.get("_engine", "simulated"),
+        "browser": engine.get().session_state(record),
+    }
+    if record.get("_engine") == "chromium" and base:
+        ws_base = "ws" + base.rstrip("/").removeprefix("http")
+        body["cdp_ws_url"] = f"{ws_base}/_sandbox/cdp/{record['session_id']}?jwt={record['_jwt']}"
     if not record["headless"] and end_moment is None:
-        body["browser_live_view_url"] = (
-            f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}?jwt={record['_live_token']}"
-        )
+        live = f"{base.rstrip('/')}/_sandbox/live/{record['session_id']}"
+        body["browser_live_view_url"] = f"{live}?jwt={record['_live_token']}"
+        body["sandbox"]["read_only_live_view_url"] = f"{live}?jwt={record['_live_view_token']}&readOnly=true"
     if not body.get("tags"):
         body.pop("tags", None)
     return body
@@ -552,8 +578,15 @@ def validate_create(request: Request, body: dict) -> dict:
 
 @endpoint
 async def create_browser(request: Request):
-    config = validate_create(request, await read_json(request))
+    body = await read_json(request)
+    config = validate_create(request, body)
+    export = telemetry_destinations.export_of(request, body.get("telemetry"))
+    caps.check_sessions(request.state.tenant, project_of(request))
     record = new_browser_record(request.state.tenant, project_of(request), **config)
+    if export:
+        record["_otlp_export"] = export
+    if record["_engine"] == "chromium":
+        await engine.get().live(request.state.tenant, record)
     return ok(render(record, request.state.tenant, _base(request)), status=201)
 
 
@@ -599,9 +632,11 @@ async def update_browser(request: Request):
         record["tags"] = changes["tags"]
     if viewport is not None:
         record["viewport"] = viewport
+        await engine.get().resize(record)
     if profile is not None:
         record["profile"] = _profile_ref(profile)
         record["profile_save_changes"] = save
+        await engine.get().load_profile(tenant, record)
     if proxy is not None:
         record["proxy"] = proxy
         record.pop("proxy_id", None)
@@ -616,6 +651,9 @@ async def update_browser(request: Request):
         # Events due so far were captured under the old categories; the new ones apply from now.
         telemetry.catch_up(tenant, record)
         record["_categories"] = new_categories
+        live = engine.get().lives.get(record["session_id"])
+        if live is not None and live.events is not None:
+            await live.events.apply()
     touch(tenant, record)
     return ok(render(record, tenant, _base(request)))
 
@@ -707,6 +745,7 @@ async def list_browsers(request: Request):
 async def delete_browser(request: Request):
     record = get_session(request, request.path_params["id_or_name"])
     end(request.state.tenant, record, "deleted")
+    await engine.get().close(record)
     return no_content()
 
 
@@ -716,27 +755,6 @@ async def control_end(request: Request):
     record = get_session(request, request.path_params["id_or_name"])
     end(request.state.tenant, record, "ended")
     return ok({"session_id": record["session_id"], "deleted_at": record["deleted_at"]})
-
-
-async def live_view(request: Request):
-    """A stand-in for the live view page, so links and embeds work offline (no auth: the jwt is the key)."""
-    session_id = request.path_params["session_id"]
-    token = request.query_params.get("jwt", "")
-    for tenant in registry.tenants.values():
-        record = tenant.table(TABLE).get(session_id)
-        if record is not None and record.get("_live_token") == token and is_active(tenant, record):
-            read_only = request.query_params.get("readOnly") == "true"
-            title = html.escape(record.get("name") or session_id)
-            mode = "view only" if read_only else "interactive"
-            viewport = record["viewport"]
-            return HTMLResponse(
-                "<!doctype html><html><head><meta charset='utf-8'><title>Live view: "
-                f"{title}</title></head><body style='margin:0;background:#111;color:#ddd;"
-                "font:14px system-ui;display:grid;place-items:center;height:100vh'>"
-                f"<main><h1>{title}</h1><p>Live view ({mode}) of a sandbox browser, "
-                f"{viewport['width']}x{viewport['height']}.</p></main></body></html>"
-            )
-    return HTMLResponse("<!doctype html><p>This live view has ended.</p>", status_code=404)
 
 
 # Demo data ----------------------------------------------------------------------------------------
@@ -831,6 +849,8 @@ def _backdate(tenant: Tenant, record: dict, created: datetime) -> None:
 
     record["created_at"] = rfc3339(created)
     record["_last_activity"] = created
+    # Demo history is generated up to now even for a real session, whose own events follow it.
+    record["_history_until"] = tenant.now()
     telemetry.backdate(tenant, record, created)
 
 
@@ -841,5 +861,4 @@ routes = [
     Route("/browsers/{id_or_name}", update_browser, methods=["PATCH"]),
     Route("/browsers/{id_or_name}", delete_browser, methods=["DELETE"]),
     Route("/_sandbox/browsers/{id_or_name}/end", control_end, methods=["POST"]),
-    Route("/_sandbox/live/{session_id}", live_view, methods=["GET"]),
 ]

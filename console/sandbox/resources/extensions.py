@@ -21,6 +21,7 @@ import json
 import re
 import zipfile
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
@@ -280,9 +281,39 @@ def seed(tenant: Tenant) -> None:
             record["last_used_at"] = rfc3339(now - timedelta(hours=age_days * 2, minutes=17))
 
 
+CHROME_STORE_HOSTS = ("chromewebstore.google.com", "chrome.google.com")
+CHROME_STORE_OS = ("win", "mac", "linux")
+
+
+@endpoint
+async def from_chrome_store(request: Request):
+    """``GET /extensions/from_chrome_store``: its own route (it was read as an extension named
+    "from_chrome_store"). The query is checked like the service does; the sandbox has no internet, so a
+    valid request answers 503 ``chrome_store_unreachable`` instead of the zip."""
+    params = request.query_params
+    url = (params.get("url") or "").strip()
+    errors = {}
+    parts = urlsplit(url)
+    if not url:
+        errors["url"] = "required: the extension's Chrome Web Store URL"
+    elif parts.scheme != "https" or (parts.hostname or "") not in CHROME_STORE_HOSTS:
+        errors["url"] = "must be a https://chromewebstore.google.com/detail/... URL"
+    if params.get("os") and params["os"] not in CHROME_STORE_OS:
+        errors["os"] = "must be win, mac or linux"
+    if errors:
+        raise invalid("the Chrome Web Store request is not valid", **errors)
+    raise ApiError(
+        503,
+        "chrome_store_unreachable",
+        "the sandbox cannot reach the Chrome Web Store (it has no internet access): download the extension "
+        "elsewhere and upload its zip with POST /extensions",
+    )
+
+
 routes = [
     Route("/extensions", list_extensions, methods=["GET"]),
     Route("/extensions", upload_extension, methods=["POST"]),
+    Route("/extensions/from_chrome_store", from_chrome_store, methods=["GET"]),
     Route("/extensions/{id_or_name}/metadata", get_metadata, methods=["GET"]),
     Route("/extensions/{id_or_name}", download_extension, methods=["GET"]),
     Route("/extensions/{id_or_name}", delete_extension, methods=["DELETE"]),

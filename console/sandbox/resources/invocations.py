@@ -18,6 +18,9 @@ Choices where the notes leave room:
   /invocations/{id}/browsers``, or the browsers API).
 - ``PATCH /invocations/{id}``: ``status`` ``failed`` cancels (reason ``cancelled``), ``succeeded``
   completes with the given ``output`` (a JSON string); a finished invocation answers 409.
+- ``max_concurrent_invocations`` (the project's, else the plan's 50): an invocation created while every
+  slot is held by an unfinished one stays ``queued`` ("waiting for a concurrency slot") until the
+  earliest of them ends, then runs as usual; nothing is refused.
 - Invocations are run history: they never keep a project from being deleted (the browsers they
   created do, while active).
 - ``GET /invocations/{id}/events`` replays the timeline (or what follows ``since``), follows it live and
@@ -38,7 +41,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.resources import deployments
+from console.sandbox.resources import caps, deployments
 from console.sandbox.resources.deployments import (
     interrupt,
     last_state,
@@ -57,6 +60,7 @@ QUEUE_SECONDS = 0.5
 RUN_SECONDS = 1.5
 SYNC_WAIT_SECONDS = 60.0
 BROWSER_ACTIONS = {"get-page-title", "extract-links", "place-order"}
+SLOT_REASON = "waiting for a concurrency slot (max_concurrent_invocations)"
 
 
 # What the demo actions do -------------------------------------------------------------------------
@@ -340,6 +344,7 @@ async def create_invocation(request: Request):
             f"{app_name}@{version} has no action {action!r}",
             action_name=f"not an action of {app_name}@{version} (actions: {', '.join(names)})",
         )
+    caps.check_invocations(tenant, project_of(request))
     record = create(
         tenant, project_of(request), deployment, action, payload_text or None, timeout_seconds=timeout
     )
@@ -509,7 +514,7 @@ def seed(tenant: Tenant) -> None:
             {"url": "https://example.com"},
             now - timedelta(seconds=20),
             queue_seconds=1800,
-            queue_reason="waiting for a concurrency slot (max_concurrent_invocations)",
+            queue_reason=SLOT_REASON,
         )
         # Finished a minute ago, its browser left open: "delete its browsers" has something to do.
         run(scraper, "get-page-title", {"url": "https://example.com"}, now - timedelta(minutes=2))

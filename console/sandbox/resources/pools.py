@@ -8,7 +8,7 @@ How the sandbox models a pool (choices where the notes leave room):
 - The sum of pool sizes in a project, plus the project's on-demand sessions, may not exceed the
   project's effective ``max_concurrent_sessions`` (its own cap, else the org's
   ``default_project_max_concurrent_sessions``, else the org ceiling); the sum over the whole org may not
-  exceed the org ceiling. Going over answers 409 ``session_limit_exceeded`` naming the numbers.
+  exceed the org ceiling. Going over answers 429 ``concurrent_sessions_limit_exceeded`` (``caps.py``).
 - Acquire long-polls in real time (re-checking every 0.1 s and at once when the tenant clock moves) for
   up to ``acquire_timeout_seconds`` (default: the time to fill the whole pool at its fill rate), then
   answers 204. Every lease is a new BrowserSession in the ``browsers`` table with ``pool: {id, name}``.
@@ -49,6 +49,7 @@ from console.sandbox.http import (
     text_filter,
 )
 from console.sandbox.resources import browsers as sessions
+from console.sandbox.resources import caps
 from console.sandbox.resources import profiles as profile_store
 from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
 from console.sandbox.state import Tenant, new_id, rfc3339
@@ -126,14 +127,6 @@ def _leased(tenant: Tenant, pool: dict) -> list[dict]:
     return [
         s for s in list(tenant.table("browsers").values()) if _pool_of(s) == pool["id"] and _active(tenant, s)
     ]
-
-
-def _on_demand(tenant: Tenant, project: str) -> int:
-    return sum(
-        1
-        for s in list(tenant.table("browsers").values())
-        if s.get("_project") == project and not _pool_of(s) and _active(tenant, s)
-    )
 
 
 # Filling ------------------------------------------------------------------------------------------
@@ -478,50 +471,11 @@ def _unique_name(tenant: Tenant, project: str, name: str, *, except_id: str | No
             raise conflict(f"a pool named {name!r} already exists in this project", code="pool_name_taken")
 
 
-def project_cap(tenant: Tenant, project: str) -> tuple[int, str]:
-    """The project's effective concurrency cap and where it comes from."""
-    limits = tenant.table("projects")[project]["_limits"]
-    if limits.get("max_concurrent_sessions"):
-        return limits["max_concurrent_sessions"], "the project's max_concurrent_sessions"
-    default = tenant.settings.get("org_limits", {}).get("default_project_max_concurrent_sessions")
-    if default:
-        return default, "the org's default_project_max_concurrent_sessions"
-    return ORG_MAX_CONCURRENT_SESSIONS, "the org's max_concurrent_sessions"
-
-
-def _check_capacity(tenant: Tenant, project: str, size: int, *, except_id: str | None = None) -> None:
-    cap, source = project_cap(tenant, project)
-    pooled = sum(p["_config"]["size"] for p in _live(tenant, TABLE, project) if p["id"] != except_id)
-    on_demand = _on_demand(tenant, project)
-    if pooled + on_demand + size > cap:
-        raise ApiError(
-            409,
-            "session_limit_exceeded",
-            f"a pool of {size} would reserve {pooled + on_demand + size} concurrent sessions, over "
-            f"{source} of {cap} (other pools reserve {pooled}, on-demand sessions use {on_demand}); "
-            "lower the size or raise the limit",
-            details=[{"code": "size", "message": f"at most {max(0, cap - pooled - on_demand)} here"}],
-        )
-    org_pooled = sum(
-        p["_config"]["size"]
-        for p in tenant.table(TABLE).values()
-        if not p.get("_deleted") and p["id"] != except_id
-    )
-    if org_pooled + size > ORG_MAX_CONCURRENT_SESSIONS:
-        raise ApiError(
-            409,
-            "session_limit_exceeded",
-            f"pools across the organization would reserve {org_pooled + size} sessions, over the org's "
-            f"max_concurrent_sessions of {ORG_MAX_CONCURRENT_SESSIONS}",
-            details=[{"code": "size", "message": f"at most {ORG_MAX_CONCURRENT_SESSIONS - org_pooled} here"}],
-        )
-
-
 def create(tenant: Tenant, project: str, body: dict) -> dict:
     changes = validate(tenant, project, body, current=None)
     if changes.get("name"):
         _unique_name(tenant, project, changes["name"])
-    _check_capacity(tenant, project, changes["size"])
+    caps.check_sessions(tenant, project, changes["size"])
     pool = {
         "id": new_id("pool"),
         "name": changes.get("name"),
@@ -580,7 +534,7 @@ async def update_pool(request: Request):
     if changes.get("name"):
         _unique_name(tenant, project, changes["name"], except_id=pool["id"])
     if "size" in changes:
-        _check_capacity(tenant, project, changes["size"], except_id=pool["id"])
+        caps.check_sessions(tenant, project, changes["size"], except_pool=pool["id"])
     _settle(tenant, pool)
     if "name" in changes:
         pool["name"] = changes.pop("name")

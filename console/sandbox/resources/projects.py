@@ -28,6 +28,7 @@ SUNSET = datetime(2026, 11, 24, tzinfo=UTC)
 LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
 MAX_CAP = 100_000
 ORG_MAX_CONCURRENT_SESSIONS = 500
+ORG_MAX_CONCURRENT_INVOCATIONS = 50
 
 
 def _new_project(tenant: Tenant, name: str, *, status: str = "active") -> dict:
@@ -238,12 +239,23 @@ async def old_delete_project(request: Request):
 # Org-level reads ---------------------------------------------------------------------------------
 
 
+MAX_VAULTS = 20
+
+
 def org_limits(tenant: Tenant) -> dict:
+    from console.sandbox.resources import caps
+
     managed = tenant.table("auth_connections").values()
+    used = caps.sessions_used(tenant, None)
     return {
         "auth_connections_used": sum(1 for c in managed if not c.get("_deleted")),
         "max_auth_connections": 50,
         "min_health_check_interval_seconds": 300,
+        # SDK 0.131 additions (docs/service-changes.md §1).
+        "concurrent_sessions_used": used,
+        "concurrent_sessions_available": max(0, ORG_MAX_CONCURRENT_SESSIONS - used),
+        "max_vaults": MAX_VAULTS,
+        "vaults_used": sum(1 for v in tenant.table("vaults").values() if not v.get("_deleted")),
         "default_project_max_concurrent_sessions": tenant.settings["org_limits"][
             "default_project_max_concurrent_sessions"
         ],
@@ -297,11 +309,14 @@ async def get_entitlements(request: Request):
                 "managed_proxies": feature,
                 "profiles": feature,
                 "proxy_bypass_hosts": feature,
+                "search": feature,
+                "vaults": feature,
             },
             "limits": {
                 "default_max_concurrent_invocations_per_app": 10,
                 "max_concurrent_browsers": ORG_MAX_CONCURRENT_SESSIONS,
-                "max_concurrent_invocations": 50,
+                "max_concurrent_invocations": ORG_MAX_CONCURRENT_INVOCATIONS,
+                "max_vaults": MAX_VAULTS,
             },
             "plan": {
                 "id": "ENTERPRISE",

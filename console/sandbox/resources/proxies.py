@@ -21,6 +21,11 @@ Choices where the notes leave room (written down in docs by the lead from the mo
   - a check with a target answers with the outcome (status, exit IP, time) but stores nothing: the
     proxy's recorded health is unchanged. A check without a target updates ``status``, ``ip_address``
     and ``last_checked``.
+- SDK 0.131 retired ``datacenter``: create takes ``isp``, ``residential``, ``mobile`` and ``custom`` (400
+  otherwise). Datacenter records made before stay listed, readable, checkable, renamable and deletable
+  (the demo seeds some; ``POST /_sandbox/proxies/legacy`` makes one for tests).
+- ``{id_or_name}`` routes find a live proxy by id, else by name; names are not unique, so a name shared
+  by several proxies answers 409 ``proxy_name_ambiguous`` (use the id).
 - DELETE is a soft delete: the record stays (``_deleted``) so sessions that reference it keep their
   ``proxy_id``; it disappears from GET, lists and checks.
 """
@@ -41,7 +46,9 @@ from console.sandbox.http import endpoint, no_content, ok, paginate, project_of,
 from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "proxies"
-TYPES = ("datacenter", "isp", "residential", "mobile", "custom")
+TYPES = ("isp", "residential", "mobile", "custom")
+# Retired types: records of them still exist and are served, but none can be created.
+LEGACY_TYPES = ("datacenter",)
 PROTOCOLS = ("http", "https")
 RESIDENTIAL_OS = ("windows", "macos", "android")
 NAME_MAX = 255
@@ -294,9 +301,9 @@ def render(record: dict) -> dict:
     return body
 
 
-def create(tenant: Tenant, project: str, body: dict) -> dict:
+def create(tenant: Tenant, project: str, body: dict, *, legacy: bool = False) -> dict:
     kind = body.get("type")
-    if kind not in TYPES:
+    if kind not in TYPES and not (legacy and kind in LEGACY_TYPES):
         raise invalid("type is required", type=f"must be one of {', '.join(TYPES)}")
     unknown = sorted(set(body) - {"type", "name", "protocol", "bypass_hosts", "config"})
     if unknown:
@@ -330,11 +337,19 @@ def get_live(tenant: Tenant, project: str, proxy_id: str) -> dict | None:
 
 
 def _by_id(request: Request) -> dict:
-    proxy_id = request.path_params["id"]
-    record = get_live(request.state.tenant, project_of(request), proxy_id)
-    if record is None:
-        raise ApiError(404, "not_found", f"proxy {proxy_id!r} was not found")
-    return record
+    """The live proxy named by ``{id_or_name}``: the id first, else a name only one proxy has."""
+    wanted = request.path_params["id_or_name"]
+    record = get_live(request.state.tenant, project_of(request), wanted)
+    if record is not None:
+        return record
+    named = [p for p in scoped(request, TABLE) if p.get("name") == wanted]
+    if len(named) > 1:
+        raise ApiError(
+            409, "proxy_name_ambiguous", f"{len(named)} proxies are named {wanted!r}: use the proxy's id"
+        )
+    if not named:
+        raise ApiError(404, "not_found", f"proxy {wanted!r} was not found")
+    return named[0]
 
 
 def _filtered(request: Request) -> list[dict]:
@@ -404,6 +419,14 @@ async def check_proxy(request: Request):
     return ok(render(record))
 
 
+@endpoint
+async def control_legacy(request: Request):
+    """A datacenter proxy as the service still holds from before the type was retired (tests)."""
+    body = await read_json(request)
+    record = create(request.state.tenant, project_of(request), {**body, "type": "datacenter"}, legacy=True)
+    return ok(render(record), status=201)
+
+
 def seed(tenant: Tenant) -> None:
     project = tenant.default_project_id
     specs = [
@@ -448,7 +471,7 @@ def seed(tenant: Tenant) -> None:
         ({"type": "datacenter", "name": "dc-us-east", "config": {"country": "US"}}, False),
     ]
     for minutes_ago, (body, checked) in enumerate(specs):
-        record = create(tenant, project, body)
+        record = create(tenant, project, body, legacy=True)
         if checked:
             record.update(_check(tenant, record, None))
             record["last_checked"] = rfc3339(tenant.now() - timedelta(minutes=7 * minutes_ago + 3))
@@ -457,8 +480,9 @@ def seed(tenant: Tenant) -> None:
 routes = [
     Route("/proxies", list_proxies, methods=["GET"]),
     Route("/proxies", create_proxy, methods=["POST"]),
-    Route("/proxies/{id}", get_proxy, methods=["GET"]),
-    Route("/proxies/{id}", rename_proxy, methods=["PATCH"]),
-    Route("/proxies/{id}", delete_proxy, methods=["DELETE"]),
-    Route("/proxies/{id}/check", check_proxy, methods=["POST"]),
+    Route("/proxies/{id_or_name}", get_proxy, methods=["GET"]),
+    Route("/proxies/{id_or_name}", rename_proxy, methods=["PATCH"]),
+    Route("/proxies/{id_or_name}", delete_proxy, methods=["DELETE"]),
+    Route("/proxies/{id_or_name}/check", check_proxy, methods=["POST"]),
+    Route("/_sandbox/proxies/legacy", control_legacy, methods=["POST"]),
 ]

@@ -15,11 +15,11 @@ may be above 1. Events come from three places:
   and published together, for benchmarks.
 
 Page reads (``GET /browsers/{id}/telemetry/events``): the offset cursor is opaque: a per-session random base
-plus the position (it is never an event's seq, never 0). ``category`` may be comma-joined or repeated; an
-unknown category matches nothing. ``since``/``until`` take RFC 3339 or a duration (``30s``, ``5m``,
-``1h30m``, ``500ms``) meaning that long before now. ``offset=0`` counts as no cursor (0 is the service's
-"last page" sentinel). A session whose telemetry was never on has an empty archive, so it reads as an
-empty list.
+plus the position (it is never an event's seq, never 0). ``category`` and ``type`` may be comma-joined
+or repeated; both apply within the page (an event must match both); an unknown value matches nothing.
+``since``/``until`` take RFC 3339 or a duration (``30s``, ``5m``, ``1h30m``, ``500ms``) meaning that
+long before now. ``offset=0`` counts as no cursor (0 is the service's "last page" sentinel). A session
+whose telemetry was never on has an empty archive, so it reads as an empty list.
 
 The stream (``GET /browsers/{id}/telemetry/stream``) sends every archived event after its start point in
 one chunk per wake-up, each frame pre-encoded once for all readers. It starts after ``Last-Event-ID``, or at
@@ -219,6 +219,14 @@ def catch_up(tenant: Tenant, record: dict, *, until: datetime | None = None) -> 
     limit = until or ended_at(tenant, record) or tenant.now()
     if log.ended:  # ended_at just noticed a timeout, and finish() caught up to it
         return
+    if record.get("_engine") == "chromium":
+        # A real page produces its own telemetry (page_events); nothing is generated after the history a
+        # demo session was seeded with (``_history_until``).
+        history_end = record.get("_history_until")
+        if history_end is None or (log.generated_until is not None and log.generated_until >= history_end):
+            log.generated_until = limit
+            return
+        limit = min(limit, history_end)
     if log.generated_until is None:
         log.generated_until = limit
         return
@@ -338,8 +346,9 @@ def _cursor(log: Log, raw: str | None) -> int | None:
     return value - log.cursor_base
 
 
-def _wanted_categories(request: Request) -> set[str] | None:
-    raw = [part.strip() for value in request.query_params.getlist("category") for part in value.split(",")]
+def _wanted_categories(request: Request, name: str = "category") -> set[str] | None:
+    """A list filter given comma-joined or repeated (``category``, and ``type`` since SDK 0.131)."""
+    raw = [part.strip() for value in request.query_params.getlist(name) for part in value.split(",")]
     raw = [part for part in raw if part]
     return set(raw) if raw else None
 
@@ -377,6 +386,7 @@ def read_page(tenant: Tenant, record: dict, request: Request) -> tuple[list[dict
     if order == "asc" and cursor is None:
         since = parse_moment(params["since"], now, "since") if params.get("since") else now - DEFAULT_SINCE
     wanted = _wanted_categories(request)
+    wanted_types = _wanted_categories(request, "type")
     catch_up(tenant, record)
     events = log.events
     end = len(events) if until is None else bisect.bisect_left(events, _micros(until), key=_ts)
@@ -395,7 +405,12 @@ def read_page(tenant: Tenant, record: dict, request: Request) -> tuple[list[dict
         scanned = list(reversed(events[begin:end]))
         more = begin > 0 and end > 0
         next_seq = events[begin].seq if more else None
-    items = [e.body for e in scanned if wanted is None or e.category in wanted]
+    # Both filters apply within the scanned page; an event must match both (SDK 0.131).
+    items = [
+        e.body
+        for e in scanned
+        if (wanted is None or e.category in wanted) and (wanted_types is None or e.type in wanted_types)
+    ]
     return items, (None if next_seq is None else log.cursor_base + next_seq)
 
 

@@ -1,0 +1,154 @@
+"""API keys of the organization: list, create (org-wide or per project), rename, rotate, delete.
+
+Admins only, reads included: the list says who can reach the service as the organization. The plaintext
+of a new key is rendered once, in the response to the create (or rotate) that made it, with
+``Cache-Control: no-store``; the console never stores it, logs it or puts it in the audit log.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_variables
+from django.views.decorators.http import require_http_methods
+
+from console.accounts import audit
+from console.api_keys.forms import CreateForm, RenameForm, RotateForm
+from console.service import Conflict, Invalid, NotFound, api_keys, projects
+from console.web.decorators import org_view
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import done, render
+
+STATUS_FILTERS = ("active", "deleted", "all")
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"api_keys:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+async def _get(request, key_id: str) -> api_keys.APIKey:
+    try:
+        return await api_keys.get_api_key(request.service, key_id)
+    except NotFound:
+        raise Http404("No such API key") from None
+
+
+def _secret_page(request, created: api_keys.CreatedAPIKey, action: str):
+    """The one response that carries the plaintext: never cached, never repeated."""
+    response = render(request, "api_keys/secret.html", {"created": created, "action": action})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+@sensitive_variables("created")
+async def api_key_list(request):
+    project_page = await projects.list_projects(request.service, limit=100)
+    form = CreateForm(projects=project_page.items)
+    if request.method == "POST":
+        form = CreateForm(request.POST, projects=project_page.items)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                created = await api_keys.create_api_key(
+                    request.service,
+                    name=data["name"],
+                    days_to_expire=data["days_to_expire"],
+                    project_id=data["project_id"] or None,
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "api_key.create", outcome="error", detail=exc.message)
+            else:
+                scope = created.project_name or created.project_id or "org-wide"
+                await audit.record(
+                    request, "api_key.create", target_id=created.id, detail=f"{created.label} ({scope})"
+                )
+                return _secret_page(request, created, "created")
+    page_params = paging(request)
+    status = request.GET.get("status", "active")
+    status = status if status in STATUS_FILTERS else "active"
+    query = request.GET.get("q", "").strip()
+    page = await api_keys.list_api_keys(
+        request.service,
+        limit=page_params.limit,
+        offset=page_params.offset,
+        status=status,
+        query=query or None,
+    )
+    context = {
+        "page": page,
+        "form": form,
+        "query": query,
+        "status": status,
+        "statuses": STATUS_FILTERS,
+        "pager": pager(request, page_params, page),
+    }
+    return render(request, "api_keys/list.html", context, partial="api-keys-table")
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def api_key_rename(request, key_id: str):
+    key = await _get(request, key_id)
+    form = RenameForm(initial={"name": key.name})
+    if request.method == "POST":
+        form = RenameForm(request.POST)
+        if form.is_valid():
+            try:
+                key = await api_keys.rename_api_key(request.service, key_id, form.cleaned_data["name"])
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "api_key.rename", target_id=key_id, outcome="error")
+            else:
+                await audit.record(request, "api_key.rename", target_id=key_id, detail=key.label)
+                messages.success(request, f"Renamed to “{key.label}”.")
+                return done(request, _url(request, "list"))
+    return render(request, "api_keys/rename.html", {"key": key, "form": form})
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+@sensitive_variables("created")
+async def api_key_rotate(request, key_id: str):
+    key = await _get(request, key_id)
+    form = RotateForm()
+    if request.method == "POST":
+        form = RotateForm(request.POST)
+        if form.is_valid():
+            grace = form.cleaned_data["expire_in_days"]
+            try:
+                created = await api_keys.rotate_api_key(request.service, key_id, expire_in_days=grace)
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "api_key.rotate", target_id=key_id, outcome="error")
+            else:
+                detail = f"{key.label}: new key {created.id}, old key expires in {grace} day(s)"
+                await audit.record(request, "api_key.rotate", target_id=key_id, detail=detail)
+                return _secret_page(request, created, "rotated")
+    return render(request, "api_keys/rotate.html", {"key": key, "form": form})
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def api_key_delete(request, key_id: str):
+    key = await _get(request, key_id)
+    conflict = ""
+    if request.method == "POST":
+        try:
+            await api_keys.delete_api_key(request.service, key_id)
+        except Conflict as exc:
+            conflict = exc.message
+            await audit.record(
+                request, "api_key.delete", target_id=key_id, outcome="error", detail=exc.message
+            )
+        except NotFound:
+            raise Http404("No such API key") from None
+        else:
+            await audit.record(request, "api_key.delete", target_id=key_id, detail=key.label)
+            messages.success(request, f"API key “{key.label}” deleted.")
+            return done(request, _url(request, "list"))
+    return render(request, "api_keys/delete.html", {"key": key, "conflict": conflict})

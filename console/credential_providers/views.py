@@ -1,0 +1,214 @@
+"""Credential providers (1Password): list, create, edit, test, list items, delete; and the item picker
+the auth-connection and credential forms search (notes §15, SDK 0.131).
+
+The provider token is write-only: posted, sent to the service, never rendered, logged or audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.contrib import messages
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods
+
+from console.accounts import audit
+from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderForm
+from console.service import Conflict, Invalid, NotFound
+from console.service import credential_providers as providers
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import done, render
+
+PICKER_MAX = 50
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"credential_providers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+async def _get(request, provider_id: str) -> providers.Provider:
+    try:
+        return await providers.get_provider(request.service, provider_id)
+    except NotFound:
+        raise Http404("No such credential provider") from None
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def provider_list(request):
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await providers.list_providers(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    context = {
+        "page": page,
+        "query": query,
+        "labels": TYPE_LABELS,
+        "pager": pager(request, page_params, page),
+    }
+    return render(request, "credential_providers/list.html", context, partial="providers-table")
+
+
+@require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("token")
+@org_view("admin")
+async def provider_create(request):
+    form = ProviderForm()
+    if request.method == "POST":
+        form = ProviderForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                made = await providers.create_provider(
+                    request.service,
+                    name=data["name"],
+                    token=data["token"],
+                    provider_type=data["provider_type"],
+                    cache_ttl_seconds=data["cache_ttl_seconds"],
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(request, "credential_provider.create", outcome="error", detail=exc.message)
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+                await audit.record(request, "credential_provider.create", outcome="error", detail=exc.message)
+            else:
+                await audit.record(
+                    request,
+                    "credential_provider.create",
+                    target_id=made.id,
+                    detail=f"{made.label} ({made.provider_type})",
+                )
+                messages.success(request, f"Credential provider “{made.label}” added.")
+                return done(request, _url(request, "detail", provider_id=made.id))
+    return render(request, "credential_providers/create.html", {"form": form})
+
+
+@require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("token")
+@org_view("viewer")
+async def provider_detail(request, provider_id: str):
+    """The provider and its items (searchable); admins edit it in place."""
+    provider = await _get(request, provider_id)
+    initial = {"name": provider.name, "enabled": provider.enabled, "priority": provider.priority or 0}
+    form = EditForm(initial=initial)
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = EditForm(request.POST, initial=initial)
+        if form.is_valid():
+            data = form.cleaned_data
+            changes = {k: data[k] for k in ("name", "enabled", "priority") if data[k] != initial[k]}
+            if data["token"]:
+                changes["token"] = data["token"]
+            try:
+                provider = await providers.update_provider(request.service, provider.id, **changes)
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(
+                    request, "credential_provider.update", target_id=provider.id, outcome="error"
+                )
+            except Conflict as exc:
+                form.add_error("name", exc.message)
+                await audit.record(
+                    request, "credential_provider.update", target_id=provider.id, outcome="error"
+                )
+            else:
+                # Which fields changed, never the token's value.
+                await audit.record(
+                    request,
+                    "credential_provider.update",
+                    target_id=provider.id,
+                    detail=", ".join(sorted(changes)),
+                )
+                messages.success(request, "Credential provider saved.")
+                return done(request, _url(request, "detail", provider_id=provider.id))
+    query = request.GET.get("q", "").strip()
+    items, items_error = [], ""
+    try:
+        items = _matching(await providers.list_items(request.service, provider.id), query)
+    except Invalid as exc:
+        items_error = exc.message
+    context = {
+        "provider": provider,
+        "form": form,
+        "labels": TYPE_LABELS,
+        "items": items,
+        "items_error": items_error,
+        "query": query,
+        "result": None,
+    }
+    return render(request, "credential_providers/detail.html", context, partial="provider-items")
+
+
+def _matching(items: list[providers.Item], query: str) -> list[providers.Item]:
+    words = query.casefold().split()
+    return [
+        i for i in items if all(w in f"{i.path} {i.title} {' '.join(i.urls or [])}".casefold() for w in words)
+    ]
+
+
+@require_http_methods(["POST"])
+@org_view("admin")
+async def provider_test(request, provider_id: str):
+    provider = await _get(request, provider_id)
+    result = await providers.test_provider(request.service, provider.id)
+    await audit.record(
+        request,
+        "credential_provider.test",
+        target_id=provider.id,
+        outcome="ok" if result.success else "error",
+        detail=result.error or f"{len(result.vaults or [])} vault(s)",
+    )
+    return render(
+        request,
+        "credential_providers/detail.html",
+        {"provider": provider, "result": result},
+        partial="provider-test",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def provider_delete(request, provider_id: str):
+    provider = await _get(request, provider_id)
+    if request.method == "POST":
+        await providers.delete_provider(request.service, provider.id)
+        await audit.record(
+            request, "credential_provider.delete", target_id=provider.id, detail=provider.label
+        )
+        messages.success(request, f"Credential provider “{provider.label}” deleted.")
+        return done(request, _url(request, "list"))
+    return render(request, "credential_providers/delete.html", {"provider": provider})
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def provider_picker(request):
+    """``?q=`` → the matching items of every enabled provider, as the picker's choices (a partial)."""
+    # The auth and credential forms send their field's own value (htmx includes it by name).
+    query = (request.GET.get("q") or request.GET.get("credential_item") or "").strip()
+    page = await providers.list_providers(request.service, limit=100)
+    enabled = [p for p in page.items if p.enabled is not False]
+    found = await asyncio.gather(
+        *(providers.list_items(request.service, p.id) for p in enabled), return_exceptions=True
+    )
+    choices, failed = [], []
+    for provider, items in zip(enabled, found, strict=True):
+        if isinstance(items, BaseException):
+            if not isinstance(items, Invalid):
+                raise items
+            failed.append(provider.label)
+            continue
+        choices += [(provider, item) for item in _matching(items, query)]
+    context = {
+        "choices": choices[:PICKER_MAX],
+        "more": len(choices) > PICKER_MAX,
+        "failed": failed,
+        "query": query,
+    }
+    return render(request, "credential_providers/picker.html", context, partial="provider-items")

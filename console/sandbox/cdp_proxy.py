@@ -1,0 +1,149 @@
+"""The guarded CDP websocket of a real session: ``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``.
+
+- Guard: the session record's ``jwt`` in the query, or ``Authorization: Bearer <API key>`` of the tenant
+  owning the session. Anything else (no token, another session's token, an ended or simulated session) is
+  refused before the websocket opens (HTTP 403).
+- Confinement: a browser-level CDP client can list, attach to and close every target of its browser
+  (``Target.*``) and close the browser itself, so a client must never share a browser with another
+  session. On the first connection the session moves to a Chromium process of its own (``engine.dedicate``:
+  state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
+  its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
+  session is ``DELETE``); everything else passes through untouched, so
+  ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service.
+- The process's own debugging port listens on 127.0.0.1 only; pages cannot reach it (their requests are
+  routed or meet the dead proxy), but another local user of the machine could: run the sandbox on a
+  machine of its own, as for ``SANDBOX_EXEC``.
+- A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
+  ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
+  session closes its browser, which ends the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import time
+
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from console.sandbox import engine
+from console.sandbox.errors import ApiError
+from console.sandbox.state import registry
+
+REFUSED = ("Browser.close", "Browser.crash", "Browser.crashGpuProcess")
+POLICY_VIOLATION = 1008
+
+
+def _session(websocket: WebSocket):
+    """(tenant, record) of an active real session the caller may drive, else None."""
+    from console.sandbox.resources.browsers import TABLE, is_active
+
+    session_id = websocket.path_params["session_id"]
+    token = websocket.query_params.get("jwt", "")
+    scheme, _, key = websocket.headers.get("authorization", "").partition(" ")
+    for tenant in registry.tenants.values():
+        record = tenant.table(TABLE).get(session_id)
+        if record is None:
+            continue
+        by_jwt = bool(token) and secrets.compare_digest(token, record["_jwt"])
+        by_key = scheme.lower() == "bearer" and secrets.compare_digest(key.strip(), tenant.api_key)
+        if (by_jwt or by_key) and record.get("_engine") == "chromium" and is_active(tenant, record):
+            return tenant, record
+        return None
+    return None
+
+
+def _refusal(text: str) -> str | None:
+    """The error reply for a command the proxy does not pass on, else None."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and message.get("method") in REFUSED:
+        reply = {
+            "id": message.get("id"),
+            "error": {"code": -32000, "message": f"{message['method']} is not allowed: delete the session"},
+        }
+        if message.get("sessionId"):
+            reply["sessionId"] = message["sessionId"]
+        return json.dumps(reply)
+    return None
+
+
+async def cdp(websocket: WebSocket):
+    from websockets.asyncio.client import connect
+
+    from console.sandbox.resources import browser_computer, browsers
+
+    found = _session(websocket)
+    if found is None:
+        await websocket.close(code=POLICY_VIOLATION)
+        return
+    tenant, record = found
+    browsers_engine = engine.get()
+    try:
+        live = await browsers_engine.dedicate(tenant, record)
+    except ApiError:
+        await websocket.close(code=1013)
+        return
+    await websocket.accept()
+    live.attached += 1
+    browser_computer.emit(tenant, record, [("cdp_connect", {})])
+    started, counted, reason = time.monotonic(), 0, "upstream_error"
+    try:
+        async with connect(live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10) as upstream:
+
+            async def from_client() -> str:
+                nonlocal counted
+                while True:
+                    try:
+                        text = await websocket.receive_text()
+                    except WebSocketDisconnect:
+                        return "client_close"
+                    counted += 1
+                    browsers.touch(tenant, record)
+                    live.last_used = time.monotonic()
+                    refusal = _refusal(text)
+                    if refusal is not None:
+                        await websocket.send_text(refusal)
+                    else:
+                        await upstream.send(text)
+
+            async def from_browser() -> str:
+                async for message in upstream:
+                    await websocket.send_text(message if isinstance(message, str) else message.decode())
+                return "upstream_changed" if browsers.is_active(tenant, record) else "context_cancelled"
+
+            tasks = [asyncio.create_task(from_client()), asyncio.create_task(from_browser())]
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            for task in done:
+                if not task.cancelled() and task.exception() is None:
+                    reason = task.result()
+    except Exception:  # the browser went away or refused the connection: the client sees a close
+        reason = "upstream_error"
+    finally:
+        live.attached -= 1
+        browser_computer.emit(
+            tenant,
+            record,
+            [
+                (
+                    "cdp_disconnect",
+                    {
+                        "duration_ms": int((time.monotonic() - started) * 1000),
+                        "message_count": counted,
+                        "reason": reason,
+                    },
+                )
+            ],
+        )
+    with contextlib.suppress(Exception):
+        await websocket.close()
+
+
+routes = [WebSocketRoute("/_sandbox/cdp/{session_id}", cdp)]

@@ -1,0 +1,614 @@
+"""The sandbox's browser engine: real Chromium for every session, or the simulated engine without it.
+
+Selection (``SANDBOX_ENGINE``): ``chromium`` drives Debian's Chromium (``SANDBOX_CHROMIUM``, default
+``/usr/bin/chromium``) through Playwright for Python's async API; ``simulated`` keeps today's drawn
+screenshots and generated telemetry; ``auto`` (the default) picks Chromium when it and Playwright are
+installed and falls back to the simulated engine, saying why (``GET /``, ``GET /_sandbox/health`` and the
+session record's ``sandbox`` field). A session records the engine it was created under.
+
+How a real session lives:
+
+- One Chromium process is shared by the sessions; each session is its own ``BrowserContext`` (cookies,
+  storage, cache and permissions isolated) with the session's viewport and user agent, and one page on its
+  start URL. A Playwright ``CDPSession`` on that page carries what Playwright does not expose (telemetry
+  domains). A session someone connects to over CDP moves to a browser process of its own (see
+  ``cdp_proxy``): a browser-level CDP client could otherwise reach every other session's targets.
+- Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
+  sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
+  request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
+- At most ``SANDBOX_MAX_BROWSERS`` sessions run at once (default 4, sized for 2 cores); waking one more
+  puts the least recently used into standby: its URL and storage (cookies and local storage, Playwright's
+  ``storage_state``) are kept and its context closed. A session idle for ``SANDBOX_BROWSER_IDLE_SECONDS``
+  (default 300) goes to standby too. The next call that needs the page wakes it (a new context with the
+  kept state, on the kept URL). Sessions created at start-up (demo data) and pool browsers start in
+  standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is never put
+  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound.
+- A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
+  call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
+  so a request never hangs on a browser.
+- Deleting a session closes its context (and its own process) and removes its temporary directory; the
+  shared process closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last session; stopping
+  the sandbox closes every browser.
+- A session's profile is its starting storage (cookies and local storage kept in the profile record as
+  Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
+  ends. A session with extensions runs in a browser process of its own, started with them unpacked from
+  their uploaded zips. The session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
+- Chromium runs with ``--no-sandbox`` (Playwright's default): the sandbox runs as root in its containers,
+  and Chromium refuses to start as root with its own sandbox. Its processes carry
+  ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can count them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import io
+import logging
+import os
+import shutil
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from console.sandbox.errors import ApiError
+from console.sandbox.state import Tenant, new_id
+
+log = logging.getLogger("console.sandbox.engine")
+
+ENGINES = ("auto", "chromium", "simulated")
+FLAGS = [
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--disable-features=Translate,OptimizationHints,MediaRouter",
+    # Every request that escapes the context's routes meets a closed port (loopback included).
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+]
+# Stealth where a context allows it (the browser's own flags are shared): no navigator.webdriver.
+STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
+# Seconds a browser operation may take before the request gets an error instead of waiting.
+LAUNCH_TIMEOUT = 30.0
+OPERATION_TIMEOUT = 15.0
+NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
+
+
+def _number(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def choose() -> tuple[str, str]:
+    """The engine this process runs and why, from ``SANDBOX_ENGINE`` and what is installed."""
+    wanted = (os.environ.get("SANDBOX_ENGINE") or "auto").strip().lower()
+    if wanted not in ENGINES:
+        log.warning("SANDBOX_ENGINE=%s is not one of %s; using auto", wanted, ", ".join(ENGINES))
+        wanted = "auto"
+    if wanted == "simulated":
+        return "simulated", "SANDBOX_ENGINE=simulated"
+    executable = chromium_path()
+    if not os.access(executable, os.X_OK):
+        problem = f"no Chromium at {executable} (make run installs Debian's chromium)"
+    elif importlib.util.find_spec("playwright") is None:
+        problem = "Playwright for Python is not installed (make install)"
+    else:
+        return "chromium", f"Chromium at {executable}"
+    if wanted == "chromium":
+        log.warning("SANDBOX_ENGINE=chromium but %s: sessions are simulated", problem)
+    return "simulated", problem
+
+
+def chromium_path() -> str:
+    return os.environ.get("SANDBOX_CHROMIUM") or "/usr/bin/chromium"
+
+
+@dataclass(eq=False)
+class Live:
+    """A session's browser: running (a context and its page), in standby (state kept), or crashed."""
+
+    session_id: str
+    tenant: Tenant
+    record: dict
+    state: str = "standby"  # standby | running | crashed | closed
+    context: object | None = None
+    page: object | None = None
+    cdp: object | None = None
+    events: object | None = None  # page_events.PageEvents
+    storage: dict | None = None  # storage_state kept in standby
+    url: str | None = None
+    own_browser: bool = False  # a browser process of its own (CDP clients)
+    cdp_endpoint: str | None = None  # that process's browser-level websocket
+    attached: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    crashed_at: float | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    directory: Path | None = None
+
+
+class Engine:
+    def __init__(self, name: str, reason: str):
+        self.name = name
+        self.reason = reason
+        self.max_browsers = max(1, int(_number("SANDBOX_MAX_BROWSERS", 4)))
+        self.idle_seconds = _number("SANDBOX_BROWSER_IDLE_SECONDS", 300)
+        self.linger_seconds = _number("SANDBOX_BROWSER_LINGER_SECONDS", 60)
+        self.owner = os.environ.get("SANDBOX_BROWSER_OWNER") or new_id("sandbox", 12)
+        self.lives: dict[str, Live] = {}
+        self._playwright = None
+        self._shared = None
+        self._launch_lock: asyncio.Lock | None = None
+        self._reaper: asyncio.Task | None = None
+        self._linger: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._root: Path | None = None
+        self._waking = 0
+        self._admission = asyncio.Lock()
+
+    @property
+    def real(self) -> bool:
+        return self.name == "chromium"
+
+    def status(self) -> dict:
+        states = [live.state for live in self.lives.values()]
+        return {
+            "engine": self.name,
+            "reason": self.reason,
+            "max_browsers": self.max_browsers,
+            "running": states.count("running"),
+            "standby": states.count("standby"),
+            "crashed": states.count("crashed"),
+        }
+
+    def session_state(self, record: dict) -> str:
+        """``running``, ``standby`` or ``crashed`` for a real session; ``simulated`` otherwise."""
+        if record.get("_engine") != "chromium":
+            return "simulated"
+        live = self.lives.get(record["session_id"])
+        return live.state if live is not None else "standby"
+
+    # Waking and sleeping ----------------------------------------------------------------------------
+
+    async def live(self, tenant: Tenant, record: dict) -> Live:
+        """The session's running browser, woken from standby (or after a crash) if needed."""
+        if record.get("_ended_at") is not None:
+            raise ApiError(404, "not_found", f"browser session {record['session_id']!r} has ended")
+        live = self.lives.get(record["session_id"])
+        if live is None:
+            live = Live(session_id=record["session_id"], tenant=tenant, record=record)
+            live.url = record.get("start_url")
+            live.storage = _profile_state(tenant, record)
+            # Extensions are loaded when a browser starts: such a session needs a process of its own.
+            live.own_browser = bool(record.get("extensions"))
+            self.lives[live.session_id] = live
+        live.last_used = time.monotonic()
+        if live.state == "running" and live.page is not None and live.page.is_closed():
+            # A CDP client closed the session's page: keep the state and open a new page below.
+            await self.standby(live)
+        if live.state == "running":
+            return live
+        async with live.lock:
+            if live.state == "closed":
+                raise ApiError(404, "not_found", f"browser session {live.session_id!r} has ended")
+            if live.state != "running":
+                self._waking += 1
+                try:
+                    async with asyncio.timeout(LAUNCH_TIMEOUT):
+                        # One wake at a time: each sees the others' browsers, so the bound holds.
+                        async with self._admission:
+                            await self._wake(live)
+                except ApiError:
+                    raise
+                except Exception as exc:
+                    log.warning("session %s could not start its browser: %s", live.session_id, exc)
+                    await self._close_context(live)
+                    live.state = "crashed"
+                    raise ApiError(
+                        503,
+                        "browser_unavailable",
+                        "the session's browser could not be started; try again",
+                        inner_error={"code": type(exc).__name__, "message": str(exc)[:200]},
+                    ) from None
+                finally:
+                    self._waking -= 1
+        self._start_reaper()
+        return live
+
+    async def _wake(self, live: Live) -> None:
+        from console.sandbox import page_events
+
+        await self._make_room(live)
+        record = live.record
+        if live.own_browser:
+            context = await self._launch_own(live)
+        else:
+            browser = await self._shared_browser()
+            context = await browser.new_context(storage_state=live.storage, **self._context_options(record))
+        live.context = context
+        if record.get("stealth"):
+            await context.add_init_script(STEALTH_JS)
+        await self._route(live)
+        page = context.pages[0] if context.pages else await context.new_page()
+        live.page = page
+        live.cdp = await context.new_cdp_session(page)
+        live.events = page_events.PageEvents(live)
+        await live.events.attach()
+        page.on("crash", lambda _page: self._crashed(live))
+        page.on("download", lambda download: self._spawn(self._save_download(live, download)))
+        context.on("page", lambda new: live.events and live.events.tab_opened(new))
+        live.state = "running"
+        if live.crashed_at is not None:
+            took = int((time.monotonic() - live.crashed_at) * 1000)
+            live.events.emit("monitor_reconnected", {"reconnect_duration_ms": took})
+            live.crashed_at = None
+        if live.url:
+            with contextlib.suppress(Exception):
+                # Best effort, as the service's start_url: a failed navigation leaves Chromium's error page.
+                await page.goto(live.url, timeout=NAVIGATION_TIMEOUT, wait_until="domcontentloaded")
+
+    def _context_options(self, record: dict) -> dict:
+        size = record.get("viewport") or {}
+        options = {
+            "viewport": {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))},
+            "device_scale_factor": 1,
+            "accept_downloads": True,
+        }
+        if record.get("stealth"):
+            # Stealth where Chromium allows it: no "HeadlessChrome" in the user agent.
+            options["user_agent"] = (
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                "Chrome/140.0.0.0 Safari/537.36"
+            )
+        return options
+
+    async def _route(self, live: Live) -> None:
+        from console.sandbox import sites
+
+        async def handle(route) -> None:
+            try:
+                await sites.fulfil(route)
+            except Exception:  # the page went away mid-request, or a demo site failed: the request fails
+                with contextlib.suppress(Exception):
+                    await route.abort("failed")
+
+        await live.context.route("**/*", handle)
+
+    async def _save_download(self, live: Live, download) -> None:
+        """A download lands in the session's ``/home/kernel/Downloads`` (its filesystem in the API)."""
+        from console.sandbox.resources.browser_files import session_root
+
+        name = Path(download.suggested_filename).name or "download"
+        target = session_root(live.record) / "home/kernel/Downloads" / name
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(60):
+                await download.save_as(target)
+
+    def _crashed(self, live: Live) -> None:
+        if live.state != "running":
+            return
+        live.state = "crashed"
+        live.crashed_at = time.monotonic()
+        if live.events is not None:
+            live.events.crashed()
+        self._spawn(self._after_crash(live))
+
+    async def _after_crash(self, live: Live) -> None:
+        """Keep what the crashed page's context still knows (URL, storage), then release it."""
+        async with live.lock:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    if live.page.url.startswith(("http://", "https://")):
+                        live.url = live.page.url
+                    live.storage = await live.context.storage_state()
+            await self._close_context(live)
+
+    async def standby(self, live: Live) -> None:
+        """Release the session's browser, keeping its URL and storage for the next wake."""
+        async with live.lock:
+            if live.state != "running":
+                return
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    live.storage = await live.context.storage_state()
+                    if live.page.url.startswith(("http://", "https://")):
+                        live.url = live.page.url
+            await self._close_context(live)
+            live.state = "standby"
+
+    async def _save_profile(self, live: Live) -> None:
+        """With ``profile.save_changes``, the session's cookies and storage go back into its profile."""
+        from console.sandbox.resources import profiles
+
+        record = live.record
+        profile = _profile_of(live.tenant, record)
+        if profile is None or not record.get("profile_save_changes"):
+            return
+        state = live.storage
+        if live.state == "running" and live.context is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    state = await live.context.storage_state()
+        if state is not None:
+            profile["_storage_state"] = state
+            profiles.mark_updated(live.tenant, profile)
+
+    async def resize(self, record: dict) -> None:
+        """A new viewport applies to the running page at once (and to the next wake from standby)."""
+        live = self.lives.get(record["session_id"])
+        if live is not None and live.state == "running" and live.page is not None:
+            size = self._context_options(record)["viewport"]
+            await guarded(live.page.set_viewport_size(size), "resizing the page")
+
+    async def load_profile(self, tenant: Tenant, record: dict) -> None:
+        """A profile loaded into a session after creation (``PATCH``): its cookies join the session's."""
+        live = self.lives.get(record["session_id"])
+        state = _profile_state(tenant, record)
+        if live is None or not state:
+            return
+        if live.state == "running" and live.context is not None:
+            await guarded(live.context.add_cookies(state.get("cookies") or []), "loading the profile")
+        else:
+            kept = live.storage or {"cookies": [], "origins": []}
+            live.storage = {**kept, "cookies": [*kept.get("cookies", []), *state.get("cookies", [])]}
+
+    async def _close_context(self, live: Live) -> None:
+        context, live.context, live.page, live.cdp = live.context, None, None, None
+        if live.events is not None:
+            live.events.detach()
+            live.events = None
+        if context is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(OPERATION_TIMEOUT):
+                    await context.close()
+        live.cdp_endpoint = None
+        self._maybe_linger()
+
+    async def _make_room(self, waking: Live) -> None:
+        running = [
+            live
+            for live in self.lives.values()
+            if live.state == "running" and live is not waking and live.context is not None
+        ]
+        while len(running) >= self.max_browsers:
+            idle = [live for live in running if live.attached == 0]
+            if not idle:
+                raise ApiError(
+                    429,
+                    "browser_limit_reached",
+                    f"{self.max_browsers} browsers are running, each held by a CDP client, a live view "
+                    "or a recording (SANDBOX_MAX_BROWSERS); end one and try again",
+                )
+            oldest = min(idle, key=lambda live: live.last_used)
+            running.remove(oldest)
+            await self.standby(oldest)
+
+    # Ending -----------------------------------------------------------------------------------------
+
+    async def close(self, record: dict) -> None:
+        """The session ended: close its browser and remove its temporary directory."""
+        live = self.lives.pop(record["session_id"], None)
+        if live is None:
+            return
+        async with live.lock:
+            await self._save_profile(live)
+            await self._close_context(live)
+            live.state = "closed"
+            live.storage = None
+            if live.directory is not None:
+                shutil.rmtree(live.directory, ignore_errors=True)
+
+    def discard(self, record: dict) -> None:
+        """``close`` from synchronous code (a session ending on a state read)."""
+        if record["session_id"] not in self.lives:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self.lives.pop(record["session_id"], None)
+            return
+        self._spawn(self.close(record))
+
+    async def shutdown(self) -> None:
+        """Stop every browser this process started (the sandbox is stopping)."""
+        for task in (self._reaper, self._linger):
+            if task is not None:
+                task.cancel()
+        for live in list(self.lives.values()):
+            with contextlib.suppress(Exception):
+                await self.close(live.record)
+        await self._close_shared()
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                await self._playwright.stop()
+            self._playwright = None
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    # Processes --------------------------------------------------------------------------------------
+
+    def _env(self) -> dict:
+        return {**os.environ, "SANDBOX_BROWSER_OWNER": self.owner}
+
+    async def _driver(self):
+        if self._playwright is None:
+            from playwright.async_api import async_playwright
+
+            self._playwright = await async_playwright().start()
+        return self._playwright
+
+    async def _shared_browser(self):
+        if self._launch_lock is None:
+            self._launch_lock = asyncio.Lock()
+        async with self._launch_lock:
+            if self._shared is None or not self._shared.is_connected():
+                playwright = await self._driver()
+                self._shared = await playwright.chromium.launch(
+                    executable_path=chromium_path(), args=FLAGS, env=self._env(), headless=True
+                )
+                self._shared.on("disconnected", lambda _browser: self._shared_gone())
+            return self._shared
+
+    def _shared_gone(self) -> None:
+        for live in list(self.lives.values()):
+            if live.state == "running" and not live.own_browser:
+                self._crashed(live)
+
+    async def _launch_own(self, live: Live):
+        """A browser process for this session alone, its CDP port on loopback (for the CDP proxy)."""
+        playwright = await self._driver()
+        live.directory = live.directory or Path(tempfile.mkdtemp(prefix="browser-", dir=self.root()))
+        profile = live.directory / "profile"
+        active = profile / "DevToolsActivePort"
+        active.unlink(missing_ok=True)
+        args = [*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        extensions = self._unpack_extensions(live)
+        if extensions:
+            joined = ",".join(str(path) for path in extensions)
+            args += [f"--disable-extensions-except={joined}", f"--load-extension={joined}"]
+        context = await playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=chromium_path(),
+            args=args,
+            ignore_default_args=["--disable-extensions"] if extensions else None,
+            env=self._env(),
+            headless=True,
+            **self._context_options(live.record),
+        )
+        if live.storage:
+            await context.set_storage_state(live.storage)
+        for _ in range(100):
+            if active.exists():
+                lines = active.read_text().split()
+                if len(lines) >= 2:
+                    live.cdp_endpoint = f"ws://127.0.0.1:{lines[0]}{lines[1]}"
+                    break
+            await asyncio.sleep(0.05)
+        return context
+
+    def _unpack_extensions(self, live: Live) -> list[Path]:
+        """The session's extensions, unpacked from their uploaded zips (checked at upload)."""
+        from console.sandbox.resources import extensions
+
+        folders = []
+        table = live.tenant.table(extensions.TABLE)
+        for ref in live.record.get("extensions") or []:
+            stored = table.get(ref.get("id") or "")
+            if stored is None:
+                continue
+            target = live.directory / "extensions" / stored["id"]
+            if not target.exists():
+                with zipfile.ZipFile(io.BytesIO(stored["_content"])) as archive:
+                    archive.extractall(target)
+            manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)
+            if manifest is not None:
+                folders.append(manifest.parent)
+                extensions.mark_used(live.tenant, stored["id"])
+        return folders
+
+    async def dedicate(self, tenant: Tenant, record: dict) -> Live:
+        """Move the session to a browser process of its own (state kept) and return it running."""
+        live = await self.live(tenant, record)
+        if not live.own_browser:
+            await self.standby(live)
+            live.own_browser = True
+            live = await self.live(tenant, record)
+        if live.cdp_endpoint is None:
+            raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
+        return live
+
+    def root(self) -> Path:
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
+        return self._root
+
+    async def _close_shared(self) -> None:
+        browser, self._shared = self._shared, None
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                await browser.close()
+
+    def _maybe_linger(self) -> None:
+        """Close the shared browser once no session has used it for the linger time."""
+        if self._linger is not None and not self._linger.done():
+            return
+        try:
+            self._linger = asyncio.get_running_loop().create_task(self._linger_then_close())
+        except RuntimeError:
+            return
+
+    async def _linger_then_close(self) -> None:
+        await asyncio.sleep(self.linger_seconds)
+        in_use = any(live.context is not None and not live.own_browser for live in self.lives.values())
+        if not in_use and not self._waking:
+            await self._close_shared()
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        """Put sessions idle past ``idle_seconds`` into standby."""
+        while True:
+            await asyncio.sleep(max(0.5, min(5.0, self.idle_seconds / 2)))
+            now = time.monotonic()
+            for live in list(self.lives.values()):
+                idle = now - live.last_used > self.idle_seconds
+                if live.state == "running" and live.attached == 0 and idle:
+                    await self.standby(live)
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _profile_of(tenant: Tenant, record: dict) -> dict | None:
+    ref = record.get("profile") or {}
+    return tenant.table("profiles").get(ref.get("id") or "")
+
+
+def _profile_state(tenant: Tenant, record: dict) -> dict | None:
+    """The storage state saved in the session's profile (cookies, local storage), if any."""
+    profile = _profile_of(tenant, record)
+    state = (profile or {}).get("_storage_state")
+    return (
+        {"cookies": list(state.get("cookies", [])), "origins": list(state.get("origins", []))}
+        if state
+        else None
+    )
+
+
+_engine: Engine | None = None
+
+
+def get() -> Engine:
+    global _engine
+    if _engine is None:
+        _engine = Engine(*choose())
+    return _engine
+
+
+async def guarded(awaitable, what: str = "the browser"):
+    """Await a browser operation with a deadline; a failure is a clear 503, never a hung request."""
+    try:
+        async with asyncio.timeout(OPERATION_TIMEOUT):
+            return await awaitable
+    except ApiError:
+        raise
+    except TimeoutError:
+        raise ApiError(503, "browser_unavailable", f"{what} did not answer in time; try again") from None
+    except Exception as exc:
+        raise ApiError(
+            503,
+            "browser_unavailable",
+            f"{what} failed: the page may have crashed or navigated; try again",
+            inner_error={"code": type(exc).__name__, "message": str(exc).splitlines()[0][:200]},
+        ) from None

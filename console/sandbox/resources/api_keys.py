@@ -1,0 +1,247 @@
+"""API keys (``/org/api_keys``; notes §15, SDK 0.131 in docs/service-changes.md §11).
+
+Choices where the SDK leaves room:
+
+- Keys belong to the organization (the tenant), not to a project: ``project_id`` (null = org-wide) scopes
+  what the key may reach; it must name a live project (400 ``project_id``).
+- A created or rotated key really works: its plaintext is added to the sandbox's key registry for this
+  tenant, and it is returned once (``CreatedAPIKey.key``); every later response carries ``masked_key``.
+- ``days_to_expire`` is 1..3650 (null = never); ``expires_at`` (RFC 3339, in the future) may be given
+  instead. A key past its ``expires_at`` and a deleted key are refused with 401.
+- Rotate issues a new key with the old one's name and project and sets the old key's ``expires_at`` to
+  now + ``expire_in_days`` (default 7; 0 = at once), unless it already expires sooner.
+- DELETE is soft (``deleted_at``; GET needs ``include_deleted``); a key cannot delete itself (409
+  ``cannot_delete_current_key``).
+- Lists: ``status`` active (default) | deleted | all, ``sort_by`` created_at (default) | name | expires_at,
+  ``sort_direction`` desc (default) | asc, ``name`` (exact), ``query`` (substring of name or masked key).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from console.sandbox.errors import conflict, invalid, not_found
+from console.sandbox.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+
+TABLE = "api_keys"
+NAME_MAX = 255
+MAX_DAYS = 3650
+DEFAULT_GRACE_DAYS = 7
+STATUSES = ("active", "deleted", "all")
+SORTS = ("created_at", "name", "expires_at")
+CREATOR = {"id": "user_sandbox", "email": "owner@example.com", "name": "Sandbox Owner"}
+
+
+def _mask(key: str) -> str:
+    return f"{key[:3]}…{key[-4:]}"
+
+
+def render(record: dict) -> dict:
+    return {k: v for k, v in record.items() if not k.startswith("_")}
+
+
+def is_refused(tenant: Tenant, token: str) -> bool:
+    """A key this module made that was deleted or is past its expiry (the tenant's own key never is)."""
+    record = next((r for r in tenant.table(TABLE).values() if r["_secret"] == token), None)
+    if record is None:
+        return False
+    if record.get("deleted_at"):
+        return True
+    expires = record.get("expires_at")
+    return bool(expires) and parse_time(expires) <= tenant.now()
+
+
+def _project(tenant: Tenant, value) -> tuple[str | None, str | None]:
+    if value in (None, ""):
+        return None, None
+    project = tenant.table("projects").get(value) if isinstance(value, str) else None
+    if project is None or project.get("_deleted"):
+        raise invalid("project_id does not name a project", project_id=f"no project {value!r}")
+    return project["id"], project["name"]
+
+
+def _days(body: dict, name: str, *, low: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_DAYS:
+        raise invalid(f"{name} is not valid", **{name: f"an integer from {low} to {MAX_DAYS}, or null"})
+    return value
+
+
+def _name(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid("name is required", name="give the key a name")
+    if len(value.strip()) > NAME_MAX:
+        raise invalid("name is too long", name=f"at most {NAME_MAX} characters")
+    return value.strip()
+
+
+def issue(
+    tenant: Tenant, name: str, project: tuple[str | None, str | None], expires_at: str | None, *, creator=None
+) -> tuple[dict, str]:
+    """A new key record and its plaintext (registered for the tenant)."""
+    secret = "sk_" + new_id(length=40)
+    record = {
+        "id": new_id("key"),
+        "name": name,
+        "masked_key": _mask(secret),
+        "created_at": rfc3339(tenant.now()),
+        "created_by": dict(creator or CREATOR),
+        "expires_at": expires_at,
+        "deleted_at": None,
+        "project_id": project[0],
+        "project_name": project[1],
+        "_secret": secret,
+    }
+    tenant.table(TABLE)[record["id"]] = record
+    registry.tenants[secret] = tenant
+    return record, secret
+
+
+def _expiry(tenant: Tenant, body: dict) -> str | None:
+    days = _days(body, "days_to_expire", low=1)
+    if days is not None:
+        return rfc3339(tenant.now() + timedelta(days=days))
+    raw = body.get("expires_at")
+    if raw in (None, ""):
+        return None
+    try:
+        moment = parse_time(str(raw))
+    except ValueError:
+        raise invalid("expires_at is not a time", expires_at="an RFC 3339 time") from None
+    if moment <= tenant.now():
+        raise invalid("expires_at is in the past", expires_at="must be in the future")
+    return rfc3339(moment)
+
+
+def _get(request: Request, *, include_deleted: bool = False) -> dict:
+    key_id = request.path_params["id"]
+    record = request.state.tenant.table(TABLE).get(key_id)
+    if record is None or (record.get("deleted_at") and not include_deleted):
+        raise not_found("api key", key_id)
+    return record
+
+
+@endpoint
+async def create_api_key(request: Request):
+    tenant = request.state.tenant
+    body = await read_json(request)
+    unknown = sorted(set(body) - {"name", "days_to_expire", "expires_at", "project_id", "policy"})
+    if unknown:
+        raise invalid("unknown fields", **{k: "not an API key field" for k in unknown})
+    name = _name(body.get("name"))
+    expires_at = _expiry(tenant, body)
+    record, secret = issue(tenant, name, _project(tenant, body.get("project_id")), expires_at)
+    if isinstance(body.get("policy"), dict):
+        record["policy"] = body["policy"]
+    return ok({**render(record), "key": secret}, status=201)
+
+
+@endpoint
+async def list_api_keys(request: Request):
+    params = request.query_params
+    status = params.get("status") or ("all" if params.get("include_deleted") == "true" else "active")
+    if status not in STATUSES:
+        raise invalid("status is not valid", status="one of active, deleted, all")
+    sort_by = params.get("sort_by") or "created_at"
+    if sort_by not in SORTS:
+        raise invalid("sort_by is not valid", sort_by="one of created_at, name, expires_at")
+    direction = params.get("sort_direction") or "desc"
+    if direction not in ("asc", "desc"):
+        raise invalid("sort_direction is not valid", sort_direction="asc or desc")
+    items = list(request.state.tenant.table(TABLE).values())
+    if status != "all":
+        items = [r for r in items if bool(r.get("deleted_at")) == (status == "deleted")]
+    if params.get("name"):
+        items = [r for r in items if r["name"].casefold() == params["name"].casefold()]
+    query = (params.get("query") or "").strip().casefold()
+    if query:
+        items = [
+            r for r in items if r["id"] == query or query in r["name"].casefold() or query in r["masked_key"]
+        ]
+    # Records without the sort key (no expiry) go last either way.
+    with_key = sorted(
+        (r for r in items if r.get(sort_by)), key=lambda r: r[sort_by], reverse=direction == "desc"
+    )
+    items = with_key + [r for r in items if not r.get(sort_by)]
+    return paginate(request, items, render=render)
+
+
+@endpoint
+async def get_api_key(request: Request):
+    include = request.query_params.get("include_deleted") == "true"
+    return ok(render(_get(request, include_deleted=include)))
+
+
+@endpoint
+async def update_api_key(request: Request):
+    record = _get(request)
+    body = await read_json(request)
+    others = sorted(set(body) - {"name"})
+    if others:
+        raise invalid("only the name of a key can change", **{k: "cannot be changed" for k in others})
+    record["name"] = _name(body.get("name"))
+    return ok(render(record))
+
+
+@endpoint
+async def delete_api_key(request: Request):
+    record = _get(request)
+    token = request.headers.get("authorization", "").partition(" ")[2].strip()
+    if record["_secret"] == token:
+        raise conflict(
+            "a key cannot delete itself: use another key to delete this one", code="cannot_delete_current_key"
+        )
+    record["deleted_at"] = rfc3339(request.state.tenant.now())
+    return no_content()
+
+
+@endpoint
+async def rotate_api_key(request: Request):
+    tenant = request.state.tenant
+    old = _get(request)
+    body = await read_json(request)
+    unknown = sorted(set(body) - {"days_to_expire", "expire_in_days"})
+    if unknown:
+        raise invalid("unknown fields", **{k: "not a rotate field" for k in unknown})
+    days = _days(body, "days_to_expire", low=1)
+    grace = _days(body, "expire_in_days", low=0)
+    grace = DEFAULT_GRACE_DAYS if grace is None else grace
+    if days is not None:
+        expires_at = rfc3339(tenant.now() + timedelta(days=days))
+    elif old.get("expires_at"):
+        # The rotated key's original lifetime, counted from now.
+        lifetime = parse_time(old["expires_at"]) - parse_time(old["created_at"])
+        expires_at = rfc3339(tenant.now() + lifetime)
+    else:
+        expires_at = None
+    record, secret = issue(
+        tenant, old["name"], (old["project_id"], old["project_name"]), expires_at, creator=old["created_by"]
+    )
+    ends = tenant.now() + timedelta(days=grace)
+    if not old.get("expires_at") or parse_time(old["expires_at"]) > ends:
+        old["expires_at"] = rfc3339(ends)
+    return ok({**render(record), "key": secret}, status=201)
+
+
+def seed(tenant: Tenant) -> None:
+    now = tenant.now()
+    issue(tenant, "ci-pipeline", (None, None), rfc3339(now + timedelta(days=90)))
+    issue(tenant, "local-dev", (tenant.default_project_id, "default"), None)
+    old, _ = issue(tenant, "retired-laptop", (None, None), None)
+    old["deleted_at"] = rfc3339(now - timedelta(days=3))
+
+
+routes = [
+    Route("/org/api_keys", list_api_keys, methods=["GET"]),
+    Route("/org/api_keys", create_api_key, methods=["POST"]),
+    Route("/org/api_keys/{id}", get_api_key, methods=["GET"]),
+    Route("/org/api_keys/{id}", update_api_key, methods=["PATCH"]),
+    Route("/org/api_keys/{id}", delete_api_key, methods=["DELETE"]),
+    Route("/org/api_keys/{id}/rotate", rotate_api_key, methods=["POST"]),
+]

@@ -1,0 +1,360 @@
+"""Replays of a browser session (notes §2): start, stop, list, download, and a page that plays one.
+
+Choices where the notes leave room (the lead copies them into the docs):
+
+- Only real sessions (the Chromium engine) record: a replay is the page's screencast (CDP
+  ``Page.startScreencast``, JPEG frames with their timestamps) encoded at stop to MP4 (H.264, yuv420p,
+  ``+faststart``, so a browser's ``<video>`` plays it) by Debian's ``ffmpeg`` at the requested
+  ``framerate``. Chromium sends a frame only when the page changes, so each frame is held until the next
+  one: the video lasts as long as the recording did. A simulated session, or a sandbox without
+  ``ffmpeg``, answers 409 ``replays_unavailable``.
+- ``framerate``: 1 to 20 (default 10; above 20 needs a GPU, which the plan lacks: 400).
+  ``max_duration_in_seconds``: 1 to 3600 (default 300); the recording stops by itself then.
+  ``record_audio`` is accepted; the sandbox's browsers have no audio, so the video has no audio track.
+- One recording at a time per session (409 ``replay_in_progress``). A recording keeps its session running
+  (never in standby). Stopping waits for the encoding; stopping a finished replay is 204 again. A
+  recording follows the page it started on: if that page crashes, or the session moves to a process of
+  its own (a CDP client connects), the rest of the recording holds the last frame.
+- Deleting the session stops its recordings; replays stay downloadable for the plan's retention
+  (``browser_replays.retention_days``, 30 days, on the tenant clock) while the sandbox runs:
+  ``GET /browsers/{id}/replays[/{replay_id}]`` find deleted sessions too. The download of a replay still
+  recording is 409 ``replay_in_progress``.
+- ``replay_view_url`` is a sandbox page with a ``<video>`` of the replay, its own token in the URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import html
+import secrets
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.routing import Route
+
+from console.sandbox import engine
+from console.sandbox.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.http import endpoint, no_content, ok, read_json
+from console.sandbox.state import Tenant, new_id, registry, rfc3339
+
+FFMPEG = "ffmpeg"
+DEFAULT_FRAMERATE, MAX_FRAMERATE = 10, 20
+DEFAULT_DURATION, MAX_DURATION = 300, 3600
+RETENTION = timedelta(days=30)
+ENCODE_TIMEOUT = 300
+FIELDS = {"framerate", "max_duration_in_seconds", "record_audio"}
+
+
+def _replays(record: dict) -> dict[str, dict]:
+    return record.setdefault("_replays", {})
+
+
+def render(request: Request, record: dict, replay: dict) -> dict:
+    body = {"replay_id": replay["replay_id"], "started_at": rfc3339(replay["started_at"])}
+    if replay.get("finished_at") is not None:
+        body["finished_at"] = rfc3339(replay["finished_at"])
+        base = str(request.base_url).rstrip("/")
+        body["replay_view_url"] = f"{base}/_sandbox/replays/{replay['replay_id']}?token={replay['token']}"
+    return body
+
+
+def _session(request: Request, *, active: bool):
+    from console.sandbox.resources.browsers import get_session
+
+    return get_session(request, request.path_params["id"], include_deleted=not active)
+
+
+def _replay(request: Request, record: dict) -> dict:
+    replay = _replays(record).get(request.path_params["replay_id"])
+    if replay is None or request.state.tenant.now() - replay["started_at"] > RETENTION:
+        raise not_found("replay", request.path_params["replay_id"])
+    return replay
+
+
+def _int(body: dict, key: str, default: int, high: int, errors: dict, why: str = "") -> int:
+    value = body.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        errors[key] = f"must be an integer from 1 to {high}{why}"
+        return default
+    return value
+
+
+# Recording -----------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """The screencast of one session's page, as JPEG files and their timestamps, then an MP4."""
+
+    def __init__(self, live, directory: Path, framerate: int):
+        self.live = live
+        self.directory = directory
+        self.framerate = framerate
+        self.frames: list[tuple[float, Path]] = []
+        self.cdp = None
+        self.started = time.monotonic()
+        self.stopped: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        page = self.live.page
+        self.cdp = await engine.guarded(self.live.context.new_cdp_session(page), "the recording")
+        self.cdp.on("Page.screencastFrame", self._frame)
+        size = self.live.record["viewport"]
+        await engine.guarded(
+            self.cdp.send(
+                "Page.startScreencast",
+                {"format": "jpeg", "quality": 80, "maxWidth": size["width"], "maxHeight": size["height"]},
+            ),
+            "the recording",
+        )
+        # The first frame now, even if the page never changes.
+        first = await engine.guarded(page.screenshot(type="jpeg", quality=80), "the recording")
+        self._write(first, time.monotonic())
+
+    def _frame(self, params: dict) -> None:
+        if self.stopped is None:
+            self._write(base64.b64decode(params["data"]), time.monotonic())
+        asyncio.get_running_loop().create_task(self._ack(params["sessionId"]))
+
+    async def _ack(self, frame_session: int) -> None:
+        with contextlib.suppress(Exception):
+            await self.cdp.send("Page.screencastFrameAck", {"sessionId": frame_session})
+
+    def _write(self, data: bytes, at: float) -> None:
+        path = self.directory / f"frame-{len(self.frames):06d}.jpg"
+        path.write_bytes(data)
+        self.frames.append((at, path))
+
+    async def stop(self) -> Path:
+        self.stopped = time.monotonic()
+        if self.timer is not None:
+            self.timer.cancel()
+        with contextlib.suppress(Exception):
+            await self.cdp.send("Page.stopScreencast")
+            await self.cdp.detach()
+        return await self._encode()
+
+    async def _encode(self) -> Path:
+        # The concat demuxer holds each frame until the next one; the last one until the stop.
+        lines = []
+        ends = [at for at, _ in self.frames[1:]] + [self.stopped]
+        for (at, path), end in zip(self.frames, ends, strict=True):
+            lines.append(f"file '{path.name}'\nduration {max(end - at, 0.001):.3f}")
+        lines.append(f"file '{self.frames[-1][1].name}'")
+        listing = self.directory / "frames.txt"
+        listing.write_text("\n".join(lines) + "\n")
+        output = self.directory / "replay.mp4"
+        process = await asyncio.create_subprocess_exec(
+            FFMPEG,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "concat",
+            "-safe",
+            "0",
+            "-i",
+            str(listing),
+            "-vf",
+            "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p",
+            "-r",
+            str(self.framerate),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-movflags",
+            "+faststart",
+            str(output),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            async with asyncio.timeout(ENCODE_TIMEOUT):
+                _, errors = await process.communicate()
+        except TimeoutError:
+            process.kill()
+            raise ApiError(503, "replay_encoding_failed", "encoding the replay took too long") from None
+        if process.returncode != 0:
+            raise ApiError(
+                503,
+                "replay_encoding_failed",
+                "the replay could not be encoded",
+                inner_error={"code": "ffmpeg", "message": errors.decode(errors="replace")[-200:]},
+            )
+        for _, path in self.frames:
+            path.unlink(missing_ok=True)
+        return output
+
+
+async def finish(tenant: Tenant, record: dict, replay: dict) -> None:
+    """Stop a recording (if it still runs) and keep its video; every caller waits for the same encoding."""
+    if replay.get("_finishing") is None and replay.get("_recorder") is not None:
+        replay["_finishing"] = asyncio.get_running_loop().create_task(_finish(tenant, replay))
+    if replay.get("_finishing") is not None:
+        await asyncio.shield(replay["_finishing"])
+
+
+async def _finish(tenant: Tenant, replay: dict) -> None:
+    recorder: Recorder = replay["_recorder"]
+    try:
+        replay["_file"] = await recorder.stop()
+    finally:
+        replay["finished_at"] = tenant.now()
+        replay["_recorder"] = None
+        recorder.live.attached -= 1
+
+
+def stop_all(tenant: Tenant, record: dict) -> None:
+    """The session ended: its recordings stop (in the background) and stay downloadable."""
+    for replay in _replays(record).values():
+        if replay.get("_recorder") is not None:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().create_task(_quietly(finish(tenant, record, replay)))
+
+
+async def _quietly(coroutine) -> None:
+    with contextlib.suppress(Exception):
+        await coroutine
+
+
+# Endpoints -----------------------------------------------------------------------------------------
+
+
+@endpoint
+async def list_replays(request: Request):
+    record = _session(request, active=False)
+    now = request.state.tenant.now()
+    replays = [r for r in _replays(record).values() if now - r["started_at"] <= RETENTION]
+    return ok([render(request, record, r) for r in sorted(replays, key=lambda r: r["started_at"])])
+
+
+@endpoint
+async def start_replay(request: Request):
+    from console.sandbox.resources.browsers import touch
+
+    tenant = request.state.tenant
+    record = _session(request, active=True)
+    body = await read_json(request)
+    errors: dict[str, str] = {}
+    for key in sorted(set(body) - FIELDS):
+        errors[key] = "not a replay field"
+    framerate = _int(body, "framerate", DEFAULT_FRAMERATE, MAX_FRAMERATE, errors, " (above 20 needs a GPU)")
+    duration = _int(body, "max_duration_in_seconds", DEFAULT_DURATION, MAX_DURATION, errors)
+    if body.get("record_audio") is not None and not isinstance(body["record_audio"], bool):
+        errors["record_audio"] = "must be true or false"
+    if errors:
+        raise invalid("the replay settings are not valid", **errors)
+    if record.get("_engine") != "chromium" or shutil.which(FFMPEG) is None:
+        raise conflict(
+            "replays need a real browser and ffmpeg; this session is simulated or ffmpeg is missing",
+            code="replays_unavailable",
+        )
+    if any(r.get("_recorder") is not None for r in _replays(record).values()):
+        raise conflict("this session is already recording a replay", code="replay_in_progress")
+    live = await engine.get().live(tenant, record)
+    replay_id = new_id("rep")
+    directory = engine.get().root() / "replays" / replay_id
+    directory.mkdir(parents=True)
+    recorder = Recorder(live, directory, framerate)
+    live.attached += 1
+    try:
+        await recorder.start()
+    except ApiError:
+        live.attached -= 1
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    replay = {
+        "replay_id": replay_id,
+        "started_at": tenant.now(),
+        "finished_at": None,
+        "token": secrets.token_urlsafe(24),
+        "_recorder": recorder,
+    }
+    _replays(record)[replay_id] = replay
+    recorder.timer = asyncio.get_running_loop().call_later(
+        duration, lambda: asyncio.ensure_future(_quietly(finish(tenant, record, replay)))
+    )
+    touch(tenant, record)
+    return ok(render(request, record, replay), status=201)
+
+
+@endpoint
+async def stop_replay(request: Request):
+    record = _session(request, active=False)
+    replay = _replay(request, record)
+    await finish(request.state.tenant, record, replay)
+    return no_content()
+
+
+@endpoint
+async def download_replay(request: Request):
+    record = _session(request, active=False)
+    replay = _replay(request, record)
+    return _video(replay)
+
+
+def _video(replay: dict) -> Response:
+    if replay.get("_recorder") is not None:
+        raise conflict("the replay is still recording or encoding: stop it first", code="replay_in_progress")
+    path = replay.get("_file")
+    if path is None or not Path(path).exists():
+        raise not_found("replay video", replay["replay_id"])
+    return FileResponse(path, media_type="video/mp4", filename=f"{replay['replay_id']}.mp4")
+
+
+def _by_token(request: Request) -> dict | None:
+    replay_id, token = request.path_params["replay_id"], request.query_params.get("token", "")
+    for tenant in registry.tenants.values():
+        for record in tenant.table("browsers").values():
+            replay = (record.get("_replays") or {}).get(replay_id)
+            if replay is not None and token and secrets.compare_digest(token, replay["token"]):
+                return replay
+    return None
+
+
+async def view_replay(request: Request):
+    """``replay_view_url``: a page that plays the replay (its token is the key)."""
+    replay = _by_token(request)
+    if replay is None or replay.get("_file") is None:
+        return HTMLResponse("<!doctype html><p>This replay is not available.</p>", status_code=404)
+    source = html.escape(f"{request.url.path}/video?token={request.query_params['token']}")
+    return HTMLResponse(
+        "<!doctype html><html><head><meta charset=utf-8><title>Replay</title></head>"
+        "<body style='margin:0;background:#111;display:grid;place-items:center;height:100vh'>"
+        f"<video controls autoplay muted src='{source}' style='max-width:100%;max-height:100%'></video>"
+        "</body></html>"
+    )
+
+
+async def view_replay_video(request: Request):
+    replay = _by_token(request)
+    if replay is None:
+        return Response(status_code=404)
+    try:
+        return _video(replay)
+    except ApiError as error:
+        return Response(error.message, status_code=error.status)
+
+
+def seed(tenant: Tenant) -> None:
+    """Replays are recorded from real pages only; the demo data has none."""
+
+
+routes = [
+    Route("/browsers/{id}/replays", list_replays, methods=["GET"]),
+    Route("/browsers/{id}/replays", start_replay, methods=["POST"]),
+    Route("/browsers/{id}/replays/{replay_id}/stop", stop_replay, methods=["POST"]),
+    Route("/browsers/{id}/replays/{replay_id}", download_replay, methods=["GET"]),
+    Route("/_sandbox/replays/{replay_id}", view_replay, methods=["GET"]),
+    Route("/_sandbox/replays/{replay_id}/video", view_replay_video, methods=["GET"]),
+]

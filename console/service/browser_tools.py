@@ -1,0 +1,68 @@
+"""Operator tools of a running session (docs/service-changes.md §2, §4): an HTTP request made through the
+session's browser (its cookies, proxy and TLS fingerprint), extensions loaded into it (Chromium restarts),
+and the paths of its log streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+from console.service.http import Service, path_segment, request
+from console.service.records import Record
+
+__all__ = ["METHODS", "SUPERVISOR_PROCESSES", "CurlResult", "curl", "load_extensions", "logs_stream_path"]
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+SUPERVISOR_PROCESSES = ("chromium", "kernel-images-api", "neko", "xvfb")
+
+
+class CurlResult(Record):
+    status: int | None = None
+    headers: dict[str, list[str]] | None = None
+    body: str | None = None
+    duration_ms: int | None = None
+
+
+def _path(session_id: str, tail: str) -> str:
+    return f"/browsers/{path_segment(session_id)}/{tail}"
+
+
+async def curl(
+    svc: Service,
+    session_id: str,
+    *,
+    url: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: str | None = None,
+    response_encoding: str = "utf8",
+    timeout_ms: int | None = None,
+) -> CurlResult:
+    payload: dict[str, Any] = {"url": url, "method": method, "response_encoding": response_encoding}
+    if headers:
+        payload["headers"] = dict(headers)
+    if body is not None:
+        payload["body"] = body
+    if timeout_ms is not None:
+        payload["timeout_ms"] = timeout_ms
+    return CurlResult.from_json((await request(svc, "POST", _path(session_id, "curl"), json=payload)).data)
+
+
+async def load_extensions(
+    svc: Service, session_id: str, extensions: Iterable[tuple[str, str, IO[bytes]]]
+) -> None:
+    """Load ``(name, filename, zip file)`` items; each goes to ``/home/kernel/extensions/<name>``."""
+    items = list(extensions)
+    data = {f"extensions[{i}][name]": name for i, (name, _, _) in enumerate(items)}
+    parts = [
+        (f"extensions[{i}][zip_file]", (fn, fh, "application/zip")) for i, (_, fn, fh) in enumerate(items)
+    ]
+    await request(
+        svc, "POST", _path(session_id, "extensions"), data=data, files=parts, expect="none", timeout=300
+    )
+
+
+def logs_stream_path(session_id: str) -> str:
+    """``GET`` with ``source=supervisor&supervisor_process=…`` or ``source=path&path=…``, ``follow``."""
+    return _path(session_id, "logs/stream")

@@ -1,0 +1,188 @@
+"""Vaults, their items and item events (``/vaults``; SDK 0.131, docs/service-changes.md §11).
+
+A sensitive field's value is write-only: it goes out in a PUT or PATCH and comes back as ``has_value``.
+Items of types the console does not manage (cards, wallets, 1Password accounts) are still listed, with
+their raw type and state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from console.service.http import Service, path_segment, request
+from console.service.pagination import Page, fetch_page
+from console.service.records import Record
+
+__all__ = [
+    "FIELD_TYPES",
+    "Field",
+    "Item",
+    "ItemEvent",
+    "Vault",
+    "create_vault",
+    "delete_item",
+    "delete_vault",
+    "get_item",
+    "get_vault",
+    "item_events",
+    "list_items",
+    "list_vaults",
+    "put_item",
+    "update_item",
+]
+
+FIELD_TYPES = ("text", "email", "password", "totp", "passkey")
+
+
+class Vault(Record):
+    id: str
+    name: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str
+    label: str | None
+    required: bool
+    sensitive: bool
+    has_value: bool
+    value: str | None  # only for non-sensitive fields
+
+
+class Item(Record):
+    id: str
+    key: str | None = None
+    type: str | None = None
+    version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    spec: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str | None:
+        return (self.state or {}).get("status")
+
+    @property
+    def description(self) -> str | None:
+        return (self.spec or {}).get("description")
+
+    @property
+    def fields(self) -> list[Field]:
+        """The credential fields with their state (empty for item types without fields)."""
+        states = (self.state or {}).get("fields") or {}
+        found = []
+        for spec in (self.spec or {}).get("fields") or []:
+            if not isinstance(spec, dict) or not spec.get("name"):
+                continue
+            state = states.get(spec["name"]) or {}
+            found.append(
+                Field(
+                    name=spec["name"],
+                    type=str(spec.get("type") or ""),
+                    label=spec.get("label"),
+                    required=bool(spec.get("required", False)),
+                    sensitive=bool(spec.get("sensitive", False)),
+                    has_value=bool(state.get("has_value")),
+                    value=None if spec.get("sensitive") else state.get("value"),
+                )
+            )
+        return found
+
+
+class ItemEvent(Record):
+    id: str
+    name: str | None = None
+    created_at: datetime | None = None
+    browser_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+def _vault(id_or_name: str) -> str:
+    return f"/vaults/{path_segment(id_or_name)}"
+
+
+def _item(vault: str, key: str) -> str:
+    return f"{_vault(vault)}/items/{path_segment(key)}"
+
+
+async def list_vaults(
+    svc: Service, *, limit: int = 20, offset: int = 0, query: str | None = None
+) -> Page[Vault]:
+    return await fetch_page(
+        svc, "/vaults", Vault, limit=limit, offset=offset, params={"query": query or None}
+    )
+
+
+async def get_vault(svc: Service, id_or_name: str) -> Vault:
+    return Vault.from_json((await request(svc, "GET", _vault(id_or_name))).data)
+
+
+async def create_vault(svc: Service, name: str) -> Vault:
+    """Creates the vault, or returns the one of that name (the service upserts by name)."""
+    return Vault.from_json((await request(svc, "POST", "/vaults", json={"name": name})).data)
+
+
+async def delete_vault(svc: Service, id_or_name: str) -> None:
+    await request(svc, "DELETE", _vault(id_or_name), expect="none")
+
+
+async def list_items(svc: Service, vault: str) -> list[Item]:
+    data = (await request(svc, "GET", _vault(vault) + "/items")).data
+    return Item.list_from_json(data if isinstance(data, list) else None)
+
+
+async def get_item(svc: Service, vault: str, key: str) -> Item:
+    return Item.from_json((await request(svc, "GET", _item(vault, key))).data)
+
+
+async def put_item(
+    svc: Service, vault: str, key: str, *, fields: list[dict[str, Any]], description: str | None = None
+) -> Item:
+    """Create a credential item (provider ``kernel``); each field: name, type, sensitive, required, value."""
+    spec: dict[str, Any] = {"provider": "kernel", "fields": fields}
+    if description:
+        spec["description"] = description
+    return Item.from_json(
+        (await request(svc, "PUT", _item(vault, key), json={"type": "credential", "spec": spec})).data
+    )
+
+
+async def update_item(
+    svc: Service,
+    vault: str,
+    key: str,
+    *,
+    version: int,
+    values: dict[str, str | None] | None = None,
+    remove_fields: list[str] | None = None,
+    description: str | None = None,
+) -> Item:
+    """Set (or, with None, clear) field values and remove fields; 409 when ``version`` is stale."""
+    spec: dict[str, Any] = {}
+    if values:
+        spec["fields"] = {name: {"value": value} for name, value in values.items()}
+    if remove_fields:
+        spec["remove_fields"] = list(remove_fields)
+    if description is not None:
+        spec["description"] = description
+    body = {"type": "credential", "version": version, "spec": spec}
+    return Item.from_json((await request(svc, "PATCH", _item(vault, key), json=body)).data)
+
+
+async def delete_item(svc: Service, vault: str, key: str) -> None:
+    await request(svc, "DELETE", _item(vault, key), expect="none")
+
+
+async def item_events(svc: Service, vault: str, key: str, *, after: str | None = None) -> list[ItemEvent]:
+    data = (await request(svc, "GET", _item(vault, key) + "/events", params={"after": after or None})).data
+    return ItemEvent.list_from_json(data if isinstance(data, list) else None)

@@ -1,0 +1,186 @@
+"""Vaults: browse vaults and items, create credential items, set or clear values (write-only), item events.
+
+Viewers browse; admins change. Sensitive values are posted, sent to the service and never rendered,
+logged or audited (the audit log names the fields whose values changed, never a value).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods
+
+from console.accounts import audit
+from console.service import Conflict, Forbidden, Invalid, NotFound, projects, vaults
+from console.vaults.forms import ItemForm, ValueForm, VaultForm
+from console.web.decorators import org_view, require_role
+from console.web.forms import apply_service_errors
+from console.web.paging import pager, paging
+from console.web.render import done, render
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"vaults:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+async def _vault(request, vault_id: str) -> vaults.Vault:
+    try:
+        return await vaults.get_vault(request.service, vault_id)
+    except NotFound:
+        raise Http404("No such vault") from None
+
+
+async def _item(request, vault_id: str, key: str) -> vaults.Item:
+    try:
+        return await vaults.get_item(request.service, vault_id, key)
+    except NotFound:
+        raise Http404("No such vault item") from None
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("viewer")
+async def vault_list(request):
+    form = VaultForm()
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = VaultForm(request.POST)
+        if form.is_valid():
+            try:
+                vault = await vaults.create_vault(request.service, form.cleaned_data["name"].strip())
+            except (Invalid, Forbidden) as exc:
+                form.add_error("name", exc.message)
+                await audit.record(request, "vault.create", outcome="error", detail=exc.message)
+            else:
+                await audit.record(request, "vault.create", target_id=vault.id, detail=vault.label)
+                return done(request, _url(request, "detail", vault_id=vault.id))
+    page_params = paging(request)
+    query = request.GET.get("q", "").strip()
+    page = await vaults.list_vaults(
+        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+    )
+    limits = await projects.get_org_limits(request.service)
+    context = {
+        "page": page,
+        "form": form,
+        "query": query,
+        "limits": limits,
+        "pager": pager(request, page_params, page),
+    }
+    return render(request, "vaults/list.html", context, partial="vaults-table")
+
+
+@require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("values")
+@org_view("viewer")
+async def vault_detail(request, vault_id: str):
+    vault = await _vault(request, vault_id)
+    form = ItemForm()
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = ItemForm(request.POST)
+        if form.is_valid():
+            key = form.cleaned_data["key"]
+            try:
+                item = await vaults.put_item(
+                    request.service,
+                    vault.id,
+                    key,
+                    fields=form.item_fields(),
+                    description=form.cleaned_data["description"] or None,
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc, {"spec.fields": "fields_spec", "key": "key"})
+                await audit.record(
+                    request, "vault.item.create", target_id=vault.id, outcome="error", detail=key
+                )
+            except Conflict as exc:
+                form.add_error("key", exc.message)
+                await audit.record(
+                    request, "vault.item.create", target_id=vault.id, outcome="error", detail=key
+                )
+            else:
+                names = ",".join(sorted(form.cleaned_data["values"]))
+                await audit.record(
+                    request,
+                    "vault.item.create",
+                    target_id=vault.id,
+                    detail=f"{item.key} values={names or '-'}",
+                )
+                messages.success(request, f"Item “{item.key}” saved.")
+                return done(request, _url(request, "item", vault_id=vault.id, key=item.key))
+    items = await vaults.list_items(request.service, vault.id)
+    return render(request, "vaults/detail.html", {"vault": vault, "items": items, "form": form})
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def vault_delete(request, vault_id: str):
+    vault = await _vault(request, vault_id)
+    if request.method == "POST":
+        await vaults.delete_vault(request.service, vault.id)
+        await audit.record(request, "vault.delete", target_id=vault.id, detail=vault.label)
+        messages.success(request, f"Vault “{vault.label}” deleted.")
+        return done(request, _url(request, "list"))
+    items = await vaults.list_items(request.service, vault.id)
+    return render(request, "vaults/delete.html", {"vault": vault, "items": items})
+
+
+@require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("value")
+@org_view("viewer")
+async def item_detail(request, vault_id: str, key: str):
+    """The item's fields and events; admins set or clear a value (write-only)."""
+    item = await _item(request, vault_id, key)
+    form = ValueForm(names=[f.name for f in item.fields])
+    conflict = ""
+    if request.method == "POST":
+        require_role(request, "admin")
+        form = ValueForm(request.POST, names=[f.name for f in item.fields])
+        if form.is_valid():
+            name, value = form.cleaned_data["field"], form.cleaned_data["value"] or None
+            try:
+                item = await vaults.update_item(
+                    request.service, vault_id, key, version=item.version or 0, values={name: value}
+                )
+            except Conflict as exc:
+                conflict = exc.message
+                await audit.record(
+                    request, "vault.item.update", target_id=item.id, outcome="error", detail=name
+                )
+            except Invalid as exc:
+                apply_service_errors(form, exc)
+                await audit.record(
+                    request, "vault.item.update", target_id=item.id, outcome="error", detail=name
+                )
+            else:
+                change = "set" if value is not None else "cleared"
+                await audit.record(
+                    request, "vault.item.update", target_id=item.id, detail=f"{key}: {name} {change}"
+                )
+                messages.success(request, f"Value of “{name}” {change}.")
+                return done(request, _url(request, "item", vault_id=vault_id, key=key))
+    events = await vaults.item_events(request.service, vault_id, key)
+    vault = await _vault(request, vault_id)
+    context = {
+        "vault": vault,
+        "item": item,
+        "form": form,
+        "events": list(reversed(events)),
+        "conflict": conflict,
+    }
+    return render(request, "vaults/item.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def item_delete(request, vault_id: str, key: str):
+    item = await _item(request, vault_id, key)
+    vault = await _vault(request, vault_id)
+    if request.method == "POST":
+        await vaults.delete_item(request.service, vault_id, key)
+        await audit.record(request, "vault.item.delete", target_id=item.id, detail=f"{vault.label}/{key}")
+        messages.success(request, f"Item “{key}” deleted.")
+        return done(request, _url(request, "detail", vault_id=vault_id))
+    return render(request, "vaults/item_delete.html", {"vault": vault, "item": item})
