@@ -7,7 +7,7 @@ PORT ?= 8000
 SANDBOX_PORT ?= 8100
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
 
-.PHONY: run test lint format bench install install-dev system-packages chromium sandbox clean
+.PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox clean
 
 $(BIN)/.installed: requirements/base.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
@@ -96,6 +96,12 @@ format: install-dev
 # bench: side-by-side performance figures, written to docs/benchmarks.md.
 bench: install-dev
 	$(BIN)/python -m tests.bench $(BENCH_ARGS)
+
+# screenshots: every main page at 1440 and 400 px, light and dark, into screenshots/ (git-ignored), from a
+# throwaway console and sandbox with demo data.
+screenshots: install-dev
+	@$(MAKE) --no-print-directory system-packages PACKAGES="chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation"
+	$(BIN)/python -m tests.screenshots --dark $(SCREENSHOTS_ARGS)
 
 sandbox: install
 	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT)

@@ -1,37 +1,45 @@
-"""The sections of an organization, in header order. Add one line per resource.
+"""The sections of an organization, in sidebar order. Add one line per resource.
 
 A section is shown when its URL name resolves (so a line may land before its view) and the member's
-role is at least `min_role`. Every URL takes the `org_slug` keyword.
+role is at least `min_role`. Every URL takes the `org_slug` keyword. Sections of the same `group` are
+drawn together under that heading, groups in the order they first appear; a section without a group
+(the overview) stands above them all.
 """
 
 from typing import NamedTuple
+
+BROWSERS = "Browsers"
+AUTH = "Auth"
+APPS = "Apps"
+ORGANIZATION = "Organization"
 
 
 class Section(NamedTuple):
     label: str
     url_name: str
     min_role: str = "viewer"
+    group: str = ""
 
 
 SECTIONS = [
-    Section("Dashboard", "dashboard", "viewer"),
-    Section("Browsers", "browsers:list", "viewer"),
-    Section("Projects", "projects:list", "viewer"),
-    Section("Proxies", "proxies:list", "viewer"),
-    Section("Extensions", "extensions:list", "viewer"),
-    Section("Credentials", "credentials:list", "viewer"),
-    Section("Auth", "auth:list", "viewer"),
-    Section("Providers", "credential_providers:list", "viewer"),
-    Section("Vaults", "vaults:list", "viewer"),
-    Section("Profiles", "profiles:list", "viewer"),
-    Section("Pools", "pools:list", "viewer"),
-    Section("Apps", "apps:list", "viewer"),
-    Section("Invocations", "invocations:list", "viewer"),
-    Section("Deployments", "deployments:list", "viewer"),
-    Section("Telemetry export", "telemetry_destinations:list", "viewer"),
-    Section("API keys", "api_keys:list", "admin"),
-    Section("Members", "members", "viewer"),
-    Section("Audit", "audit", "admin"),
-    Section("Service audit", "audit_logs:list", "admin"),
-    Section("Settings", "settings", "admin"),
+    Section("Overview", "dashboard", "viewer"),
+    Section("Sessions", "browsers:list", "viewer", BROWSERS),
+    Section("Pools", "pools:list", "viewer", BROWSERS),
+    Section("Profiles", "profiles:list", "viewer", BROWSERS),
+    Section("Proxies", "proxies:list", "viewer", BROWSERS),
+    Section("Extensions", "extensions:list", "viewer", BROWSERS),
+    Section("Telemetry export", "telemetry_destinations:list", "viewer", BROWSERS),
+    Section("Connections", "auth:list", "viewer", AUTH),
+    Section("Credentials", "credentials:list", "viewer", AUTH),
+    Section("Providers", "credential_providers:list", "viewer", AUTH),
+    Section("Vaults", "vaults:list", "viewer", AUTH),
+    Section("Apps", "apps:list", "viewer", APPS),
+    Section("Invocations", "invocations:list", "viewer", APPS),
+    Section("Deployments", "deployments:list", "viewer", APPS),
+    Section("Projects", "projects:list", "viewer", ORGANIZATION),
+    Section("Members", "members", "viewer", ORGANIZATION),
+    Section("API keys", "api_keys:list", "admin", ORGANIZATION),
+    Section("Audit", "audit", "admin", ORGANIZATION),
+    Section("Service audit", "audit_logs:list", "admin", ORGANIZATION),
+    Section("Settings", "settings", "admin", ORGANIZATION),
 ]

@@ -101,6 +101,8 @@ MIDDLEWARE = [
     "console.web.inline.AuthenticationMiddleware",
     "console.web.inline.MessageMiddleware",
     "console.web.inline.XFrameOptionsMiddleware",
+    # 403/404 (and crashes with DEBUG on) as designed pages in the layout, never Django's debug pages.
+    "console.web.errors.ErrorPageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.web.middleware.ServiceErrorMiddleware",
     # Axes documents itself as the last middleware: it replaces the response of a locked-out login.

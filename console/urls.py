@@ -9,9 +9,11 @@ from django.urls import include, path
 
 from console.accounts import urls as accounts_urls
 from console.dashboard import views as dashboard_views
+from console.web import search
 
 org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
+    path("search/", search.search, name="search"),
     path("browsers/", include("console.browsers.urls")),
     *accounts_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),

@@ -34,8 +34,17 @@ def _nav(org_slug: str, role: str) -> list[dict]:
             url = reverse(section.url_name, kwargs={"org_slug": org_slug})
         except NoReverseMatch:
             continue
-        nav.append({"label": section.label, "url": url, "url_name": section.url_name})
+        nav.append({"label": section.label, "url": url, "url_name": section.url_name, "group": section.group})
     return nav
+
+
+@functools.lru_cache(maxsize=1024)
+def _nav_groups(org_slug: str, role: str) -> list[dict]:
+    """The sidebar: the visible sections under their group headings, groups in order of first appearance."""
+    groups: dict[str, list[dict]] = {}
+    for section in _nav(org_slug, role):
+        groups.setdefault(section["group"], []).append(section)
+    return [{"label": label, "sections": sections} for label, sections in groups.items()]
 
 
 def _current_section(nav: list[dict], match) -> str:
@@ -56,7 +65,8 @@ def console(request) -> dict:
     """The header: the org switcher, and the current org's sections the member may see."""
     org = getattr(request, "org", None)
     membership = getattr(request, "membership", None)
-    nav = _nav(org.slug, membership.role) if org is not None and membership is not None else []
+    in_org = org is not None and membership is not None
+    nav = _nav(org.slug, membership.role) if in_org else []
     current = getattr(request, "resolver_match", None)
     return {
         "current_org": org,
@@ -66,6 +76,7 @@ def console(request) -> dict:
         "can_admin": membership is not None and membership.has_role(Role.ADMIN),
         "org_memberships": _memberships(request),
         "nav_sections": nav,
+        "nav_groups": _nav_groups(org.slug, membership.role) if in_org else [],
         # The section of the current page: same view, or same namespace ("projects:detail" → Projects).
         "current_url_name": _current_section(nav, current),
         # Live panes show "Stalled" after twice this without a message from the relay (live/status.html).

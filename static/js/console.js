@@ -65,6 +65,213 @@
     document.querySelectorAll(".live-indicator[data-keepalive-seconds]").forEach(checkLiveness);
   }, 250);
 
+  // Everything below enhances what the server rendered, on load and on each piece htmx swaps in.
+  function onContent(callback) {
+    document.addEventListener("DOMContentLoaded", function () { callback(document); });
+    document.addEventListener("htmx:load", function (event) { callback(event.target); });
+  }
+  function store(key, value) {
+    try {
+      if (value === null) localStorage.removeItem(key);
+      else localStorage.setItem(key, value);
+    } catch (e) {
+      // Storage disabled: the choice lasts for this page only.
+    }
+  }
+  function stored(key) {
+    try { return localStorage.getItem(key); } catch (e) { return null; }
+  }
+
+  // Sidebar: on a phone the menu button slides it in over the page; on a desktop it hides or shows it,
+  // and the choice is remembered (prefs.js applies it before the first paint).
+  var root = document.documentElement;
+  var phone = window.matchMedia("(max-width: 860px)");
+  function sidebarShown() {
+    return phone.matches ? root.classList.contains("sidebar-open") : !root.classList.contains("sidebar-collapsed");
+  }
+  function syncMenuToggle() {
+    var toggle = document.getElementById("menu-toggle");
+    if (toggle) toggle.setAttribute("aria-expanded", String(sidebarShown()));
+  }
+  function closePhoneSidebar() {
+    root.classList.remove("sidebar-open");
+    syncMenuToggle();
+  }
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("#menu-toggle")) {
+      if (phone.matches) {
+        root.classList.toggle("sidebar-open");
+      } else {
+        var collapsed = root.classList.toggle("sidebar-collapsed");
+        store("console.sidebar", collapsed ? "collapsed" : null);
+      }
+      syncMenuToggle();
+    } else if (event.target.closest("#sidebar-backdrop")) {
+      closePhoneSidebar();
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && root.classList.contains("sidebar-open")) closePhoneSidebar();
+  });
+  phone.addEventListener("change", closePhoneSidebar);
+  document.addEventListener("DOMContentLoaded", syncMenuToggle);
+
+  // Section groups: each remembers whether it is open; the group of the current page always opens.
+  function closedGroups() {
+    try { return JSON.parse(stored("console.navClosed") || "[]"); } catch (e) { return []; }
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var closed = closedGroups();
+    document.querySelectorAll("details.nav-group").forEach(function (group) {
+      if (closed.indexOf(group.dataset.navGroup) >= 0 && !group.querySelector("[aria-current]")) {
+        group.removeAttribute("open");
+      }
+    });
+  });
+  document.addEventListener("toggle", function (event) {
+    var group = event.target;
+    if (!group.matches || !group.matches("details.nav-group")) return;
+    var closed = closedGroups().filter(function (name) { return name !== group.dataset.navGroup; });
+    if (!group.open) closed.push(group.dataset.navGroup);
+    store("console.navClosed", closed.length ? JSON.stringify(closed) : null);
+  }, true);
+
+  // Times: <time datetime="…" data-relative> reads "3 min ago", the exact time on hover, in local time or
+  // UTC as this browser chose (the button at the foot of the sidebar).
+  function useUtc() { return stored("console.timezone") === "utc"; }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function exactTime(date) {
+    if (useUtc()) return date.toISOString().slice(0, 19).replace("T", " ") + " UTC";
+    var zone = "";
+    try { zone = " " + Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { zone = ""; }
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " +
+      pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds()) + zone;
+  }
+  function relativeTime(date) {
+    var seconds = Math.round((Date.now() - date.getTime()) / 1000);
+    var future = seconds < 0;
+    var s = Math.abs(seconds);
+    var text;
+    if (s < 45) return future ? "in a moment" : "just now";
+    if (s < 3600) text = Math.max(1, Math.round(s / 60)) + " min";
+    else if (s < 86400) text = Math.round(s / 3600) + " h";
+    else if (s < 86400 * 30) text = Math.round(s / 86400) + (Math.round(s / 86400) === 1 ? " day" : " days");
+    else return exactTime(date).slice(0, 10);
+    return future ? "in " + text : text + " ago";
+  }
+  function renderTimes(scope) {
+    (scope || document).querySelectorAll("time[data-relative][datetime]").forEach(function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (isNaN(date.getTime())) return;
+      el.textContent = relativeTime(date);
+      el.title = exactTime(date);
+    });
+  }
+  function syncZoneToggle() {
+    var toggle = document.getElementById("time-zone-toggle");
+    if (toggle) toggle.textContent = useUtc() ? "UTC" : "local time";
+  }
+  onContent(renderTimes);
+  document.addEventListener("DOMContentLoaded", syncZoneToggle);
+  setInterval(function () { renderTimes(document); }, 30000);
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest("#time-zone-toggle")) return;
+    store("console.timezone", useUtc() ? null : "utc");
+    syncZoneToggle();
+    renderTimes(document);
+  });
+
+  // Copy buttons (web/copy.html): the value to the clipboard, "Copied" for a moment.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "visually-hidden";
+    document.body.appendChild(area);
+    area.select();
+    try { document.execCommand("copy"); } finally { area.remove(); }
+    return Promise.resolve();
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button[data-copy]");
+    if (!button) return;
+    copyText(button.dataset.copy).then(function () {
+      button.dataset.copied = "";
+      button.textContent = "Copied";
+      setTimeout(function () {
+        delete button.dataset.copied;
+        button.textContent = "Copy";
+      }, 1500);
+    });
+  });
+
+  // Sortable columns: <th data-sort> in a table of one page of rows. The rendered rows are sorted here (a
+  // page's worth, not the whole list), aria-sort says how, and the order survives an htmx refresh.
+  var sortOrders = {};
+  function sortKey(row, index) {
+    var cell = row.cells[index];
+    if (!cell) return "";
+    if (cell.dataset.sortValue !== undefined) return cell.dataset.sortValue;
+    var time = cell.querySelector("time[datetime]");
+    if (time) return time.getAttribute("datetime");
+    return cell.textContent.trim().toLowerCase();
+  }
+  function compare(a, b) {
+    var x = parseFloat(a);
+    var y = parseFloat(b);
+    if (!isNaN(x) && !isNaN(y) && String(x) === a && String(y) === b) return x - y;
+    if (a === "" && b !== "") return 1;
+    if (b === "" && a !== "") return -1;
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+  function sortTable(table, index, direction) {
+    var body = table.tBodies[0];
+    if (!body) return;
+    var rows = Array.prototype.slice.call(body.rows);
+    if (rows.some(function (row) { return row.querySelector("td.empty"); })) return;
+    rows.sort(function (a, b) {
+      var order = compare(sortKey(a, index), sortKey(b, index));
+      return direction === "descending" ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      if (th.hasAttribute("data-sort")) {
+        if (i === index) th.setAttribute("aria-sort", direction);
+        else th.removeAttribute("aria-sort");
+      }
+    });
+  }
+  function tableKey(table) {
+    var holder = table.closest("[id]");
+    return holder ? holder.id : "";
+  }
+  onContent(function (scope) {
+    var tables = scope.matches && scope.matches("table") ? [scope] : [];
+    tables = tables.concat(Array.prototype.slice.call(scope.querySelectorAll("table")));
+    tables.forEach(function (table) {
+      if (!table.tHead) return;
+      table.tHead.querySelectorAll("th[data-sort]").forEach(function (th) {
+        if (th.querySelector("button")) return;
+        var button = document.createElement("button");
+        button.type = "button";
+        while (th.firstChild) button.appendChild(th.firstChild);
+        th.appendChild(button);
+      });
+      var order = sortOrders[tableKey(table)];
+      if (order) sortTable(table, order.index, order.direction);
+    });
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("th[data-sort] > button");
+    if (!button) return;
+    var th = button.parentElement;
+    var table = th.closest("table");
+    var direction = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    sortTable(table, th.cellIndex, direction);
+    sortOrders[tableKey(table)] = { index: th.cellIndex, direction: direction };
+  });
+
   // Select the whole invite link on focus so it is one keystroke to copy.
   document.addEventListener("focusin", function (event) {
     if (event.target.matches("input[readonly]")) event.target.select();

@@ -50,3 +50,15 @@ def poll_attrs(context, part_id: str):
         return ""
     seconds = context.get("poll_seconds", 10)
     return format_html('hx-get="{}" hx-trigger="poll" data-poll="{}" hx-swap="outerHTML"', url, seconds)
+
+
+@register.inclusion_tag("web/time.html")
+def reltime(value, empty="—"):
+    """A moment as ``<time>`` in exact UTC, which console.js turns into "3 min ago" (exact on hover)."""
+    return {"value": value, "empty": empty}
+
+
+@register.inclusion_tag("web/copy.html")
+def copy_id(value, label="id"):
+    """An id in ``<code>`` with a button that copies it (console.js)."""
+    return {"value": value, "label": label}

@@ -1,0 +1,157 @@
+"""The command palette: one org-scoped search over the console's pages and the service's resources.
+
+Each resource type is one list call with the service's own ``query`` filter (notes: it matches names, and
+ids exactly or by substring depending on the resource). The calls run concurrently, each under a short
+timeout of its own: a slow or failing resource is reported as such and never holds back the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from console.service import (
+    ServiceError,
+    apps,
+    auth_connections,
+    browsers,
+    credentials,
+    invocations,
+    pools,
+    profiles,
+    projects,
+)
+from console.web.context_processors import _nav
+from console.web.decorators import org_view
+from console.web.render import render
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 2.0  # seconds per resource type: a palette that waits longer is not worth typing into
+PER_TYPE = 5  # results per resource type
+MAX_QUERY = 100
+MIN_QUERY = 2  # one character matches nearly everything: pages only
+
+
+class Hit(NamedTuple):
+    kind: str
+    title: str
+    detail: str
+    url: str
+
+
+class Kind(NamedTuple):
+    label: str
+    fetch: Callable[[Any, str], Awaitable[Any]]  # (service, query) -> Page
+    hit: Callable[[Any, Any], tuple[str, str, str]]  # (request, record) -> (title, detail, url)
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(name, kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+KINDS = [
+    Kind(
+        "Session",
+        lambda svc, q: browsers.list_sessions(svc, limit=PER_TYPE, query=q),
+        lambda r, s: (s.label, s.session_id, _url(r, "browsers:detail", session_id=s.session_id)),
+    ),
+    Kind(
+        "Pool",
+        lambda svc, q: pools.list_pools(svc, limit=PER_TYPE, query=q),
+        lambda r, p: (p.label, p.id, _url(r, "pools:detail", pool_id=p.id)),
+    ),
+    Kind(
+        "Profile",
+        lambda svc, q: profiles.list_profiles(svc, limit=PER_TYPE, query=q),
+        # Profiles have no page of their own: their list, filtered to this one.
+        lambda r, p: (p.label, p.id, _url(r, "profiles:list") + "?" + urlencode({"q": p.id})),
+    ),
+    Kind(
+        "Connection",
+        lambda svc, q: auth_connections.list_connections(svc, limit=PER_TYPE, query=q),
+        lambda r, c: (
+            " · ".join(x for x in (c.domain, c.profile_name) if x) or c.id,
+            c.id,
+            _url(r, "auth:detail", connection_id=c.id),
+        ),
+    ),
+    Kind(
+        "Credential",
+        lambda svc, q: credentials.list_credentials(svc, limit=PER_TYPE, query=q),
+        lambda r, c: (c.name or c.id, c.domain or c.id, _url(r, "credentials:detail", credential_id=c.id)),
+    ),
+    Kind(
+        "App",
+        lambda svc, q: apps.list_apps(svc, limit=PER_TYPE, query=q),
+        lambda r, a: (
+            a.app_name or a.id,
+            a.version or "",
+            _url(r, "apps:detail", app_name=a.app_name or a.id),
+        ),
+    ),
+    Kind(
+        "Invocation",
+        lambda svc, q: invocations.list_invocations(svc, limit=PER_TYPE, query=q),
+        lambda r, i: (
+            " · ".join(x for x in (i.app_name, i.action_name) if x) or i.id,
+            i.id,
+            _url(r, "invocations:detail", invocation_id=i.id),
+        ),
+    ),
+    Kind(
+        "Project",
+        lambda svc, q: projects.list_projects(svc, limit=PER_TYPE, query=q),
+        lambda r, p: (p.name or p.id, p.id, _url(r, "projects:detail", project_id=p.id)),
+    ),
+]
+
+
+async def _search_kind(request, kind: Kind, query: str) -> tuple[list[Hit], str]:
+    """One resource type's hits, or none and why (the palette says which types it could not search)."""
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            page = await kind.fetch(request.service, query)
+    except TimeoutError:
+        return [], f"{kind.label}s did not answer in time"
+    except ServiceError as exc:
+        log.info("palette search of %ss failed: %s", kind.label.lower(), type(exc).__name__)
+        return [], f"{kind.label}s could not be searched"
+    hits, seen = [], set()
+    for record in page.items:
+        title, detail, url = kind.hit(request, record)
+        if url in seen:  # app versions share their app's page
+            continue
+        seen.add(url)
+        hits.append(Hit(kind.label, title, detail, url))
+    return hits, ""
+
+
+def _pages(request, query: str) -> list[Hit]:
+    needle = query.casefold()
+    return [
+        Hit("Page", section["label"], section["group"], section["url"])
+        for section in _nav(request.org.slug, request.membership.role)
+        if needle in section["label"].casefold() or (needle and needle in section["group"].casefold())
+    ]
+
+
+@require_GET
+@org_view("viewer")
+async def search(request):
+    query = request.GET.get("q", "").strip()[:MAX_QUERY]
+    hits = _pages(request, query)
+    problems: list[str] = []
+    if len(query) >= MIN_QUERY:
+        for found, problem in await asyncio.gather(*(_search_kind(request, k, query) for k in KINDS)):
+            hits.extend(found)
+            if problem:
+                problems.append(problem)
+    context = {"query": query, "hits": hits, "problems": problems, "min_query": MIN_QUERY}
+    return render(request, "web/search.html", context, partial="search-results")

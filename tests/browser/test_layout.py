@@ -1,0 +1,190 @@
+"""The layout in a real browser: sidebar and menu at desktop and phone widths, nothing wider than a phone,
+the command palette by keyboard, dark mode."""
+
+import re
+import secrets
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.sandbox_fixtures import TEST_DEMO_KEY
+from tests.screenshots import MAIN_PAGES, ORG, log_in
+
+pytestmark = pytest.mark.browser
+
+# What sticks out past the right edge, for the failure message.
+WIDEST = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(0, 5).map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`)"""
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 400, "height": 800}
+
+
+def demo_call(sandbox_url: str, method: str, path: str, body: dict | None = None):
+    response = httpx.request(
+        method, f"{sandbox_url}{path}", json=body, headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"}
+    )
+    response.raise_for_status()
+    return response.json() if response.content else None
+
+
+@pytest.fixture
+def new_page(browser):
+    contexts = []
+
+    def make(viewport=DESKTOP, **options):
+        context = browser.new_context(viewport=viewport, **options)
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []
+        page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def test_it_fits_the_header_in_one_row_and_hides_the_sidebar_on_demand(console_server, new_page):
+    page = new_page()
+    log_in(page, console_server)
+    header = page.locator("header.topbar")
+    assert header.bounding_box()["height"] <= 60
+    # One row: every item of the header is centred on the same line.
+    middles = header.evaluate(
+        "h => [...h.children].map(c => c.getBoundingClientRect()).map(r => (r.top + r.bottom) / 2)"
+    )
+    assert len(middles) >= 4 and max(middles) - min(middles) < 3, middles
+
+    sidebar = page.locator("#sidebar")
+    toggle = page.locator("#menu-toggle")
+    expect(sidebar).to_be_visible()
+    expect(sidebar.get_by_role("link", name="Sessions")).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    toggle.click()
+    expect(sidebar).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    page.reload()  # remembered in this browser
+    expect(page.locator("#sidebar")).to_be_hidden()
+    page.locator("#menu-toggle").click()
+    expect(page.locator("#sidebar")).to_be_visible()
+
+    # A group folds away, and stays folded on the next page.
+    page.locator("details.nav-group[data-nav-group='Browsers'] > summary").click()
+    expect(sidebar.get_by_role("link", name="Pools")).to_be_hidden()
+    page.goto(f"{console_server}/o/{ORG}/apps/")
+    expect(page.locator("#sidebar").get_by_role("link", name="Pools")).to_be_hidden()
+    expect(page.locator("#sidebar").get_by_role("link", name="Invocations")).to_be_visible()
+    assert page.errors == []
+
+
+def test_it_opens_the_sidebar_from_the_menu_button_on_a_phone(console_server, new_page):
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    sidebar = page.locator("#sidebar")
+    expect(sidebar).to_be_hidden()
+    page.locator("#menu-toggle").click()
+    expect(sidebar).to_be_visible()
+    expect(page.locator("#menu-toggle")).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    page.locator("#menu-toggle").click()
+    sidebar.get_by_role("link", name="Pools").click()
+    expect(page).to_have_url(f"{console_server}/o/{ORG}/pools/")
+    expect(page.locator("#sidebar")).to_be_hidden()
+    assert page.errors == []
+
+
+def test_it_draws_no_page_wider_than_a_phone(console_server, sandbox_url, new_page):
+    long_name = "x" * 255  # the longest project name the service accepts
+    project = demo_call(sandbox_url, "POST", "/org/projects", {"name": long_name})
+    sessions = demo_call(sandbox_url, "GET", "/browsers")
+    paths = [*MAIN_PAGES.values(), f"projects/{project['id']}/", f"browsers/{sessions[0]['session_id']}/"]
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    widths = {}
+    for path in paths:
+        page.goto(f"{console_server}/o/{ORG}/{path}")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        widths[path] = width if width <= 400 else (width, page.evaluate(WIDEST))
+    assert {path: width for path, width in widths.items() if not isinstance(width, int)} == {}
+    assert len(widths) == len(paths)
+    page.goto(f"{console_server}/o/{ORG}/projects/")
+    expect(page.get_by_title(long_name).first).to_be_visible()  # the full name on hover
+
+
+def test_it_finds_a_session_by_part_of_its_id_and_opens_it_by_keyboard(console_server, sandbox_url, new_page):
+    name = f"palette-{secrets.token_hex(3)}"
+    session = demo_call(sandbox_url, "POST", "/browsers", {"name": name})
+    session_id = session["session_id"]
+    page = new_page()
+    log_in(page, console_server)
+
+    page.keyboard.press("Control+k")
+    palette = page.locator("#palette")
+    expect(palette).to_be_visible()
+    expect(page.locator("#palette-input")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(palette).to_be_hidden()
+
+    page.keyboard.press("Control+k")
+    page.keyboard.type(session_id[2:12])
+    hit = palette.locator("[role='option']", has_text=session_id)
+    expect(hit).to_have_count(1)
+    expect(hit).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    expect(hit).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{console_server}/o/{ORG}/browsers/{session_id}/")
+    assert page.errors == []
+
+
+def test_it_opens_the_palette_from_its_button_and_finds_a_page(console_server, new_page):
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    page.locator("#palette-button").click()
+    page.keyboard.type("deploy")
+    expect(page.locator("#palette [role='option']").first).to_contain_text("Deployments")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{console_server}/o/{ORG}/deployments/")
+
+
+def test_it_follows_the_system_dark_mode(console_server, new_page):
+    dark = new_page(color_scheme="dark")
+    log_in(dark, console_server)
+    background = "getComputedStyle(document.body).backgroundColor"
+    assert dark.evaluate(background) == "rgb(13, 17, 23)"
+    light = new_page(color_scheme="light")
+    log_in(light, console_server)
+    assert light.evaluate(background) == "rgb(246, 247, 249)"
+
+
+def test_it_shows_relative_times_with_the_exact_time_on_hover(console_server, new_page):
+    page = new_page(timezone_id="Asia/Tokyo")
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/{ORG}/profiles/")
+    time = page.locator("#profiles-table time[data-relative]").first
+    expect(time).to_have_text(re.compile(r"^(just now|\d+ (min|h|days?) ago|\d{4}-\d\d-\d\d)$"))
+    assert time.get_attribute("title").endswith(" Asia/Tokyo")
+    page.locator("#time-zone-toggle").click()
+    expect(page.locator("#time-zone-toggle")).to_have_text("UTC")
+    assert time.get_attribute("title").endswith(" UTC")
+
+
+def test_it_sorts_a_table_by_a_column(console_server, sandbox_url, new_page):
+    for name in ("sort-b", "sort-c", "sort-a"):
+        demo_call(sandbox_url, "POST", "/profiles", {"name": f"{name}-{secrets.token_hex(2)}"})
+    page = new_page()
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/{ORG}/profiles/?q=sort-")
+    header = page.locator("#profiles-table th", has_text="Name")
+    header.get_by_role("button").click()
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    names = page.locator("#profiles-table tbody td:first-child").all_inner_texts()
+    assert [n[:6] for n in names] == ["sort-a", "sort-b", "sort-c"]
+    header.get_by_role("button").click()
+    expect(header).to_have_attribute("aria-sort", "descending")
+    names = page.locator("#profiles-table tbody td:first-child").all_inner_texts()
+    assert [n[:6] for n in names] == ["sort-c", "sort-b", "sort-a"]

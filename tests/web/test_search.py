@@ -1,0 +1,77 @@
+"""The command palette's search: pages and resources by name or id, org-scoped, never held up by one type."""
+
+import time
+
+from console.web import search
+
+
+def url(org="acme"):
+    return f"/o/{org}/search/"
+
+
+async def test_it_finds_a_session_by_part_of_its_id(viewer_client, tenant):
+    session = tenant.call("POST", "/browsers", json={"name": "checkout-run"}).json()
+    tenant.call("POST", "/browsers", json={"name": "other-run"})
+    part = session["session_id"][3:11]
+    body = (await viewer_client.get(url(), {"q": part})).content.decode()
+    assert f"/o/acme/browsers/{session['session_id']}/" in body
+    assert "checkout-run" in body and "other-run" not in body
+
+
+async def test_it_finds_resources_of_every_type_by_name(viewer_client, tenant):
+    tenant.call("POST", "/profiles", json={"name": "zebra-profile"})
+    tenant.call("POST", "/org/projects", json={"name": "zebra-project"})
+    credential = {"name": "zebra-login", "domain": "zebra.example", "values": {"u": "x"}}
+    tenant.call("POST", "/credentials", json=credential)
+    body = (await viewer_client.get(url(), {"q": "zebra"})).content.decode()
+    assert "zebra-profile" in body and "zebra-project" in body and "zebra-login" in body
+    assert ">Profile<" in body and ">Project<" in body and ">Credential<" in body
+
+
+async def test_it_finds_pages_by_name_and_group(viewer_client):
+    body = (await viewer_client.get(url(), {"q": "pool"})).content.decode()
+    assert 'href="/o/acme/pools/"' in body
+    by_group = (await viewer_client.get(url(), {"q": "auth"})).content.decode()
+    assert 'href="/o/acme/credentials/"' in by_group and 'href="/o/acme/auth/"' in by_group
+    # Pages a role may not open are not offered.
+    assert 'href="/o/acme/audit/"' not in (await viewer_client.get(url(), {"q": "audit"})).content.decode()
+
+
+async def test_it_serves_the_results_partial_to_htmx(viewer_client):
+    response = await viewer_client.get(
+        url(), {"q": "pools"}, headers={"HX-Request": "true", "HX-Target": "search-results"}
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="search-results"')
+    assert "<html" not in body
+
+
+async def test_it_does_not_wait_for_a_slow_resource(viewer_client, tenant, monkeypatch):
+    monkeypatch.setattr(search, "TIMEOUT", 0.5)
+    session = tenant.call("POST", "/browsers", json={"name": "slowpoke-session"}).json()
+    tenant.fault(method="GET", path="^/browser_pools$", latency_ms=3000, count=None)
+    started = time.monotonic()
+    body = (await viewer_client.get(url(), {"q": "slowpoke"})).content.decode()
+    assert time.monotonic() - started < 2.5
+    assert session["session_id"] in body
+    assert "Pools did not answer in time" in body
+
+
+async def test_it_reports_a_failing_resource_and_shows_the_rest(viewer_client, tenant):
+    tenant.call("POST", "/profiles", json={"name": "sturdy-profile"})
+    tenant.fault(method="GET", path="^/browsers$", status=500, count=None)
+    body = (await viewer_client.get(url(), {"q": "sturdy"})).content.decode()
+    assert "sturdy-profile" in body and "Sessions could not be searched" in body
+
+
+async def test_it_searches_only_the_members_org(outsider_client, viewer_client, tenant):
+    tenant.call("POST", "/profiles", json={"name": "private-profile"})
+    assert (await outsider_client.get(url(), {"q": "private"})).status_code == 404
+    assert "private-profile" in (await viewer_client.get(url(), {"q": "private"})).content.decode()
+
+
+async def test_it_asks_the_service_nothing_for_a_one_letter_query(viewer_client, tenant):
+    before = len(tenant.requests())
+    body = (await viewer_client.get(url(), {"q": "p"})).content.decode()
+    assert 'href="/o/acme/pools/"' in body
+    assert len(tenant.requests()) == before
