@@ -38,7 +38,7 @@ run: install
 	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
 	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
 	for i in $$(seq 1 100); do \
-	  $(BIN)/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$(PORT)/healthz', timeout=1)" 2>/dev/null && break; sleep 0.2; \
+	  $(BIN)/python -c "import urllib.request as u; [u.urlopen(f'http://127.0.0.1:{p}{q}', timeout=1) for p, q in (($(PORT), '/healthz'), ($(SANDBOX_PORT), '/'))]" 2>/dev/null && break; sleep 0.2; \
 	done; \
 	echo; \
 	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
