@@ -18,11 +18,11 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
-from django_htmx.http import trigger_client_event
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
 from console.browsers import presenters
@@ -461,7 +461,8 @@ async def _check_for_delete(request, selection: bulk.Selection) -> None:
 
 async def _delete_one(request, row: bulk.Row) -> None:
     try:
-        async with audited(request, "browser.delete", target_id=row.id, detail=f"{row.label} (bulk)") as entry:
+        detail = f"{row.label} (bulk)"
+        async with audited(request, "browser.delete", target_id=row.id, detail=detail) as entry:
             try:
                 await browsers.delete_session(request.service, row.id)
             except NotFound:

@@ -26,7 +26,7 @@ OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 
 @dataclass
 class Row:
-    """One chosen id and what became of it (or will: before confirmation, ``state`` is "" for the ones to do)."""
+    """One chosen id and what became of it (before confirmation ``state`` is "" for the ones to do)."""
 
     id: str
     label: str = ""

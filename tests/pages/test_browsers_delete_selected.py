@@ -106,9 +106,7 @@ async def test_it_sends_nothing_for_ids_this_project_cannot_see(operator_client,
     theirs = create(other_tenant)
     mine = create(quiet)
     body = (
-        await operator_client.post(
-            URL, {"session_id": [theirs, mine, "<script>", "../x"], "confirm": "yes"}
-        )
+        await operator_client.post(URL, {"session_id": [theirs, mine, "<script>", "../x"], "confirm": "yes"})
     ).content.decode()
     assert "Deleted 1 of 4 sessions" in body
     assert "Not a session of this project: nothing was sent." in body
