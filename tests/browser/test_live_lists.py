@@ -116,3 +116,37 @@ def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_
     assert loads == []
     call(sandbox_url, "DELETE", f"/browsers/{sids[2]}", {})
     assert errors == []
+
+
+def test_it_releases_the_selected_leases_of_a_pool(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    name = f"leases-{secrets.token_hex(3)}"
+    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 3, "fill_rate_per_minute": 100})
+    call(sandbox_url, "POST", "/_sandbox/clock", {"advance_seconds": 60})
+    first = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    first_row = page.locator(f"#lease-row-{first['session_id']}")
+    expect(first_row).to_be_visible()
+    first_row.get_by_role("checkbox").check()
+    # A lease taken elsewhere shows up by itself; the ticked row keeps its tick meanwhile.
+    second = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    second_row = page.locator(f"#lease-row-{second['session_id']}")
+    expect(second_row).to_be_visible(timeout=10_000)
+    expect(first_row.get_by_role("checkbox")).to_be_checked()
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+
+    page.get_by_role("button", name="Release selected…").click()
+    panel = page.locator("#pool-release-selected")
+    expect(panel).to_contain_text("Release 1 leased browser?")
+    panel.get_by_label("Return the browsers to the pool (reuse)").uncheck()
+    panel.get_by_role("button", name="Release 1 browser").click()
+    expect(panel).to_contain_text("Released 1 of 1 browser")
+    expect(panel).to_contain_text("Destroyed; the pool warms a replacement.")
+    expect(first_row).to_have_count(0, timeout=10_000)
+    expect(second_row).to_be_visible()
+    assert loads == []
+    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
+    assert errors == []
