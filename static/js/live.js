@@ -20,6 +20,7 @@
 
   function ago(ms) {
     var s = Math.max(0, Math.round(ms / 1000));
+    if (s < 2) return "just now";
     if (s < 60) return s + " s ago";
     var m = Math.round(s / 60);
     return m < 60 ? m + " min ago" : Math.round(m / 60) + " h ago";
@@ -40,7 +41,8 @@
     if (list.paused) return setLabel(list, "ended", "Paused: not updating");
     if (document.visibilityState !== "visible") return setLabel(list, "ended", "Paused while this tab is hidden");
     if (list.error) {
-      return setLabel(list, "stalled", "Not updated for " + ago(now - list.updatedAt).replace(" ago", "") +
+      var since = Math.max(1, Math.round((now - list.updatedAt) / 1000));
+      return setLabel(list, "stalled", "Not updated for " + (since < 60 ? since + " s" : Math.round(since / 60) + " min") +
         " (" + list.error + "); retrying");
     }
     setLabel(list, "live", "Live · updated " + ago(now - list.updatedAt));

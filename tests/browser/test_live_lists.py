@@ -150,3 +150,26 @@ def test_it_releases_the_selected_leases_of_a_pool(console_server, sandbox_url, 
     assert loads == []
     call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
     assert errors == []
+
+
+def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(console_server, sandbox_url, browser_page):
+    page = browser_page
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/invocations/")
+    label = page.locator("#invocations-table-live [data-live-label]")
+    expect(label).to_contain_text("Live · updated")
+    rows = page.locator("#invocations-table tbody tr").count()
+    call(
+        sandbox_url,
+        "POST",
+        "/_sandbox/faults",
+        {"method": "GET", "path": "^/invocations$", "status": 500, "count": None},
+    )
+    try:
+        expect(label).to_contain_text("Not updated for", timeout=15_000)
+        expect(label).to_have_attribute("data-state", "stalled")
+        expect(page.locator("#invocations-table tbody tr")).to_have_count(rows)  # what was shown stays
+    finally:
+        call(sandbox_url, "DELETE", "/_sandbox/faults", None)
+    expect(label).to_contain_text("Live · updated", timeout=15_000)
+    expect(label).to_have_attribute("data-state", "live")
