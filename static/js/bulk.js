@@ -3,7 +3,8 @@
 // - <input type="checkbox" data-select-all="<form id>"> (hidden until now) ticks every row of the page;
 // - [data-bulk-count="<form id>"] says how many are ticked;
 // - a bulk result (data-bulk-done="<form id>" data-bulk-ids="id id …") unticks the rows it dealt with;
-// - [data-bulk-dismiss] closes a confirmation without leaving the page.
+// - [data-bulk-dismiss] closes a confirmation without leaving the page;
+// - Shift+click ticks (or unticks) every row between the last one clicked and this one.
 (function () {
   "use strict";
 
@@ -38,6 +39,21 @@
       }
     });
   }
+
+  var lastClicked = {};
+  document.addEventListener("click", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches('input[type="checkbox"][form]') || box.dataset.selectAll) return;
+    var formId = box.getAttribute("form");
+    var all = boxes(formId);
+    var from = all.indexOf(lastClicked[formId]);
+    var to = all.indexOf(box);
+    if (event.shiftKey && from >= 0 && to >= 0) {
+      all.slice(Math.min(from, to), Math.max(from, to) + 1).forEach(function (each) { each.checked = box.checked; });
+      sync(formId);
+    }
+    lastClicked[formId] = box;
+  });
 
   document.addEventListener("change", function (event) {
     var box = event.target;

@@ -95,6 +95,12 @@ def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_
     select_all = page.get_by_label("Select every active session on this page")
     select_all.check()
     expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("3 selected")
+    select_all.uncheck()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("none selected")
+    boxes = page.locator('tbody input[form="sessions-bulk"]')
+    boxes.first.click()
+    boxes.last.click(modifiers=["Shift"])  # a range
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("3 selected")
     page.locator(f"#session-row-{sids[2]}").get_by_role("checkbox").uncheck()
     expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("2 selected")
     page.get_by_role("button", name="Delete selected…").click()
