@@ -96,7 +96,7 @@
       if (fresh.id) seen[fresh.id] = true;
       if (old && busy(old)) {
         old.classList.remove("live-row--gone");
-        if (canonical(old) !== canonical(fresh)) old.dataset.liveStale = "";
+        // Updated (and highlighted) once the operator lets go of it.
         order.push(old);
         return;
       }
