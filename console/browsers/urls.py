@@ -7,6 +7,7 @@ app_name = "browsers"
 urlpatterns = [
     path("", views.session_list, name="list"),
     path("new/", views.session_create, name="create"),
+    path("delete-selected/", views.session_delete_selected, name="delete-selected"),
     path("<str:session_id>/", views.session_detail, name="detail"),
     path("<str:session_id>/delete/", views.session_delete, name="delete"),
     path("<str:session_id>/telemetry/", views.telemetry_history, name="telemetry"),

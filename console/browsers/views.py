@@ -22,6 +22,7 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
 from console.browsers import presenters
@@ -40,7 +41,7 @@ from console.service import (
 )
 from console.service.http import Service
 from console.service.sse import ServerEvent
-from console.web import deferred
+from console.web import bulk, deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
@@ -431,3 +432,63 @@ async def session_delete(request, session_id: str):
         messages.success(request, f"Browser session “{session.label}” ended.")
         return done(request, _url(request, "list"))
     return render(request, "browsers/delete.html", {"session": session})
+
+
+# Delete several -----------------------------------------------------------------------------------
+
+
+async def _check_for_delete(request, selection: bulk.Selection) -> None:
+    """Each chosen id as the service knows it in this project: only those are ever sent a DELETE."""
+
+    async def check(row: bulk.Row) -> None:
+        try:
+            session = await browsers.get_session(request.service, row.id, include_deleted=True)
+        except NotFound:
+            row.state, row.message = bulk.SKIPPED, "Not a session of this project: nothing was sent."
+            return
+        except ServiceError as exc:
+            row.state, row.message = bulk.FAILED, f"Could not be checked: {exc.message}"
+            return
+        if session.session_id != row.id:  # the service also finds sessions by name: ids only here
+            row.state, row.message = bulk.SKIPPED, "Not a session of this project: nothing was sent."
+            return
+        row.label, row.record = session.label, session
+        if session.ended:
+            row.state, row.message = bulk.SKIPPED, "Already ended: nothing to do."
+
+    await bulk.each(selection.todo, check)
+
+
+async def _delete_one(request, row: bulk.Row) -> None:
+    try:
+        detail = f"{row.label} (bulk)"
+        async with audited(request, "browser.delete", target_id=row.id, detail=detail) as entry:
+            try:
+                await browsers.delete_session(request.service, row.id)
+            except NotFound:
+                # It ended on its own since it was checked: the outcome the operator wanted.
+                entry.detail = f"{row.label} (bulk; had already ended)"
+                row.state, row.message = bulk.OK, "Had already ended."
+                return
+    except ServiceError as exc:
+        row.state, row.message = bulk.FAILED, exc.message or f"The service answered {exc.status}."
+    else:
+        row.state, row.message = bulk.OK, "Ended."
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def session_delete_selected(request):
+    """The ticked sessions of the list: a confirmation naming each, then one DELETE (and audit row) each."""
+    selection = bulk.chosen(request.POST.getlist("session_id"), "session")
+    confirmed = False
+    if not selection.error:
+        await _check_for_delete(request, selection)
+        if bulk.is_confirmed(request) and selection.todo:
+            await bulk.each(selection.todo, lambda row: _delete_one(request, row))
+            confirmed = True
+    context = {"selection": selection, "confirmed": confirmed, "list_url": _url(request, "list")}
+    response = render(request, "browsers/delete_selected.html", context, partial="sessions-bulk-delete")
+    if confirmed and selection.done:
+        trigger_client_event(response, "sessions-changed")
+    return response

@@ -17,6 +17,7 @@ from console.service import (
     Conflict,
     Invalid,
     NotFound,
+    ServiceError,
     extensions,
     pools,
     profiles,
@@ -24,7 +25,7 @@ from console.service import (
     proxies,
 )
 from console.service.pools import CATEGORIES
-from console.web import deferred
+from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
@@ -350,3 +351,53 @@ async def pool_delete(request, pool_id: str):
             return done(request, _url(request, "list"))
     context = {"pool": pool, "form": form, "conflict": conflict}
     return render(request, "pools/delete.html", context, partial="pool-delete")
+
+
+async def _release_one(request, pool_id: str, row: bulk.Row, reuse: bool) -> None:
+    detail = f"session {row.id} reuse={reuse} (bulk)"
+    try:
+        async with audited(request, "pool.release", target_id=pool_id, detail=detail):
+            await pools.release(request.service, pool_id, row.id, reuse=reuse)
+    except NotFound:
+        row.state, row.message = bulk.FAILED, "No longer leased from this pool: released or ended meanwhile."
+    except ServiceError as exc:
+        row.state, row.message = bulk.FAILED, exc.message or f"The service answered {exc.status}."
+    else:
+        row.state = bulk.OK
+        row.message = "Returned to the pool." if reuse else "Destroyed; the pool warms a replacement."
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def pool_release_selected(request, pool_id: str):
+    """The ticked leases: a confirmation (return or destroy), then one release (and audit row) each.
+
+    Only sessions this pool has leased, as the service lists them now, are ever sent (notes §7).
+    """
+    pool = await _get(request, pool_id)
+    selection = bulk.chosen(request.POST.getlist("session_id"), "session")
+    confirmed = bulk.is_confirmed(request)
+    reuse = not confirmed or request.POST.get("reuse") == "on"
+    if not selection.error:
+        leased = {s.session_id: s for s in (await pools.leased_sessions(request.service, pool)).items}
+        for row in selection.todo:
+            session = leased.get(row.id)
+            if session is None:
+                row.state = bulk.SKIPPED
+                row.message = (
+                    "Not leased from this pool (released, ended, or another pool's): nothing was sent."
+                )
+            else:
+                row.label = session.name or ""
+        if confirmed and selection.todo:
+            await bulk.each(selection.todo, lambda row: _release_one(request, pool.id, row, reuse))
+    context = {
+        "pool": pool,
+        "selection": selection,
+        "confirmed": confirmed and not selection.error,
+        "reuse": reuse,
+    }
+    response = render(request, "pools/release_selected.html", context, partial="pool-release-selected")
+    if context["confirmed"] and selection.done:
+        trigger_client_event(response, "pool-changed")
+    return response

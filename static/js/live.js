@@ -1,0 +1,307 @@
+// Live lists (templates/web/live_note.html): a list whose rows change on their own refreshes itself every
+// few seconds while the tab is visible, and says when it last did. The note names the list (its DOM id, which
+// is also the name of its partial); each refresh asks the page's current URL (or data-live-url) for that
+// partial and merges it in place, row by row (rows are keyed by their id):
+// - a row the operator is using (a ticked checkbox, an open <details> menu, focus inside) is left exactly as
+//   it is, even when the service says it changed or is gone (it is then marked, and updated once let go);
+// - a row whose content changed, or a new row, is highlighted briefly (a class: the CSP allows no styles);
+// - the rest of the list (pager, summaries) is replaced when it differs; the table head is kept.
+// Filters, sorting and paging stay as they are: the URL carries them, and console.js sorts again on htmx:load.
+// A poll never runs while the tab is hidden; the Pause button stops it until Resume.
+(function () {
+  "use strict";
+
+  var TICK_MS = 1000;
+  var lists = [];
+
+  function currentUrl(note) {
+    return note.dataset.liveUrl || window.location.pathname + window.location.search;
+  }
+
+  function ago(ms) {
+    var s = Math.max(0, Math.round(ms / 1000));
+    if (s < 2) return "just now";
+    if (s < 60) return s + " s ago";
+    var m = Math.round(s / 60);
+    return m < 60 ? m + " min ago" : Math.round(m / 60) + " h ago";
+  }
+
+  function setLabel(list, state, text) {
+    var label = list.note.querySelector("[data-live-label]");
+    if (!label) return;
+    label.className = "live-status live-status--" + state;
+    label.dataset.state = state;
+    if (label.textContent !== text) label.textContent = text;
+    var toggle = list.note.querySelector("[data-live-toggle]");
+    if (toggle) toggle.textContent = list.paused ? "Resume" : "Pause";
+  }
+
+  function describe(list) {
+    var now = Date.now();
+    if (list.paused) return setLabel(list, "ended", "Paused: not updating");
+    if (document.visibilityState !== "visible") return setLabel(list, "ended", "Paused while this tab is hidden");
+    if (list.error) {
+      var since = Math.max(1, Math.round((now - list.updatedAt) / 1000));
+      return setLabel(list, "stalled", "Not updated for " + (since < 60 ? since + " s" : Math.round(since / 60) + " min") +
+        " (" + list.error + "); retrying");
+    }
+    setLabel(list, "live", "Live · updated " + ago(now - list.updatedAt));
+  }
+
+  // What a row says, without what scripts change after it arrived (relative times, copy buttons) and what
+  // moves on its own (data-live-volatile: an uptime), so only real changes are highlighted.
+  function canonical(el) {
+    var copy = el.cloneNode(true);
+    var all = [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("*")));
+    all.forEach(function (node) {
+      node.classList.forEach(function (name) {
+        if (name.indexOf("live-row--") === 0 || name.indexOf("htmx-") === 0) node.classList.remove(name);
+      });
+      if (!node.classList.length) node.removeAttribute("class");
+      if (node.matches("time[datetime], [data-live-volatile], button[data-copy]")) {
+        node.textContent = "";
+        node.removeAttribute("title");
+        node.removeAttribute("data-copied");
+      }
+      node.removeAttribute("aria-sort");
+    });
+    return copy.outerHTML.replace(/\s+/g, " ");
+  }
+
+  function busy(el) {
+    if (el.querySelector("input[type=checkbox]:checked, details[open]")) return true;
+    var focused = document.activeElement;
+    return !!focused && focused !== document.body && el.contains(focused);
+  }
+
+  function adopt(node) {
+    return document.importNode(node, true);
+  }
+
+  function highlight(row) {
+    row.classList.remove("live-row--changed");
+    void row.offsetWidth; // restart the animation when the same row changes again
+    row.classList.add("live-row--changed");
+  }
+
+  function mergeRows(oldBody, newBody) {
+    var oldRows = Array.prototype.slice.call(oldBody.rows);
+    var byId = {};
+    oldRows.forEach(function (row) { if (row.id) byId[row.id] = row; });
+    var order = [];
+    var added = [];
+    var seen = {};
+    Array.prototype.forEach.call(newBody.rows, function (fresh) {
+      var old = fresh.id ? byId[fresh.id] : null;
+      if (fresh.id) seen[fresh.id] = true;
+      if (old && busy(old)) {
+        old.classList.remove("live-row--gone");
+        // Updated (and highlighted) once the operator lets go of it.
+        order.push(old);
+        return;
+      }
+      if (old && old.liveRaw === fresh.outerHTML) {
+        order.push(old);
+        return;
+      }
+      var row = adopt(fresh);
+      row.liveRaw = fresh.outerHTML;
+      if (old ? canonical(old) !== canonical(fresh) : fresh.id) highlight(row);
+      order.push(row);
+      added.push(row);
+    });
+    // Rows the service no longer lists: gone, unless the operator is using them.
+    oldRows.forEach(function (row) {
+      if (row.id && !seen[row.id] && busy(row)) {
+        row.classList.add("live-row--gone");
+        row.title = "No longer in this list: it changed or ended since it was shown.";
+        order.push(row);
+      }
+    });
+    var keep = new Set(order);
+    oldRows.forEach(function (row) { if (!keep.has(row)) row.remove(); });
+    var cursor = oldBody.firstElementChild;
+    order.forEach(function (row) {
+      if (row === cursor) {
+        cursor = cursor.nextElementSibling;
+      } else {
+        oldBody.insertBefore(row, cursor);
+      }
+    });
+    return added;
+  }
+
+  function containing(parent, target) {
+    var kids = Array.prototype.slice.call(parent.children);
+    for (var i = 0; i < kids.length; i++) {
+      if (kids[i] === target || kids[i].contains(target)) return { kids: kids, index: i };
+    }
+    return null;
+  }
+
+  function syncSiblings(parent, olds, news, before, added) {
+    if (olds.length === news.length) {
+      olds.forEach(function (old, i) {
+        var fresh = news[i];
+        if (old.tagName === "THEAD" && fresh.tagName === "THEAD") return; // sort buttons, select-all
+        if (busy(old) || canonical(old) === canonical(fresh)) return;
+        var node = adopt(fresh);
+        old.replaceWith(node);
+        added.push(node);
+      });
+      return;
+    }
+    olds.forEach(function (old) { if (!busy(old)) old.remove(); });
+    news.forEach(function (fresh) {
+      var node = adopt(fresh);
+      parent.insertBefore(node, before);
+      added.push(node);
+    });
+  }
+
+  // Walk down from the list's root to its <tbody>, syncing what sits beside each level on the way.
+  function mergeAround(oldEl, newEl, oldBody, newBody, added) {
+    if (oldEl === oldBody) return added.concat(mergeRows(oldBody, newBody));
+    var o = containing(oldEl, oldBody);
+    var n = containing(newEl, newBody);
+    if (!o || !n || o.kids[o.index].tagName !== n.kids[n.index].tagName) return null;
+    var oldPath = o.kids[o.index];
+    syncSiblings(oldEl, o.kids.slice(0, o.index), n.kids.slice(0, n.index), oldPath, added);
+    syncSiblings(oldEl, o.kids.slice(o.index + 1), n.kids.slice(n.index + 1), null, added);
+    return mergeAround(oldPath, n.kids[n.index], oldBody, newBody, added);
+  }
+
+  function merge(root, fresh) {
+    var oldBody = root.querySelector("tbody");
+    var newBody = fresh.querySelector("tbody");
+    var added = oldBody && newBody ? mergeAround(root, fresh, oldBody, newBody, []) : null;
+    if (added === null) {
+      // No table on one side (nothing to list, an error): the whole list, unless the operator is using it.
+      if (busy(root)) return root;
+      var node = adopt(fresh);
+      root.replaceWith(node);
+      htmx.process(node);
+      htmx.trigger(node, "htmx:load");
+      return node;
+    }
+    added.forEach(function (node) { htmx.process(node); });
+    htmx.trigger(root, "htmx:load"); // console.js: relative times, and the chosen sort order again
+    return root;
+  }
+
+  function applyFlash(doc) {
+    var flash = doc.getElementById("flash");
+    var mine = document.getElementById("flash");
+    if (flash && mine && flash.children.length) {
+      var node = adopt(flash);
+      node.removeAttribute("hx-swap-oob");
+      mine.replaceWith(node);
+    }
+  }
+
+  function poll(list) {
+    var root = document.getElementById(list.id);
+    if (!root || list.inFlight || root.classList.contains("deferred-loading")) return;
+    var url = currentUrl(list.note);
+    list.inFlight = true;
+    list.lastAttempt = Date.now();
+    fetch(url, {
+      credentials: "same-origin",
+      headers: { "HX-Request": "true", "HX-Target": list.id, "HX-Current-URL": window.location.href },
+    })
+      .then(function (response) {
+        if (response.redirected) throw new Error("signed out?");
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.text();
+      })
+      .then(function (html) {
+        // The operator changed filters or pages meanwhile: what they asked for wins.
+        if (document.getElementById(list.id) !== root || currentUrl(list.note) !== url) return;
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById(list.id);
+        if (!fresh) throw new Error("unexpected answer");
+        var focused = document.activeElement;
+        var now = merge(root, fresh);
+        if (focused && focused !== document.activeElement && document.contains(focused)) {
+          focused.focus({ preventScroll: true });
+        }
+        applyFlash(doc);
+        list.error = "";
+        list.updatedAt = Date.now();
+        now.dispatchEvent(new CustomEvent("live:merged", { bubbles: true }));
+      })
+      .catch(function (error) {
+        list.error = error && error.message ? error.message : "no answer";
+      })
+      .then(function () {
+        list.inFlight = false;
+        describe(list);
+      });
+  }
+
+  function tick(force) {
+    var visible = document.visibilityState === "visible";
+    lists.forEach(function (list) {
+      if (!document.contains(list.note)) return;
+      if (visible && !list.paused && (force || Date.now() - list.lastAttempt >= list.every)) poll(list);
+      describe(list);
+    });
+    lists = lists.filter(function (list) { return document.contains(list.note); });
+  }
+
+  function setUp(scope) {
+    var notes = [];
+    if (scope.matches && scope.matches("[data-live-list]")) notes.push(scope);
+    notes = notes.concat(Array.prototype.slice.call(scope.querySelectorAll("[data-live-list]")));
+    notes.forEach(function (note) {
+      if (note.liveList) return;
+      var list = {
+        note: note,
+        id: note.dataset.liveList,
+        every: 1000 * (parseFloat(note.dataset.liveSeconds) || 5),
+        lastAttempt: Date.now(),
+        updatedAt: Date.now(),
+        paused: false,
+        error: "",
+        inFlight: false,
+      };
+      note.liveList = list;
+      note.hidden = false;
+      lists.push(list);
+      listen(note);
+      describe(list);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { setUp(document); });
+  document.addEventListener("htmx:load", function (event) { setUp(event.target); });
+  document.addEventListener("visibilitychange", function () { tick(true); });
+  setInterval(function () { tick(false); }, TICK_MS);
+
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest("[data-live-toggle]");
+    if (!toggle) return;
+    var note = toggle.closest("[data-live-list]");
+    if (!note || !note.liveList) return;
+    note.liveList.paused = !note.liveList.paused;
+    if (!note.liveList.paused) poll(note.liveList);
+    describe(note.liveList);
+  });
+
+  // Something changed the list here (a bulk action's answer says so with HX-Trigger): refresh now.
+  function refreshOn(event) {
+    lists.forEach(function (list) {
+      var names = (list.note.dataset.liveRefreshOn || "").split(/\s+/);
+      if (names.indexOf(event.type) >= 0 && !list.paused) poll(list);
+    });
+  }
+  var listening = {};
+  function listen(note) {
+    (note.dataset.liveRefreshOn || "").split(/\s+/).forEach(function (name) {
+      if (name && !listening[name]) {
+        listening[name] = true;
+        document.addEventListener(name, refreshOn);
+      }
+    });
+  }
+})();

@@ -1,0 +1,181 @@
+"""Live lists in Chromium: a session created through the service client after the page loaded appears in
+the sessions list without a reload, a row the operator ticked is left alone, and several sessions are
+deleted from the list at once."""
+
+import asyncio
+import re
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from playwright.sync_api import expect
+
+from console.service import Service, browsers
+from tests.browser.test_pools import DEMO_KEY, call, log_in, set_visibility
+
+pytestmark = pytest.mark.browser
+
+
+def watch_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def create_session(sandbox_url: str, name: str) -> str:
+    """Through the console's own service client, as another tool of the team would."""
+
+    async def create() -> str:
+        svc = Service(base_url=sandbox_url, api_key=DEMO_KEY, allow_private=True)
+        return (await browsers.create_session(svc, name=name, timeout_seconds=3600)).session_id
+
+    # Playwright's sync API holds this thread's event loop: the client runs on a thread of its own.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, create()).result()
+
+
+def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
+    console_server, sandbox_url, browser_page
+):
+    page = browser_page
+    errors = watch_errors(page)
+    prefix = f"live-{secrets.token_hex(3)}"
+    ticked = call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-ticked", "timeout_seconds": 3600})
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    note = page.locator("#browsers-table-live")
+    expect(note).to_be_visible()
+    expect(note.locator("[data-live-label]")).to_contain_text("Live · updated")
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+    ticked_row = page.locator(f"#session-row-{ticked['session_id']}")
+    ticked_row.get_by_role("checkbox").check()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("1 selected")
+
+    sid = create_session(sandbox_url, f"{prefix}-new")
+    row = page.locator(f"#session-row-{sid}")
+    expect(row).to_be_visible(timeout=15_000)  # the 5 s poll, merged in place
+    expect(row).to_have_class(re.compile(r"\blive-row--changed\b"))
+    expect(row).to_contain_text(f"{prefix}-new")
+    assert loads == [] and page.url.endswith(f"?q={prefix}")  # the filter stayed
+
+    # The ticked row's session ends elsewhere: the row stays (ticked, marked), the others refresh.
+    call(sandbox_url, "DELETE", f"/browsers/{ticked['session_id']}", {})
+    expect(ticked_row).to_have_class(re.compile(r"\blive-row--gone\b"), timeout=15_000)
+    expect(ticked_row.get_by_role("checkbox")).to_be_checked()
+    # Let go of it: the next refresh drops it.
+    ticked_row.get_by_role("checkbox").uncheck()
+    page.locator("h1").click()
+    expect(ticked_row).to_have_count(0, timeout=15_000)
+
+    set_visibility(page, "hidden")
+    expect(note).to_contain_text("Paused while this tab is hidden")
+    set_visibility(page, "visible")
+    expect(note).to_contain_text("Live · updated")
+    call(sandbox_url, "DELETE", f"/browsers/{sid}", {})
+    assert loads == []
+    assert errors == []
+
+
+def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    prefix = f"bulk-{secrets.token_hex(3)}"
+    sids = [
+        call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-{i}", "timeout_seconds": 3600})[
+            "session_id"
+        ]
+        for i in range(3)
+    ]
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+    select_all = page.get_by_label("Select every active session on this page")
+    select_all.check()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("3 selected")
+    select_all.uncheck()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("none selected")
+    boxes = page.locator('tbody input[form="sessions-bulk"]')
+    boxes.first.click()
+    boxes.last.click(modifiers=["Shift"])  # a range
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("3 selected")
+    page.locator(f"#session-row-{sids[2]}").get_by_role("checkbox").uncheck()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("2 selected")
+    page.get_by_role("button", name="Delete selected…").click()
+
+    panel = page.locator("#sessions-bulk-delete")
+    expect(panel).to_contain_text("Delete 2 sessions?")
+    expect(panel).to_contain_text(f"{prefix}-0")
+    expect(panel).not_to_contain_text(f"{prefix}-2")
+    assert call(sandbox_url, "GET", f"/browsers/{sids[0]}", None)["session_id"] == sids[0]  # not yet
+    panel.get_by_role("button", name="Delete 2 sessions").click()
+    expect(panel).to_contain_text("Deleted 2 of 2 sessions")
+    # The list refreshes at once (HX-Trigger), without a reload: the deleted rows leave, the third stays.
+    expect(page.locator(f"#session-row-{sids[0]}")).to_have_count(0, timeout=10_000)
+    expect(page.locator(f"#session-row-{sids[1]}")).to_have_count(0)
+    expect(page.locator(f"#session-row-{sids[2]}")).to_be_visible()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("none selected")
+    panel.get_by_role("link", name="Done").click()
+    expect(page.locator("#sessions-bulk-delete")).to_be_empty()
+    assert loads == []
+    call(sandbox_url, "DELETE", f"/browsers/{sids[2]}", {})
+    assert errors == []
+
+
+def test_it_releases_the_selected_leases_of_a_pool(console_server, sandbox_url, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    name = f"leases-{secrets.token_hex(3)}"
+    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 3, "fill_rate_per_minute": 100})
+    call(sandbox_url, "POST", "/_sandbox/clock", {"advance_seconds": 60})
+    first = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    first_row = page.locator(f"#lease-row-{first['session_id']}")
+    expect(first_row).to_be_visible()
+    first_row.get_by_role("checkbox").check()
+    # A lease taken elsewhere shows up by itself; the ticked row keeps its tick meanwhile.
+    second = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    second_row = page.locator(f"#lease-row-{second['session_id']}")
+    expect(second_row).to_be_visible(timeout=10_000)
+    expect(first_row.get_by_role("checkbox")).to_be_checked()
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+
+    page.get_by_role("button", name="Release selected…").click()
+    panel = page.locator("#pool-release-selected")
+    expect(panel).to_contain_text("Release 1 leased browser?")
+    panel.get_by_label("Return the browsers to the pool (reuse)").uncheck()
+    panel.get_by_role("button", name="Release 1 browser").click()
+    expect(panel).to_contain_text("Released 1 of 1 browser")
+    expect(panel).to_contain_text("Destroyed; the pool warms a replacement.")
+    expect(first_row).to_have_count(0, timeout=10_000)
+    expect(second_row).to_be_visible()
+    assert loads == []
+    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
+    assert errors == []
+
+
+def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(console_server, sandbox_url, browser_page):
+    page = browser_page
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/invocations/")
+    label = page.locator("#invocations-table-live [data-live-label]")
+    expect(label).to_contain_text("Live · updated")
+    rows = page.locator("#invocations-table tbody tr").count()
+    call(
+        sandbox_url,
+        "POST",
+        "/_sandbox/faults",
+        {"method": "GET", "path": "^/invocations$", "status": 500, "count": None},
+    )
+    try:
+        expect(label).to_contain_text("Not updated for", timeout=15_000)
+        expect(label).to_have_attribute("data-state", "stalled")
+        expect(page.locator("#invocations-table tbody tr")).to_have_count(rows)  # what was shown stays
+    finally:
+        call(sandbox_url, "DELETE", "/_sandbox/faults", None)
+    expect(label).to_contain_text("Live · updated", timeout=15_000)
+    expect(label).to_have_attribute("data-state", "live")
