@@ -8,6 +8,7 @@ import time
 import pytest
 
 from console.accounts.models import AuditLog
+from console.browsers.panes import replays as replays_pane
 from tests.sandbox_fixtures import new_tenant
 
 pytestmark = pytest.mark.chromium
@@ -70,7 +71,9 @@ async def body_of(response) -> bytes:
     return b"".join([chunk async for chunk in response.streaming_content])
 
 
-async def test_it_records_plays_and_downloads_a_replay(operator_client, viewer_client, tenant, session):
+async def test_it_records_plays_and_downloads_a_replay(
+    operator_client, viewer_client, tenant, session, monkeypatch
+):
     form = {"framerate": "10", "max_duration_in_seconds": "120"}
     started = await operator_client.post(url(session, "replays/start/"), form, headers=hx())
     body = started.content.decode()
@@ -86,6 +89,15 @@ async def test_it_records_plays_and_downloads_a_replay(operator_client, viewer_c
         tenant.call("POST", f"/browsers/{session}/computer/batch", json={"actions": LOGIN}).status_code == 204
     )
     await wait_for_navigation(tenant, session, "https://plain.example.com/home")
+    failures = [
+        {"type": "console_error", "data": {"text": "marker-error", "level": "error"}},
+        {
+            "type": "network_loading_failed",
+            "data": {"error_text": "net::ERR_FAILED", "url": "https://x.test/"},
+        },
+    ]
+    emit = {"session_id": session, "events": failures}
+    assert tenant.call("POST", "/_sandbox/telemetry/emit", json=emit).status_code == 201
     await asyncio.sleep(1)
 
     # A viewer may not stop it; an operator does.
@@ -103,10 +115,18 @@ async def test_it_records_plays_and_downloads_a_replay(operator_client, viewer_c
     assert "token=" not in page and "/_sandbox/" not in page and tenant.url not in page
     assert "page_navigation" in page and "replay-marker--navigation" in page
     assert "interaction_key" in page
+    assert "replay-marker--error" in page and "replay-marker--failed" in page and "marker-error" in page
+    assert "data-capped" not in page
     offsets = [float(v) for v in _attributes(page, "data-offset")]
     length = float(_attributes(page, "data-length")[0])
     assert offsets and all(0 <= o <= length for o in offsets) and offsets == sorted(offsets)
     seq = _attributes(page, "data-seq")[0]
+
+    monkeypatch.setattr(replays_pane, "MAX_EVENTS", 3)
+    capped = (await viewer_client.get(url(session, f"replays/{replay_id}/"))).content.decode()
+    assert "data-capped" in capped and "Showing the first 3 events" in capped
+    assert len(_attributes(capped, "data-offset")) == 3
+    monkeypatch.undo()
 
     linked = await viewer_client.get(url(session, f"replays/{replay_id}/?t=1.5&event={seq}"))
     shared = linked.content.decode()
