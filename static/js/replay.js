@@ -102,6 +102,17 @@
       if (!video.paused && Math.abs(video.currentTime - lastWritten) >= 1) writeUrl(video.currentTime);
     });
     video.addEventListener("seeked", function () { highlight(video.currentTime); });
+    // The markers were placed on the replay's declared length; the video's own duration is the truth.
+    video.addEventListener("loadedmetadata", function () {
+      var total = length();
+      if (!(total > 0) || !timeline) return;
+      timeline.querySelectorAll("[data-seek]").forEach(function (marker) {
+        var rect = marker.querySelector("rect");
+        var x = Math.min(parseFloat(marker.dataset.seek) / total, 1) * 1000;
+        if (rect) rect.setAttribute("x", Math.max(x - 2.5, 0).toFixed(1));
+      });
+      highlight(video.currentTime);
+    });
     video.addEventListener("pause", function () { writeUrl(video.currentTime); });
 
     // Opening a link to a moment: the position wins; without one, the selected event's moment.

@@ -360,7 +360,7 @@ def _player_events(rows, base: str, started: float, length: float, selected: str
                 "offset": at,
                 "clock": f"{int(offset // 60)}:{offset % 60:06.3f}",
                 "marker": _marker(row),
-                "x": f"{offset / length * 1000:.1f}" if length else "0",
+                "x": f"{max(offset / length * 1000 - 2.5, 0):.1f}" if length else "0",
                 "url": f"{base}?{urlencode({'t': at, 'event': row.seq})}",
                 "selected": str(row.seq) == selected,
             }

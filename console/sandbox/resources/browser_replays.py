@@ -212,7 +212,9 @@ async def _finish(tenant: Tenant, replay: dict) -> None:
     try:
         replay["_file"] = await recorder.stop()
     finally:
-        replay["finished_at"] = tenant.now()
+        # The moment the recording stopped, not the end of the encoding: the video ends there.
+        encoding = time.monotonic() - (recorder.stopped or time.monotonic())
+        replay["finished_at"] = tenant.now() - timedelta(seconds=encoding)
         replay["_recorder"] = None
         recorder.live.attached -= 1
 
