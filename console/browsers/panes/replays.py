@@ -25,7 +25,8 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.panes import common
-from console.service import Conflict, Invalid, NotFound, ServiceError, replays, telemetry
+from console.service import Conflict, Invalid, NotFound, ServiceError, browser_replays, telemetry
+from console.service.browser_replays import MAX_DURATION, MAX_FRAMERATE, MAX_GPU_FRAMERATE
 from console.service.records import parse_datetime
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -50,27 +51,27 @@ class ReplayForm(forms.Form):
         label="Frames per second",
         initial=DEFAULT_FRAMERATE,
         min_value=1,
-        help_text=f"1 to {replays.MAX_FRAMERATE} ({replays.MAX_GPU_FRAMERATE} on a GPU session).",
+        help_text=f"1 to {MAX_FRAMERATE} ({MAX_GPU_FRAMERATE} on a GPU session).",
     )
     max_duration_in_seconds = forms.IntegerField(
         label="Stop after (seconds)",
         initial=DEFAULT_DURATION,
         min_value=1,
-        max_value=replays.MAX_DURATION,
-        help_text=f"The recording stops by itself then; at most {replays.MAX_DURATION} s.",
+        max_value=MAX_DURATION,
+        help_text=f"The recording stops by itself then; at most {MAX_DURATION} s.",
     )
     record_audio = forms.BooleanField(label="Record audio", required=False)
 
     def __init__(self, *args, gpu: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.highest = replays.MAX_GPU_FRAMERATE if gpu else replays.MAX_FRAMERATE
+        self.highest = MAX_GPU_FRAMERATE if gpu else MAX_FRAMERATE
         self.fields["framerate"].max_value = self.highest
         self.fields["framerate"].widget.attrs["max"] = self.highest
 
     def clean_framerate(self) -> int:
         value = self.cleaned_data["framerate"]
         if value > self.highest:
-            why = "" if self.highest == replays.MAX_GPU_FRAMERATE else ": above that needs a GPU session"
+            why = "" if self.highest == MAX_GPU_FRAMERATE else ": above that needs a GPU session"
             raise forms.ValidationError(f"At most {self.highest} frames per second{why}.")
         return value
 
@@ -80,7 +81,7 @@ def _video_url(request, session_id: str, replay_id: str, *, download: bool = Fal
     return f"{url}?download=1" if download else url
 
 
-def _rows(request, session_id: str, items: list[replays.Replay]) -> list[dict]:
+def _rows(request, session_id: str, items: list[browser_replays.Replay]) -> list[dict]:
     rows = []
     for replay in sorted(items, key=lambda r: str(r.started_at or ""), reverse=True):
         rid = replay.replay_id
@@ -98,9 +99,9 @@ def _rows(request, session_id: str, items: list[replays.Replay]) -> list[dict]:
 
 async def _pane(request, session, form: ReplayForm | None = None, error: str = "") -> dict:
     sid = session.session_id
-    items: list[replays.Replay] = []
+    items: list[browser_replays.Replay] = []
     try:
-        items = await replays.list_replays(request.service, sid)
+        items = await browser_replays.list_replays(request.service, sid)
     except NotFound:
         error = error or "The service has no replays of this session."
     rows = _rows(request, sid, items)
@@ -137,7 +138,7 @@ async def replay_start(request, session_id: str):
         detail = f"{data['framerate']} frames/s, at most {data['max_duration_in_seconds']} s"
         try:
             async with audited(request, "browser.replay.start", target_id=session_id, detail=detail) as entry:
-                started = await replays.start(
+                started = await browser_replays.start(
                     request.service,
                     session_id,
                     framerate=data["framerate"],
@@ -168,7 +169,7 @@ async def replay_stop(request, session_id: str, replay_id: str):
     error = ""
     try:
         async with audited(request, "browser.replay.stop", target_id=session_id, detail=replay_id):
-            await replays.stop(request.service, session_id, replay_id)
+            await browser_replays.stop(request.service, session_id, replay_id)
     except NotFound:
         raise Http404("No such replay") from None
     except Conflict as exc:
@@ -239,7 +240,7 @@ async def video(request, session_id: str, replay_id: str):
     stack = AsyncExitStack()
     try:
         clip = await stack.enter_async_context(
-            replays.download(
+            browser_replays.download(
                 request.service, session_id, replay_id, byte_range=_header(asked) if asked else None
             )
         )
@@ -372,7 +373,7 @@ def _player_events(rows, base: str, started: float, length: float, selected: str
 @org_view("viewer")
 async def player(request, session_id: str, replay_id: str):
     session = await common.get_session(request, session_id)
-    items = await replays.list_replays(request.service, session_id)
+    items = await browser_replays.list_replays(request.service, session_id)
     replay = next((r for r in items if r.replay_id == replay_id), None)
     if replay is None:
         raise Http404("No such replay")

@@ -1,4 +1,4 @@
-"""console.service.replays against the sandbox (notes §2): the simulated engine refuses to record; a
+"""console.service.browser_replays against the sandbox (notes §2): the simulated engine refuses to record; a
 sandbox running Chromium records real MP4s."""
 
 import asyncio
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from console.service import BadResponse, Conflict, Invalid, NotFound, Service, browsers, replays
+from console.service import BadResponse, Conflict, Invalid, NotFound, Service, browser_replays, browsers
 from tests.sandbox_fixtures import new_tenant
 
 
@@ -17,12 +17,12 @@ async def session(service):
 
 
 async def test_it_lists_no_replays_of_a_new_session(service, session):
-    assert await replays.list_replays(service, session) == []
+    assert await browser_replays.list_replays(service, session) == []
 
 
 async def test_it_says_a_simulated_session_cannot_record(service, session, tenant):
     with pytest.raises(Conflict) as caught:
-        await replays.start(service, session, framerate=10, max_duration_in_seconds=60)
+        await browser_replays.start(service, session, framerate=10, max_duration_in_seconds=60)
     assert caught.value.code == "replays_unavailable"
     sent = [r for r in tenant.requests() if r["path"].endswith("/replays")]
     assert sent[-1]["method"] == "POST"
@@ -30,16 +30,16 @@ async def test_it_says_a_simulated_session_cannot_record(service, session, tenan
 
 async def test_it_passes_on_the_services_refusal_of_bad_settings(service, session):
     with pytest.raises(Invalid) as caught:
-        await replays.start(service, session, framerate=30)
+        await browser_replays.start(service, session, framerate=30)
     assert "framerate" in str(caught.value.details) or "framerate" in caught.value.message
 
 
 async def test_it_raises_not_found_for_an_unknown_replay(service, session):
     with pytest.raises(NotFound):
-        async with replays.download(service, session, "rep_nope"):
+        async with browser_replays.download(service, session, "rep_nope"):
             pass
     with pytest.raises(NotFound):
-        await replays.stop(service, session, "rep_nope")
+        await browser_replays.stop(service, session, "rep_nope")
 
 
 # Real recordings ------------------------------------------------------------------------------------
@@ -63,28 +63,28 @@ async def read_all(chunks) -> bytes:
 @pytest.mark.chromium
 async def test_it_records_stops_lists_and_downloads_a_replay_with_ranges(real):
     svc, sid = real
-    started = await replays.start(svc, sid, framerate=5, max_duration_in_seconds=120)
+    started = await browser_replays.start(svc, sid, framerate=5, max_duration_in_seconds=120)
     assert started.replay_id.startswith("rep") and started.recording and started.replay_view_url is None
     with pytest.raises(Conflict) as busy:
-        await replays.start(svc, sid)
+        await browser_replays.start(svc, sid)
     assert busy.value.code == "replay_in_progress"
     with pytest.raises(Conflict):
-        async with replays.download(svc, sid, started.replay_id):
+        async with browser_replays.download(svc, sid, started.replay_id):
             pass
     await asyncio.sleep(1.5)
-    await replays.stop(svc, sid, started.replay_id)
+    await browser_replays.stop(svc, sid, started.replay_id)
 
-    (listed,) = await replays.list_replays(svc, sid)
+    (listed,) = await browser_replays.list_replays(svc, sid)
     assert listed.replay_id == started.replay_id and not listed.recording
     assert listed.duration is not None and listed.duration.total_seconds() > 1
 
-    async with replays.download(svc, sid, listed.replay_id) as video:
+    async with browser_replays.download(svc, sid, listed.replay_id) as video:
         whole = await read_all(video.chunks)
         assert video.status == 200 and video.content_type == "video/mp4"
         assert video.content_length == len(whole)
     assert whole[4:8] == b"ftyp"
 
-    async with replays.download(svc, sid, listed.replay_id, byte_range="bytes=4-11") as part:
+    async with browser_replays.download(svc, sid, listed.replay_id, byte_range="bytes=4-11") as part:
         assert part.status == 206 and part.content_range == f"bytes 4-11/{len(whole)}"
         assert await read_all(part.chunks) == whole[4:12]
 
@@ -116,6 +116,6 @@ def html_server():
 async def test_it_refuses_a_download_that_is_not_a_video(html_server):
     svc = Service(base_url=html_server, api_key="k", allow_private=True)
     with pytest.raises(BadResponse) as caught:
-        async with replays.download(svc, "bs_1", "rep_1"):
+        async with browser_replays.download(svc, "bs_1", "rep_1"):
             pass
     assert "text/html" in caught.value.message
