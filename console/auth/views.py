@@ -234,6 +234,28 @@ def _header_context(connection, tab: str) -> dict:
     return {"connection": connection, "tab": tab, "reason": reauth_words(connection)}
 
 
+def replay_url(org_slug: str, event: auth.TimelineEvent) -> str:
+    """The console's player of a login's recording (its browser session's replay), or ""."""
+    if not (event.browser_session_id and event.replay_id):
+        return ""
+    kwargs = {"org_slug": org_slug, "session_id": event.browser_session_id, "replay_id": event.replay_id}
+    return reverse("browsers:panes:replay", kwargs=kwargs)
+
+
+async def _last_login(request, connection) -> dict | None:
+    """The newest login or re-auth of a connection that records sessions, and its replay's player."""
+    if not connection.record_session:
+        return None
+    try:
+        page = await auth.list_timeline(request.service, connection.id, limit=20)
+    except ServiceError:
+        return None
+    event = next((e for e in page.items if e.type in ("login", "reauth")), None)
+    if event is None:
+        return {"event": None, "replay_url": ""}
+    return {"event": event, "replay_url": replay_url(request.org.slug, event)}
+
+
 @require_GET
 @org_view("viewer")
 async def connection_detail(request, connection_id: str):
@@ -244,6 +266,7 @@ async def connection_detail(request, connection_id: str):
         floor = limits.min_health_check_interval_seconds if limits else None
         return {
             **_header_context(connection, "overview"),
+            "last_login": await _last_login(request, connection),
             "health_form": HealthForm(connection=connection, floor=floor),
             "interval_words": describe_interval(connection.health_check_interval),
             "floor_words": describe_interval(floor) if floor else "",
@@ -307,6 +330,7 @@ async def connection_history(request, connection_id: str):
     context = {
         **_header_context(connection, "history"),
         "page": page,
+        "events": [(e, replay_url(request.org.slug, e)) for e in page.items],
         "kind": kind,
         "kinds": [
             ("", "Everything"),

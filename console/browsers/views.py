@@ -63,6 +63,7 @@ PANES = [
     ("files", "Files", "browsers/_files.html"),
     ("computer", "Computer", "browsers/_computer.html"),
     ("tools", "Tools and logs", "browsers/_tools.html"),
+    ("replays", "Replays", "browsers/_replays.html"),
 ]
 
 

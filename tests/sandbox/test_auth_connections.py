@@ -671,3 +671,31 @@ def test_it_seeds_connections_in_every_state(demo_tenant):
         )
         > 10
     )
+
+
+def test_it_keeps_the_recorded_login_session_and_its_replay(tenant):
+    record = logged_in(tenant, record_session=True)
+    entry = timeline(tenant, record["id"]).json()[0]
+    sid, replay_id = entry["browser_session_id"], entry["replay_id"]
+    assert entry["status"] == "SUCCESS" and replay_id.startswith("rep_")
+    session = tenant.call("GET", f"/browsers/{sid}", params={"include_deleted": "true"}).json()
+    assert session["deleted_at"] == entry["updated_at"] and session["tags"] == {
+        "auth_connection": record["id"]
+    }
+    assert sid not in [s["session_id"] for s in tenant.call("GET", "/browsers").json()]
+    (replay,) = tenant.call("GET", f"/browsers/{sid}/replays").json()
+    assert (replay["replay_id"], replay["started_at"], replay["finished_at"]) == (
+        replay_id,
+        entry["timestamp"],
+        entry["updated_at"],
+    )
+    video = tenant.call("GET", f"/browsers/{sid}/replays/{replay_id}", timeout=120)
+    assert video.status_code == 200 and video.headers["content-type"] == "video/mp4"
+    assert video.content[4:8] == b"ftyp"
+
+
+def test_it_records_no_session_of_a_login_without_record_session(tenant):
+    record = logged_in(tenant)
+    entry = timeline(tenant, record["id"]).json()[0]
+    assert "replay_id" not in entry
+    assert tenant.call("GET", "/browsers", params={"status": "all"}).json() == []

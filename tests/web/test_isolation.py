@@ -118,6 +118,9 @@ def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
         "session_id": session,
         "process_id": process["process_id"],
         "watch_id": watch["watch_id"],
+        # The simulated engine cannot record, so no replay exists; the session in the same URL is real, so
+        # a page using the wrong key still reaches (and is heard by) the other tenant.
+        "replay_id": f"rep_{name}",
         "id_or_name": extension["id"],
         "project_id": made(tenant, "POST", "/org/projects", json={"name": f"{name}-project"})["id"],
         "proxy_id": made(tenant, "POST", "/proxies", json=proxy)["id"],

@@ -1,8 +1,9 @@
-"""The processes, files and computer panes of a session, under /o/<org>/browsers/<session_id>/."""
+"""The processes, files, computer, tools and replays panes of a session, under
+/o/<org>/browsers/<session_id>/."""
 
 from django.urls import path
 
-from console.browsers.panes import computer, files, processes, tools
+from console.browsers.panes import computer, files, processes, replays, tools
 
 app_name = "panes"
 
@@ -35,4 +36,9 @@ urlpatterns = [
     path("tools/curl/", tools.curl, name="curl"),
     path("tools/extensions/", tools.load_extension, name="extensions"),
     path("tools/logs/", tools.logs_stream, name="logs-stream"),
+    path("replays/", replays.replay_list, name="replays"),
+    path("replays/start/", replays.replay_start, name="replay-start"),
+    path("replays/<str:replay_id>/", replays.player, name="replay"),
+    path("replays/<str:replay_id>/stop/", replays.replay_stop, name="replay-stop"),
+    path("replays/<str:replay_id>/video/", replays.video, name="replay-video"),
 ]

@@ -51,7 +51,7 @@ from console.sandbox.http import (
 )
 from console.sandbox.resources import projects
 from console.sandbox.resources.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
-from console.sandbox.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
 
 TABLE = "auth_connections"
 DISCOVER_SECONDS = 0.6
@@ -347,7 +347,10 @@ def _add_timeline(record: dict, entry: dict) -> dict:
 
 
 def _touch_flow_entry(record: dict, at: datetime, **changes) -> None:
-    entry = _timeline_entry(record, (record.get("_flow") or {}).get("timeline_id"))
+    flow = record.get("_flow") or {}
+    if changes.get("step") and flow.get("record_session"):
+        flow.setdefault("steps", []).append((at, changes["step"]))
+    entry = _timeline_entry(record, flow.get("timeline_id"))
     if entry is not None:
         entry.update({k: v for k, v in changes.items() if v is not None}, updated_at=rfc3339(at))
 
@@ -518,8 +521,6 @@ def _succeed(tenant: Tenant, record: dict, at: datetime) -> None:
     profile = tenant.table("profiles").get(record.get("_profile_id") or "")
     if profile is not None:
         profile.update(last_used_at=rfc3339(at), updated_at=rfc3339(at))
-    replay = {"replay_id": new_id("rep"), "telemetry_captured": False} if flow["record_session"] else {}
-    _touch_flow_entry(record, at, **replay)
     _finish(tenant, record, at, "SUCCESS")
 
 
@@ -540,7 +541,38 @@ def _finish(tenant, record: dict, at: datetime, status: str, error_code=None, er
     _touch_flow_entry(
         record, at, status=status, step=step, error_code=error_code, error_message=error_message
     )
+    if flow.get("record_session"):
+        _touch_flow_entry(record, at, **_recorded_session(tenant, record, at))
     flow.update(due=None, next=None, values={})
+
+
+def _recorded_session(tenant: Tenant, record: dict, at: datetime) -> dict:
+    """A login whose connection records sessions leaves its browser session (ended with the flow) and a
+    replay of it, as ``GET /browsers/{browser_session_id}/replays`` finds them. The flow runs no browser
+    here: the video shows the steps it went through, one title card each (browser_replays.stand_in)."""
+    from console.sandbox.resources import browser_replays, browsers
+
+    entry = _timeline_entry(record, record["_flow"].get("timeline_id"))
+    if entry is None or not entry.get("browser_session_id"):
+        return {}
+    started = parse_time(entry["timestamp"])
+    session = browsers.new_browser_record(
+        tenant, record["_project"], headless=False, timeout_seconds=FLOW_TTL_SECONDS, telemetry=None
+    )
+    table = tenant.table(browsers.TABLE)
+    del table[session["session_id"]]
+    session.update(
+        session_id=entry["browser_session_id"],
+        created_at=rfc3339(started),
+        name=f"login {record['domain']} {entry['id']}",
+        tags={"auth_connection": record["id"]},
+        _engine="managed_auth",
+    )
+    table[session["session_id"]] = session
+    browsers.end(tenant, session, "login_finished", at=at)
+    steps = [(started, "DISCOVERING"), *record["_flow"].get("steps", [])]
+    replay = browser_replays.stand_in(session, started, at, record["domain"], steps)
+    return {"replay_id": replay["replay_id"], "telemetry_captured": False}
 
 
 def _health_check(tenant: Tenant, record: dict, at: datetime) -> None:

@@ -1,0 +1,153 @@
+"""In Chromium, against a console whose sandbox runs real browsers: record a replay from the session's
+replays pane, open its player, click a telemetry event and see the video jump to that event's moment,
+with the position and the event in the URL; opening that URL seeks there again."""
+
+import re
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DEMO_PASSWORD, running_console
+from tests.sandbox_fixtures import TEST_DEMO_KEY
+
+pytestmark = [pytest.mark.browser, pytest.mark.chromium]
+
+ALL = {name: {"enabled": True} for name in ("console", "network", "page", "interaction")}
+LOGIN = [
+    {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+    {"type": "type_text", "type_text": {"text": "jo@example.com"}},
+    {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+    {"type": "type_text", "type_text": {"text": "hunter22"}},
+    {"type": "press_key", "press_key": {"keys": ["Return"]}},
+]
+FRAMERATE = 10
+
+
+@pytest.fixture(scope="module")
+def real_console(chromium_sandbox, tmp_path_factory):
+    with running_console(chromium_sandbox[0], tmp_path_factory.mktemp("replays")) as base_url:
+        yield base_url
+
+
+def call(sandbox, method, path, **kwargs):
+    headers = {"Authorization": f"Bearer {TEST_DEMO_KEY}"}
+    return httpx.request(method, f"{sandbox}{path}", headers=headers, timeout=60, **kwargs)
+
+
+@pytest.fixture
+def session(chromium_sandbox):
+    sandbox = chromium_sandbox[0]
+    body = {
+        "headless": True,
+        "viewport": {"width": 640, "height": 480},
+        "timeout_seconds": 600,
+        "start_url": "https://plain.example.com/login",
+        "telemetry": {"enabled": True, "browser": ALL},
+    }
+    response = call(sandbox, "POST", "/browsers", json=body)
+    assert response.status_code == 201, response.text
+    sid = response.json()["session_id"]
+    yield sid
+    call(sandbox, "DELETE", f"/browsers/{sid}")
+
+
+def wait_for_navigation(sandbox, sid, target, seconds=15.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        events = call(sandbox, "GET", f"/browsers/{sid}/telemetry/events", params={"limit": 100}).json()
+        if any(
+            e["event"]["type"] == "page_navigation" and e["event"]["data"].get("url") == target
+            for e in events
+        ):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no navigation to {target}")
+
+
+def log_in(page, base_url):
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Username or e-mail").fill("operator")
+    page.get_by_label("Password").fill(DEMO_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base_url}/o/demo/")
+
+
+def video_time(page) -> float:
+    return page.eval_on_selector("#replay-video", "video => video.currentTime")
+
+
+def test_it_records_a_replay_and_seeks_to_a_clicked_event(
+    real_console, chromium_sandbox, session, browser_page
+):
+    page, sandbox = browser_page, chromium_sandbox[0]
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    log_in(page, real_console)
+
+    # Record from the session page's replays pane.
+    page.goto(f"{real_console}/o/demo/browsers/{session}/")
+    pane = page.locator("#replays-pane")
+    pane.scroll_into_view_if_needed()
+    expect(pane.get_by_label("Frames per second")).to_be_visible(timeout=15_000)
+    pane.get_by_label("Frames per second").fill(str(FRAMERATE))
+    pane.get_by_role("button", name="Start recording").click()
+    expect(pane.get_by_text("recording", exact=True)).to_be_visible(timeout=15_000)
+
+    time.sleep(1)
+    assert (
+        call(sandbox, "POST", f"/browsers/{session}/computer/batch", json={"actions": LOGIN}).status_code
+        == 204
+    )
+    wait_for_navigation(sandbox, session, "https://plain.example.com/home")
+    time.sleep(1)
+    pane.get_by_role("button", name="Stop recording").click()
+    play = pane.get_by_role("link", name="Play with telemetry")
+    expect(play).to_be_visible(timeout=60_000)
+    play.click()
+
+    # The player: the video loads through the console and the window's events are beside it.
+    expect(page).to_have_url(re.compile(r"/replays/rep[^/]+/$"))
+    loaded = "() => { const v = document.querySelector('#replay-video'); "
+    loaded += "return v.readyState >= 1 && v.duration > 1; }"
+    page.wait_for_function(loaded, timeout=20_000)
+    event = page.locator("#replay-events li.revent", has_text="page_navigation").first
+    expect(event).to_be_visible()
+    offset = float(event.get_attribute("data-offset"))
+    seq = event.get_attribute("data-seq")
+    assert offset > 0.5  # the navigation came a second into the recording
+
+    event.locator("a").click()
+    expect(event).to_have_class(re.compile(r"\bis-selected\b"))
+    page.wait_for_function("() => !document.querySelector('#replay-video').seeking", timeout=10_000)
+    assert abs(video_time(page) - offset) <= 2 / FRAMERATE
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["event"] == [seq] and abs(float(query["t"][0]) - offset) < 0.001
+
+    # The marker of that navigation sits on the timeline; a later event seeks forward.
+    marker = page.locator(f"#replay-timeline a.replay-marker--navigation[data-event='{seq}']")
+    expect(marker).to_have_count(1)
+    later = page.locator("#replay-events li.revent").last
+    later_offset = float(later.get_attribute("data-offset"))
+    later.locator("a").click()
+    page.wait_for_function("() => !document.querySelector('#replay-video').seeking", timeout=10_000)
+    assert abs(video_time(page) - later_offset) <= 2 / FRAMERATE
+    assert parse_qs(urlsplit(page.url).query)["event"] == [later.get_attribute("data-seq")]
+
+    # A shared link opens at its moment with its event selected.
+    shared = f"{page.url.split('?')[0]}?t={offset:.3f}&event={seq}"
+    page.goto(shared)
+    page.wait_for_function(
+        f"() => {{ const v = document.querySelector('#replay-video'); return v.readyState >= 1 && "
+        f"!v.seeking && Math.abs(v.currentTime - {offset}) <= {2 / FRAMERATE}; }}",
+        timeout=20_000,
+    )
+    expect(page.locator(f"#event-{seq}")).to_have_class(re.compile(r"\bis-selected\b"))
+
+    # Playing highlights the events as they pass.
+    page.eval_on_selector("#replay-video", "video => { video.muted = true; return video.play(); }")
+    page.wait_for_function("() => document.querySelector('#replay-events li.is-current') !== null")
+    assert errors == [], errors
