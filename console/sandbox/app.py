@@ -62,12 +62,12 @@ async def index(request: Request):
 log = logging.getLogger("console.sandbox")
 
 
-def _save() -> None:
+def _save(only: str | None = None) -> None:
     """Write the state (``SANDBOX_STATE``) if there is a file; a failure is logged, never an answer's."""
     if store.current is None:
         return
     try:
-        store.current.save(registry)
+        store.current.save(registry, only)
     except Exception:
         log.exception("could not save the sandbox state to %s", store.current.path)
 
@@ -76,6 +76,15 @@ async def _save_periodically() -> None:
     while True:
         await asyncio.sleep(store.SAVE_INTERVAL)
         _save()
+
+
+def _bearer(scope) -> str | None:
+    """The request's API key: a request changes its own tenant only (tenant creation has none)."""
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
 
 
 class SaveAfterChanges:
@@ -92,7 +101,7 @@ class SaveAfterChanges:
 
         async def send_after_saving(message):
             if message["type"] == "http.response.start":
-                _save()
+                _save(_bearer(scope))
             await send(message)
 
         return await self.app(scope, receive, send_after_saving)

@@ -75,6 +75,7 @@ class StateError(Exception):
 # Encoding -----------------------------------------------------------------------------------------
 
 _SKIP = object()
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def _dataclasses() -> dict[str, type]:
@@ -98,7 +99,10 @@ class Codec:
         self._where: tuple[str, str] | None = None
 
     def encode(self, value):
-        if value is None or isinstance(value, bool | int | str):
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            return value
+        if kind is list and all(type(item) in _PLAIN for item in value):
             return value
         if isinstance(value, float):
             return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
@@ -134,7 +138,8 @@ class Codec:
         if isinstance(value, Path):
             return {"$": "path", "v": str(value)}
         if type(value) is random.Random:
-            return {"$": "rng", "v": self.encode(value.getstate())}
+            version, internal, gauss = value.getstate()
+            return {"$": "rng", "v": [version, list(internal), gauss]}
         name = self.names.get(type(value))
         if name == "Log":
             if self._where is not None:
@@ -152,6 +157,8 @@ class Codec:
         if type(value) not in self._warned:
             self._warned.add(type(value))
             log.debug("not persisted (a runtime object): %s", type(value).__name__)
+            with open("/tmp/p1/skipped.txt", "a") as f:
+                f.write(f"{type(value).__module__}.{type(value).__name__} at {self._where}\n")
         return _SKIP
 
     def record(self, tbl: str, record_id: str, record: dict) -> str:
@@ -231,25 +238,28 @@ class Store:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if tables and "meta" not in tables:
-                raise StateError(f"{self.path} is an SQLite database, but not the sandbox's state")
+            # Nothing is written before the file is known to be the sandbox's own (or empty).
+            if tables:
+                if "meta" not in tables:
+                    raise self._foreign()
+                try:
+                    meta = dict(db.execute("SELECT key, value FROM meta"))
+                except sqlite3.DatabaseError:
+                    raise self._foreign() from None
+                if meta.get("format") != FORMAT:
+                    raise self._foreign()
+                if meta.get("version") != str(VERSION):
+                    raise StateError(
+                        f"{self.path} holds sandbox state of format version {meta.get('version')}, this "
+                        f"sandbox reads version {VERSION}; start fresh with `manage.py sandbox --reset`"
+                    )
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.executescript(SCHEMA)
-            meta = dict(db.execute("SELECT key, value FROM meta"))
-            if not meta:
-                if tables:
-                    raise StateError(f"{self.path} is an SQLite database, but not the sandbox's state")
+            if not tables:
                 db.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("format", FORMAT), ("version", str(VERSION))],
-                )
-            elif meta.get("format") != FORMAT:
-                raise StateError(f"{self.path} is an SQLite database, but not the sandbox's state")
-            elif meta.get("version") != str(VERSION):
-                raise StateError(
-                    f"{self.path} holds sandbox state of format version {meta.get('version')}, this sandbox "
-                    f"reads version {VERSION}; start fresh with `python manage.py sandbox --reset`"
                 )
         except sqlite3.DatabaseError as exc:
             if db is not None:
@@ -266,6 +276,12 @@ class Store:
                 os.chmod(f"{self.path}{suffix}", 0o600)
         self.files.mkdir(mode=0o700, exist_ok=True)
         return db
+
+    def _foreign(self) -> StateError:
+        return StateError(
+            f"{self.path} is an SQLite database, but not the sandbox's state (left untouched); "
+            "point SANDBOX_STATE at another file"
+        )
 
     # Loading ------------------------------------------------------------------------------------------
 
@@ -304,6 +320,9 @@ class Store:
         for tenant in tenants.values():
             _after_restart(tenant)
             registry.tenants[tenant.api_key] = tenant
+            for key in tenant.table("api_keys").values():
+                if key.get("_secret"):  # keys it created work again (deleted or expired ones stay refused)
+                    registry.tenants[key["_secret"]] = tenant
         return len(tenants)
 
     def _load_telemetry(self, tenants: dict) -> None:
@@ -335,15 +354,25 @@ class Store:
 
     # Saving -------------------------------------------------------------------------------------------
 
-    def save(self, registry) -> int:
-        """Write what changed since the last save, in one transaction; the number of rows written."""
+    def save(self, registry, only: str | None = None) -> int:
+        """Write what changed since the last save, in one transaction; the number of rows written.
+
+        ``only``: the API key of the one tenant a request changed (the others are left to the periodic
+        save); unknown or None saves every tenant."""
         from console.sandbox import engine
 
         _remember_browsers(engine.get())
         codec = self.codec
         rows: dict[tuple, str] = {}
         telemetry: dict[tuple, object] = {}
-        for tenant in list(registry.tenants.values()):
+        # A tenant is listed under its own key and under every API key it created: saved once, by its own.
+        tenants = [t for key, t in list(registry.tenants.items()) if key == t.api_key]
+        if only is not None and only in registry.tenants:
+            tenants = [registry.tenants[only]]
+            only = tenants[0].api_key
+        else:
+            only = None
+        for tenant in tenants:
             rows[("tenant", tenant.api_key)] = json.dumps(
                 codec.encode(
                     {
@@ -363,7 +392,7 @@ class Store:
                     for (t, i), archive in codec.logs.items():
                         telemetry[(tenant.api_key, t, i)] = archive
         changed = [(key, data) for key, data in rows.items() if self._rows.get(key) != data]
-        gone = [key for key in self._rows if key not in rows]
+        gone = [key for key in self._rows if key not in rows and (only is None or key[1] == only)]
         appended, trimmed, seqs = self._telemetry_changes(telemetry)
         if not changed and not gone and not appended and not trimmed:
             return 0
@@ -494,6 +523,18 @@ def open_configured(registry) -> Store | None:
 def files_root() -> Path | None:
     """The directory for files that must outlive the process (session filesystems, replays), if any."""
     return current.files if current is not None else None
+
+
+def warn_if_unreachable(directory: Path) -> None:
+    """Commands run as another user must pass through every parent of the session directories."""
+    closed = [p for p in directory.parents if p.exists() and not p.stat().st_mode & stat.S_IXOTH]
+    if closed:
+        log.warning(
+            "commands in browser sessions run as another user and cannot reach %s: %s is not traversable "
+            "(chmod o+x it, or put SANDBOX_STATE elsewhere)",
+            directory,
+            closed[0],
+        )
 
 
 def reset(path: str | os.PathLike) -> list[Path]:

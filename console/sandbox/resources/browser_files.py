@@ -109,6 +109,7 @@ def temp_root() -> Path:
             _temp_root.mkdir(mode=0o700, exist_ok=True)
             if confine.identity() is not None:
                 kept.chmod(0o711)  # the commands' identity must pass through to its session directory
+                store.warn_if_unreachable(kept)
         else:
             _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
             atexit.register(shutil.rmtree, _temp_root, True)
