@@ -157,8 +157,6 @@ class Codec:
         if type(value) not in self._warned:
             self._warned.add(type(value))
             log.debug("not persisted (a runtime object): %s", type(value).__name__)
-            with open("/tmp/p1/skipped.txt", "a") as f:
-                f.write(f"{type(value).__module__}.{type(value).__name__} at {self._where}\n")
         return _SKIP
 
     def record(self, tbl: str, record_id: str, record: dict) -> str:
