@@ -54,7 +54,11 @@ def reset_state(out=sys.stdout) -> None:
     if path is None:
         print("SANDBOX_STATE is not set: the sandbox keeps its state in memory, nothing to reset", file=out)
         return
-    removed = store.reset(path)
+    try:
+        removed = store.reset(path)
+    except store.StateError as exc:
+        print(f"sandbox: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(
         f"Sandbox state reset ({len(removed)} removed at {path})" if removed else f"No state at {path}",
         file=out,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import fcntl
 import json
 import logging
 import os
@@ -220,7 +221,12 @@ class Store:
         self._rows: dict[tuple, str] = {}  # what the file holds, as last written: key -> encoded row
         self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (api_key, tbl, id) -> (first, last) seq
         self.saves = 0
-        self.db = self._open()
+        self._lock = _take_lock(self.path)
+        try:
+            self.db = self._open()
+        except BaseException:
+            os.close(self._lock)
+            raise
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -454,6 +460,29 @@ class Store:
         with _quiet_oserror():
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.db.close()
+        os.close(self._lock)
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _take_lock(path: Path) -> int:
+    """One sandbox process per state file: a second one (or a reset) is refused while it runs."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot create the sandbox state file {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StateError(
+            f"{path} is in use by another sandbox process; stop it first (or give this one another "
+            "SANDBOX_STATE)"
+        ) from None
+    return fd
 
 
 def _remember_browsers(engine) -> None:
@@ -536,13 +565,25 @@ def warn_if_unreachable(directory: Path) -> None:
 
 
 def reset(path: str | os.PathLike) -> list[Path]:
-    """Remove the state file, its WAL companions and its files directory; what was removed."""
+    """Remove the state file, its WAL companions and its files directory; what was removed.
+
+    Refused (``StateError``) while a sandbox process uses the file."""
     target = Path(path).expanduser().resolve()
+    if not target.parent.is_dir():
+        return []
+    os.close(_take_lock(target))
     removed = []
-    for candidate in (target, Path(f"{target}-wal"), Path(f"{target}-shm"), Path(f"{target}-journal")):
+    for candidate in (
+        target,
+        Path(f"{target}-wal"),
+        Path(f"{target}-shm"),
+        Path(f"{target}-journal"),
+        _lock_path(target),
+    ):
         if candidate.exists():
             candidate.unlink()
-            removed.append(candidate)
+            if candidate != _lock_path(target):
+                removed.append(candidate)
     files = target.with_name(target.name + ".files")
     if files.is_dir() and not files.is_symlink():
         shutil.rmtree(files, onerror=_writable_then_retry)

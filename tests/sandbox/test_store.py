@@ -499,3 +499,25 @@ def test_it_wakes_a_real_session_on_its_kept_url_and_storage_after_a_restart(tmp
                 browser.close()
     finally:
         stop_sandbox(process)
+
+
+def test_it_refuses_a_second_sandbox_or_a_reset_on_a_file_in_use(tmp_path):
+    state = tmp_path / "sandbox.sqlite3"
+    url, process = sandbox(state)
+    try:
+        second = run_on(state)
+        assert second.returncode == 2 and "in use by another sandbox process" in second.stderr
+        assert "Traceback" not in second.stderr
+        env = {**os.environ, "SANDBOX_STATE": str(state)}
+        reset = subprocess.run(
+            [sys.executable, "-c", "from console.sandbox.server import reset_state; reset_state()"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert reset.returncode == 2 and "in use" in reset.stderr
+        assert httpx.get(f"{url}/_sandbox/health").status_code == 200 and state.exists()
+    finally:
+        stop_sandbox(process)
