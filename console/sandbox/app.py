@@ -62,7 +62,7 @@ async def index(request: Request):
 log = logging.getLogger("console.sandbox")
 
 
-def _save(only: str | None = None) -> None:
+def _save(only=None) -> None:
     """Write the state (``SANDBOX_STATE``) if there is a file; a failure is logged, never an answer's."""
     if store.current is None:
         return
@@ -73,9 +73,16 @@ def _save(only: str | None = None) -> None:
 
 
 async def _save_periodically() -> None:
+    tick = 0
     while True:
         await asyncio.sleep(store.SAVE_INTERVAL)
-        _save()
+        tick += 1
+        if tick % store.FULL_SAVE_EVERY == 0:
+            store.current.touched.clear()
+            _save()
+        elif store.current.touched:
+            touched, store.current.touched = store.current.touched, set()
+            _save(touched)
 
 
 def _bearer(scope) -> str | None:
@@ -96,12 +103,17 @@ class SaveAfterChanges:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or store.current is None or scope["method"] in self.READS:
+        if scope["type"] != "http" or store.current is None:
+            return await self.app(scope, receive, send)
+        key = _bearer(scope)
+        if key:
+            store.current.touched.add(key)
+        if scope["method"] in self.READS:
             return await self.app(scope, receive, send)
 
         async def send_after_saving(message):
             if message["type"] == "http.response.start":
-                _save(_bearer(scope))
+                _save([key] if key else store.current.unsaved(registry))
             await send(message)
 
         return await self.app(scope, receive, send_after_saving)

@@ -52,7 +52,8 @@ log = logging.getLogger("console.sandbox.store")
 
 FORMAT = "browser-automation-sandbox-state"
 VERSION = 1
-SAVE_INTERVAL = 2.0
+SAVE_INTERVAL = 2.0  # the tenants that had requests since the last save (reads change state too)
+FULL_SAVE_EVERY = 15  # intervals: every tenant, for what moves without requests (browsers' telemetry)
 RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
 
 SCHEMA = """
@@ -221,6 +222,7 @@ class Store:
         self._rows: dict[tuple, str] = {}  # what the file holds, as last written: key -> encoded row
         self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (api_key, tbl, id) -> (first, last) seq
         self.saves = 0
+        self.touched: set[str] = set()  # API keys of requests since the last periodic save
         self._lock = _take_lock(self.path)
         try:
             self.db = self._open()
@@ -358,11 +360,11 @@ class Store:
 
     # Saving -------------------------------------------------------------------------------------------
 
-    def save(self, registry, only: str | None = None) -> int:
+    def save(self, registry, only=None) -> int:
         """Write what changed since the last save, in one transaction; the number of rows written.
 
-        ``only``: the API key of the one tenant a request changed (the others are left to the periodic
-        save); unknown or None saves every tenant."""
+        ``only``: the API keys of the tenants to save (a request changes its own tenant only); None saves
+        every tenant."""
         from console.sandbox import engine
 
         _remember_browsers(engine.get())
@@ -370,12 +372,12 @@ class Store:
         rows: dict[tuple, str] = {}
         telemetry: dict[tuple, object] = {}
         # A tenant is listed under its own key and under every API key it created: saved once, by its own.
-        tenants = [t for key, t in list(registry.tenants.items()) if key == t.api_key]
-        if only is not None and only in registry.tenants:
-            tenants = [registry.tenants[only]]
-            only = tenants[0].api_key
+        if only is None:
+            scope = None
+            tenants = [t for key, t in list(registry.tenants.items()) if key == t.api_key]
         else:
-            only = None
+            chosen = {registry.tenants[k].api_key: registry.tenants[k] for k in only if k in registry.tenants}
+            scope, tenants = set(chosen), list(chosen.values())
         for tenant in tenants:
             rows[("tenant", tenant.api_key)] = json.dumps(
                 codec.encode(
@@ -396,7 +398,7 @@ class Store:
                     for (t, i), archive in codec.logs.items():
                         telemetry[(tenant.api_key, t, i)] = archive
         changed = [(key, data) for key, data in rows.items() if self._rows.get(key) != data]
-        gone = [key for key in self._rows if key not in rows and (only is None or key[1] == only)]
+        gone = [key for key in self._rows if key not in rows and (scope is None or key[1] in scope)]
         appended, trimmed, seqs = self._telemetry_changes(telemetry)
         if not changed and not gone and not appended and not trimmed:
             return 0
@@ -438,6 +440,14 @@ class Store:
         self._seqs.update(seqs)
         self.saves += 1
         return len(changed) + len(gone) + len(appended) + len(trimmed)
+
+    def unsaved(self, registry) -> list[str]:
+        """Tenants created since the last save (a tenant's creation carries no key of its own)."""
+        return [
+            key
+            for key, t in list(registry.tenants.items())
+            if key == t.api_key and ("tenant", key) not in self._rows
+        ]
 
     def _telemetry_changes(self, archives: dict) -> tuple[list, list, dict]:
         appended, trimmed, seqs = [], [], {}
