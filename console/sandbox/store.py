@@ -34,6 +34,7 @@ Nothing in the file is executed when it is read (no pickle): a foreign or damage
 
 from __future__ import annotations
 
+import array
 import base64
 import dataclasses
 import fcntl
@@ -52,6 +53,7 @@ log = logging.getLogger("console.sandbox.store")
 
 FORMAT = "browser-automation-sandbox-state"
 VERSION = 1
+AUDIT = "_audit_log"  # the tenant setting holding its audit log (rows of their own, appended)
 SAVE_INTERVAL = 2.0  # the tenants that had requests since the last save (reads change state too)
 FULL_SAVE_EVERY = 15  # intervals: every tenant, for what moves without requests (browsers' telemetry)
 RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
@@ -62,6 +64,9 @@ CREATE TABLE IF NOT EXISTS tenants (api_key TEXT PRIMARY KEY, data TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS records (
     api_key TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (api_key, tbl, id)
+);
+CREATE TABLE IF NOT EXISTS audit (
+    api_key TEXT NOT NULL, n INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (api_key, n)
 );
 CREATE TABLE IF NOT EXISTS telemetry (
     api_key TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
@@ -141,7 +146,8 @@ class Codec:
             return {"$": "path", "v": str(value)}
         if type(value) is random.Random:
             version, internal, gauss = value.getstate()
-            return {"$": "rng", "v": [version, list(internal), gauss]}
+            packed = base64.b64encode(array.array("Q", internal).tobytes()).decode()
+            return {"$": "rng", "v": [version, packed, gauss]}
         name = self.names.get(type(value))
         if name == "Log":
             if self._where is not None:
@@ -194,8 +200,9 @@ class Codec:
         if tag == "path":
             return Path(inner)
         if tag == "rng":
+            version, packed, gauss = inner
             rng = random.Random()
-            rng.setstate(_tuples(self.decode(inner)))
+            rng.setstate((version, tuple(array.array("Q", base64.b64decode(packed))), gauss))
             return rng
         cls = self.classes.get(tag)
         if cls is None:
@@ -205,10 +212,6 @@ class Codec:
 
 def _hashable(value):
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
-
-
-def _tuples(value):
-    return tuple(_tuples(v) for v in value) if isinstance(value, list | tuple) else value
 
 
 # The store ----------------------------------------------------------------------------------------
@@ -223,6 +226,7 @@ class Store:
         self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (api_key, tbl, id) -> (first, last) seq
         self.saves = 0
         self.touched: set[str] = set()  # API keys of requests since the last periodic save
+        self._audit: dict[str, tuple[dict, int]] = {}  # api_key -> (newest entry saved, its row number)
         self._lock = _take_lock(self.path)
         try:
             self.db = self._open()
@@ -316,6 +320,7 @@ class Store:
                 tenant.table(tbl)[record_id] = codec.decode(json.loads(data))
                 self._rows[("record", api_key, tbl, record_id)] = data
             self._load_telemetry(tenants)
+            self._load_audit(tenants)
         except StateError:
             raise
         except (sqlite3.DatabaseError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -330,6 +335,18 @@ class Store:
                 if key.get("_secret"):  # keys it created work again (deleted or expired ones stay refused)
                     registry.tenants[key["_secret"]] = tenant
         return len(tenants)
+
+    def _load_audit(self, tenants: dict) -> None:
+        from console.sandbox.resources import audit_logs
+
+        rows = self.db.execute("SELECT api_key, n, data FROM audit ORDER BY api_key, n")
+        for api_key, n, data in rows:
+            tenant = tenants.get(api_key)
+            if tenant is None:
+                continue
+            entries = tenant.settings.setdefault(AUDIT, deque(maxlen=audit_logs.MAX_ENTRIES))
+            entries.append(json.loads(data))
+            self._audit[api_key] = (entries[-1], n)
 
     def _load_telemetry(self, tenants: dict) -> None:
         from console.sandbox.resources import telemetry
@@ -385,7 +402,7 @@ class Store:
                         "id": tenant.id,
                         "clock_offset": tenant.clock_offset,
                         "keepalive_seconds": tenant.keepalive_seconds,
-                        "settings": tenant.settings,
+                        "settings": {k: v for k, v in tenant.settings.items() if k != AUDIT},
                         "default_project_id": tenant.default_project_id,
                     }
                 ),
@@ -400,7 +417,8 @@ class Store:
         changed = [(key, data) for key, data in rows.items() if self._rows.get(key) != data]
         gone = [key for key in self._rows if key not in rows and (scope is None or key[1] in scope)]
         appended, trimmed, seqs = self._telemetry_changes(telemetry)
-        if not changed and not gone and not appended and not trimmed:
+        logged, forgotten, marks = self._audit_changes(tenants)
+        if not changed and not gone and not appended and not trimmed and not logged and not forgotten:
             return 0
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -417,6 +435,7 @@ class Store:
                 if key[0] == "tenant":
                     db.execute("DELETE FROM tenants WHERE api_key = ?", (key[1],))
                     db.execute("DELETE FROM telemetry WHERE api_key = ?", (key[1],))
+                    db.execute("DELETE FROM audit WHERE api_key = ?", (key[1],))
                 else:
                     db.execute("DELETE FROM records WHERE api_key = ? AND tbl = ? AND id = ?", key[1:])
                     db.execute("DELETE FROM telemetry WHERE api_key = ? AND tbl = ? AND id = ?", key[1:])
@@ -427,6 +446,8 @@ class Store:
             db.executemany(
                 "DELETE FROM telemetry WHERE api_key = ? AND tbl = ? AND id = ? AND seq < ?", trimmed
             )
+            db.executemany("INSERT OR REPLACE INTO audit (api_key, n, data) VALUES (?, ?, ?)", logged)
+            db.executemany("DELETE FROM audit WHERE api_key = ? AND n < ?", forgotten)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -438,6 +459,7 @@ class Store:
             if key[0] == "record":
                 self._seqs.pop(key[1:], None)
         self._seqs.update(seqs)
+        self._audit.update(marks)
         self.saves += 1
         return len(changed) + len(gone) + len(appended) + len(trimmed)
 
@@ -448,6 +470,32 @@ class Store:
             for key, t in list(registry.tenants.items())
             if key == t.api_key and ("tenant", key) not in self._rows
         ]
+
+    def _audit_changes(self, tenants: list) -> tuple[list, list, dict]:
+        """The audit entries appended since the last save (the log only grows at its end, and drops its
+        oldest past its bound): rows to insert, rows to forget, and the new marks."""
+        logged, forgotten, marks = [], [], {}
+        for tenant in tenants:
+            entries = tenant.settings.get(AUDIT)
+            if not entries:
+                continue
+            last, n = self._audit.get(tenant.api_key, (None, 0))
+            if entries[-1] is last:
+                continue
+            new = []
+            for entry in reversed(entries):
+                if entry is last:
+                    break
+                new.append(entry)
+            new.reverse()
+            for entry in new:
+                n += 1
+                logged.append(
+                    (tenant.api_key, n, json.dumps(self.codec.encode(entry), separators=(",", ":")))
+                )
+            forgotten.append((tenant.api_key, n - len(entries) + 1))
+            marks[tenant.api_key] = (entries[-1], n)
+        return logged, forgotten, marks
 
     def _telemetry_changes(self, archives: dict) -> tuple[list, list, dict]:
         appended, trimmed, seqs = [], [], {}
