@@ -300,6 +300,7 @@ class Store:
         from console.sandbox.state import Tenant
 
         codec = self.codec
+        where = "the tenants"
         try:
             tenants = {}
             for api_key, data in self.db.execute("SELECT api_key, data FROM tenants"):
@@ -317,19 +318,26 @@ class Store:
                 tenant = tenants.get(api_key)
                 if tenant is None:
                     continue
+                where = f"record {tbl}/{record_id}"
                 tenant.table(tbl)[record_id] = codec.decode(json.loads(data))
                 self._rows[("record", api_key, tbl, record_id)] = data
+            where = "the telemetry archives"
             self._load_telemetry(tenants)
+            where = "the audit logs"
             self._load_audit(tenants)
+            where = "the processes and recordings"
+            for tenant in tenants.values():
+                _after_restart(tenant)
         except StateError:
             raise
         except (sqlite3.DatabaseError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # The exception's type only: its text could quote a stored value.
+            detail = str(exc) if isinstance(exc, sqlite3.DatabaseError) else type(exc).__name__
             raise StateError(
-                f"{self.path} could not be read as sandbox state ({type(exc).__name__}: {exc}); move it "
-                "away or start fresh with `python manage.py sandbox --reset`"
+                f"{self.path} could not be read as sandbox state ({where}: {detail}); move it away or "
+                "start fresh with `python manage.py sandbox --reset`"
             ) from None
         for tenant in tenants.values():
-            _after_restart(tenant)
             registry.tenants[tenant.api_key] = tenant
             for key in tenant.table("api_keys").values():
                 if key.get("_secret"):  # keys it created work again (deleted or expired ones stay refused)

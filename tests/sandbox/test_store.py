@@ -362,7 +362,7 @@ def run_on(state: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("kind", ["garbage", "foreign-sqlite", "newer-format"])
+@pytest.mark.parametrize("kind", ["garbage", "foreign-sqlite", "newer-format", "damaged-record"])
 def test_it_refuses_a_corrupted_or_foreign_file_with_a_clear_message(tmp_path, kind):
     state = tmp_path / "sandbox.sqlite3"
     if kind == "garbage":
@@ -374,7 +374,11 @@ def test_it_refuses_a_corrupted_or_foreign_file_with_a_clear_message(tmp_path, k
         _url, process = sandbox(state)
         stop_sandbox(process)
         with contextlib.closing(sqlite3.connect(state)) as db, db:
-            db.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
+            if kind == "newer-format":
+                db.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
+            else:
+                cut_short = '{"created_at": {"$": "dt", "v": "x'
+                db.execute("UPDATE records SET data = ? WHERE tbl = 'browsers'", (cut_short,))
     before = state.read_bytes()
     result = run_on(state)
     assert result.returncode == 2
@@ -383,6 +387,8 @@ def test_it_refuses_a_corrupted_or_foreign_file_with_a_clear_message(tmp_path, k
     # What to do: another file for someone else's database, a reset for a damaged or newer state file.
     assert ("SANDBOX_STATE" if kind == "foreign-sqlite" else "--reset") in result.stderr
     assert state.read_bytes() == before  # nothing overwritten
+    if kind == "damaged-record":
+        assert "record browsers/" in result.stderr
 
 
 def test_it_starts_fresh_after_a_reset(tmp_path):
