@@ -487,6 +487,11 @@ def test_it_wakes_a_real_session_on_its_kept_url_and_storage_after_a_restart(tmp
                 page.evaluate("localStorage.setItem('kept', 'across restarts')")
             finally:
                 browser.close()
+        replay = created(tenant.call("POST", f"/browsers/{sid}/replays", json={}, timeout=60))["replay_id"]
+        stopped = tenant.call("POST", f"/browsers/{sid}/replays/{replay}/stop", timeout=120)
+        assert stopped.status_code in (200, 204), stopped.text
+        video = tenant.call("GET", f"/browsers/{sid}/replays/{replay}", timeout=60).content
+        assert video[4:8] == b"ftyp"
     finally:
         stop_sandbox(process)
 
@@ -495,6 +500,9 @@ def test_it_wakes_a_real_session_on_its_kept_url_and_storage_after_a_restart(tmp
         again = SandboxTenant(url=url, api_key=tenant.api_key)
         record = again.call("GET", f"/browsers/{sid}").json()
         assert record["sandbox"]["browser"] == "standby"
+        # The replay and its video, from the files kept beside the state file.
+        assert [r["replay_id"] for r in again.call("GET", f"/browsers/{sid}/replays").json()] == [replay]
+        assert again.call("GET", f"/browsers/{sid}/replays/{replay}", timeout=60).content == video
         with sync_playwright() as playwright:
             browser = playwright.chromium.connect_over_cdp(record["cdp_ws_url"], timeout=30_000)
             try:
