@@ -8,10 +8,11 @@ Without ``SANDBOX_STATE`` (the tests) the sandbox keeps everything in memory, as
   telemetry archives and its clock offset are loaded with the same ids; the demo tenant, already there, is
   not seeded again.
 - Writes: after every mutating request (before its answer leaves, so an answered change is on disk), every
-  ``SAVE_INTERVAL`` seconds (state that moves on its own: telemetry, audit entries of reads, timeouts) and
-  at shutdown. Each save is one SQLite transaction (WAL), writing only the rows whose encoding changed; a
-  crash mid-write leaves the previous save. Telemetry events are rows of their own, appended by ``seq``
-  and trimmed to the archive's retention, so a stream's ``seq`` continues after a restart.
+  ``SAVE_INTERVAL`` seconds for the tenants that had requests (reads change state too: telemetry, audit
+  entries, timeouts), every ``FULL_SAVE_EVERY`` intervals for all (a real browser's telemetry) and at
+  shutdown. Each save is one SQLite transaction (WAL), writing only the rows whose encoding changed; a
+  crash mid-write leaves the previous save. Telemetry events and audit entries are rows of their own,
+  appended and trimmed to their bound, so a stream's ``seq`` continues after a restart.
 - Files live beside the database, in ``<state>.files/``: sessions' filesystems (``fs/``), replays and
   browser scratch directories (``browsers/``). The database and the directory are the owner's only (0600,
   0700; ``fs`` is 0711 when commands run as another user, as its temporary counterpart was).
