@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.api_keys.forms import CreateForm, RenameForm, RotateForm
 from console.service import Conflict, Invalid, NotFound, api_keys, projects
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -46,9 +47,9 @@ def _secret_page(request, created: api_keys.CreatedAPIKey, action: str):
 @org_view("admin")
 @sensitive_variables("created")
 async def api_key_list(request):
-    project_page = await projects.list_projects(request.service, limit=100)
-    form = CreateForm(projects=project_page.items)
+    form = None
     if request.method == "POST":
+        project_page = await projects.list_projects(request.service, limit=100)
         form = CreateForm(request.POST, projects=project_page.items)
         if form.is_valid():
             data = form.cleaned_data
@@ -70,22 +71,29 @@ async def api_key_list(request):
     status = request.GET.get("status", "active")
     status = status if status in STATUS_FILTERS else "active"
     query = request.GET.get("q", "").strip()
-    page = await api_keys.list_api_keys(
-        request.service,
-        limit=page_params.limit,
-        offset=page_params.offset,
-        status=status,
-        query=query or None,
+
+    async def load() -> dict:
+        page = await api_keys.list_api_keys(
+            request.service,
+            limit=page_params.limit,
+            offset=page_params.offset,
+            status=status,
+            query=query or None,
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    async def create_form() -> dict:
+        # The project picker is a service call of its own: it loads beside the list, not before the page.
+        if form is not None:
+            return {"form": form}
+        project_page = await projects.list_projects(request.service, limit=100)
+        return {"form": CreateForm(projects=project_page.items)}
+
+    context = {"query": query, "status": status, "statuses": STATUS_FILTERS}
+    parts = [deferred.Part("api-key-create", create_form)]
+    return await deferred.list_page(
+        request, "api_keys/list.html", "api-keys-table", context, load, parts=parts
     )
-    context = {
-        "page": page,
-        "form": form,
-        "query": query,
-        "status": status,
-        "statuses": STATUS_FILTERS,
-        "pager": pager(request, page_params, page),
-    }
-    return render(request, "api_keys/list.html", context, partial="api-keys-table")
 
 
 @require_http_methods(["GET", "POST"])

@@ -10,6 +10,7 @@ from console.accounts.audit import audited
 from console.apps import schema
 from console.apps.forms import InvokeForm
 from console.service import CapReached, Invalid, NotFound, apps, invocations
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
@@ -21,11 +22,14 @@ from console.web.render import done, render
 async def app_list(request):
     page_params = paging(request)
     filters = {key: request.GET.get(key, "").strip() for key in ("query", "app_name", "version")}
-    page = await apps.list_apps(
-        request.service, limit=page_params.limit, offset=page_params.offset, **filters
-    )
-    context = {"page": page, "filters": filters, "pager": pager(request, page_params, page)}
-    return render(request, "apps/list.html", context, partial="apps-table")
+
+    async def load() -> dict:
+        page = await apps.list_apps(
+            request.service, limit=page_params.limit, offset=page_params.offset, **filters
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    return await deferred.list_page(request, "apps/list.html", "apps-table", {"filters": filters}, load)
 
 
 def _action_rows(summary) -> list[dict]:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 from console.accounts import audit
 from console.audit_logs.forms import FilterForm
 from console.service import audit_logs
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -25,7 +26,8 @@ def _form(request) -> FilterForm:
 
 
 def _query(request, **changes) -> str:
-    params = {k: v for k, v in request.GET.items() if k not in ("page_token", "cursor")}
+    # Not the part the list was loaded from (console/web/deferred.py): links go to the page.
+    params = {k: v for k, v in request.GET.items() if k not in ("page_token", "cursor", "part")}
     params.update({k: v for k, v in changes.items() if v})
     return urlencode(params)
 
@@ -34,8 +36,10 @@ def _query(request, **changes) -> str:
 @org_view("admin")
 async def entry_list(request):
     form = _form(request)
-    page = None
-    if form.is_valid():
+
+    async def load() -> dict:
+        if not form.is_valid():
+            return {"page": None}
         start, end = form.window()
         page = await audit_logs.list_entries(
             request.service,
@@ -44,14 +48,17 @@ async def entry_list(request):
             page_token=request.GET.get("page_token") or None,
             **form.filters(),
         )
+        return {
+            "page": page,
+            "next_query": page.next_token and _query(request, page_token=page.next_token),
+        }
+
     context = {
         "form": form,
-        "page": page,
-        "next_query": page and page.next_token and _query(request, page_token=page.next_token),
         "first_url": "?" + _query(request) if request.GET.get("page_token") else "",
         "export_query": _query(request),
     }
-    return render(request, "audit_logs/list.html", context, partial="audit-logs-table")
+    return await deferred.list_page(request, "audit_logs/list.html", "audit-logs-table", context, load)
 
 
 def _describe(form: FilterForm) -> str:
@@ -66,7 +73,8 @@ async def export_download(request):
     """The whole window as one JSON-lines file, streamed chunk by chunk (each checked by its sha256)."""
     form = _form(request)
     if not form.is_valid():
-        return render(request, "audit_logs/list.html", {"form": form, "page": None}, status=400)
+        context = {"form": form, "page": None, "list_id": "audit-logs-table"}
+        return render(request, "audit_logs/list.html", context, status=400)
     start, end = form.window()
     filters = form.filters()
     await audit.record(request, "audit_logs.export", detail=_describe(form))

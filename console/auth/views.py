@@ -154,25 +154,23 @@ async def connection_list(request):
     filters = {key: request.GET.get(key, "").strip() for key in ("q", "domain", "profile", "status")}
     if filters["status"] not in CONNECTION_STATUSES:
         filters["status"] = ""
-    page = await auth.list_connections(
-        request.service,
-        limit=page_params.limit,
-        offset=page_params.offset,
-        query=filters["q"] or None,
-        domain=filters["domain"].lower() or None,
-        profile_name=filters["profile"] or None,
-    )
-    # The service filters by neither status: this one applies to the page shown (the overview links here).
-    connections = [c for c in page.items if not filters["status"] or c.status == filters["status"]]
-    rows = [{"connection": c, "reason": reauth_words(c)} for c in connections]
-    context = {
-        "page": page,
-        "rows": rows,
-        **filters,
-        "statuses": CONNECTION_STATUSES,
-        "pager": pager(request, page_params, page),
-    }
-    return render(request, "auth/list.html", context, partial="auth-table")
+
+    async def load() -> dict:
+        page = await auth.list_connections(
+            request.service,
+            limit=page_params.limit,
+            offset=page_params.offset,
+            query=filters["q"] or None,
+            domain=filters["domain"].lower() or None,
+            profile_name=filters["profile"] or None,
+        )
+        # The service filters by neither status: this one applies to the page shown (the overview links here).
+        connections = [c for c in page.items if not filters["status"] or c.status == filters["status"]]
+        rows = [{"connection": c, "reason": reauth_words(c)} for c in connections]
+        return {"page": page, "rows": rows, "pager": pager(request, page_params, page)}
+
+    context = {**filters, "statuses": CONNECTION_STATUSES}
+    return await deferred.list_page(request, "auth/list.html", "auth-table", context, load)
 
 
 @require_http_methods(["GET", "POST"])

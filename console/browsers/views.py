@@ -94,7 +94,8 @@ def _tag_filters(request) -> dict[str, str]:
 def _with(request, **changes) -> str:
     """The current list URL with some parameters changed (None removes one); paging restarts."""
     params = request.GET.copy()
-    params.pop("offset", None)
+    for key in ("offset", deferred.PART_PARAM, deferred.WAIT_PARAM):
+        params.pop(key, None)
     for key, value in changes.items():
         params.pop(key, None)
         if value is not None:
@@ -112,38 +113,40 @@ async def session_list(request):
     if status not in STATUSES:
         status = "active"
     tags = _tag_filters(request)
-    page = await browsers.list_sessions(
-        request.service,
-        limit=page_params.limit,
-        offset=page_params.offset,
-        query=query or None,
-        status=status,
-        tags=tags,
-    )
     chosen = [f"{k}:{v}" for k, v in tags.items()]
     context = {
-        "page": page,
         "query": query,
         "status": status,
         "statuses": STATUSES,
-        "pager": pager(request, page_params, page),
         "active_tags": [
             {"key": k, "value": v, "remove_url": _with(request, tag=[t for t in chosen if t != f"{k}:{v}"])}
             for k, v in tags.items()
         ],
     }
-    context["rows"] = [
-        {
-            "session": s,
-            "uptime": presenters.duration(s.uptime),
-            "tags": [
-                {"key": k, "value": v, "url": _with(request, tag=sorted({*chosen, f"{k}:{v}"}))}
-                for k, v in (s.tags or {}).items()
-            ],
-        }
-        for s in page.items
-    ]
-    return render(request, "browsers/list.html", context, partial="browsers-table")
+
+    async def load() -> dict:
+        page = await browsers.list_sessions(
+            request.service,
+            limit=page_params.limit,
+            offset=page_params.offset,
+            query=query or None,
+            status=status,
+            tags=tags,
+        )
+        rows = [
+            {
+                "session": s,
+                "uptime": presenters.duration(s.uptime),
+                "tags": [
+                    {"key": k, "value": v, "url": _with(request, tag=sorted({*chosen, f"{k}:{v}"}))}
+                    for k, v in (s.tags or {}).items()
+                ],
+            }
+            for s in page.items
+        ]
+        return {"page": page, "pager": pager(request, page_params, page), "rows": rows}
+
+    return await deferred.list_page(request, "browsers/list.html", "browsers-table", context, load)
 
 
 # Create -------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from console.accounts.audit import audited
 from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderForm
 from console.service import Conflict, Invalid, NotFound
 from console.service import credential_providers as providers
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -42,16 +43,16 @@ async def _get(request, provider_id: str) -> providers.Provider:
 async def provider_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await providers.list_providers(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "labels": TYPE_LABELS,
-        "pager": pager(request, page_params, page),
-    }
-    return render(request, "credential_providers/list.html", context, partial="providers-table")
+
+    async def load() -> dict:
+        page = await providers.list_providers(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "labels": TYPE_LABELS}
+    template = "credential_providers/list.html"
+    return await deferred.list_page(request, template, "providers-table", context, load)
 
 
 @require_http_methods(["GET", "POST"])

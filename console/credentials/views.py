@@ -28,6 +28,7 @@ from console.credentials.forms import (
     CredentialForm,
 )
 from console.service import Conflict, Invalid, NotFound, credential_providers, credentials
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -55,20 +56,19 @@ async def credential_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
     domain = request.GET.get("domain", "").strip()
-    page = await credentials.list_credentials(
-        request.service,
-        limit=page_params.limit,
-        offset=page_params.offset,
-        query=query or None,
-        domain=domain or None,
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "domain": domain,
-        "pager": pager(request, page_params, page),
-    }
-    return render(request, "credentials/list.html", context, partial="credentials-table")
+
+    async def load() -> dict:
+        page = await credentials.list_credentials(
+            request.service,
+            limit=page_params.limit,
+            offset=page_params.offset,
+            query=query or None,
+            domain=domain or None,
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "domain": domain}
+    return await deferred.list_page(request, "credentials/list.html", "credentials-table", context, load)
 
 
 @sensitive_post_parameters(*SECRET_FIELDS)

@@ -16,6 +16,7 @@ from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Invalid, NotFound, deployments
 from console.service.deployments import Deployment
 from console.service.records import parse_datetime
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -41,18 +42,19 @@ async def _get(request, deployment_id: str) -> Deployment:
 async def deployment_list(request):
     page_params = paging(request)
     form = FilterForm(request.GET)
-    page = None
-    if form.is_valid():
+
+    async def load() -> dict:
+        if not form.is_valid():
+            return {"page": None, "pager": None}
         page = await deployments.list_deployments(
             request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
         )
         page = replace(page, items=[d for d in page.items if form.keeps(d)])
-    context = {
-        "form": form,
-        "page": page,
-        "pager": pager(request, page_params, page) if page is not None else None,
-    }
-    return render(request, "deployments/list.html", context, partial="deployments-table")
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    return await deferred.list_page(
+        request, "deployments/list.html", "deployments-table", {"form": form}, load
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
 from console.service import Conflict, Invalid, NotFound, ServiceError, extensions
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -79,17 +80,15 @@ async def extension_list(request):
             return response
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await extensions.list_extensions(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "form": form,
-        "pager": pager(request, page_params, page),
-        "max_bytes": UploadForm.max_bytes(),
-    }
-    return render(request, "extensions/list.html", context, partial="extensions-table")
+
+    async def load() -> dict:
+        page = await extensions.list_extensions(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "form": form, "max_bytes": UploadForm.max_bytes()}
+    return await deferred.list_page(request, "extensions/list.html", "extensions-table", context, load)
 
 
 @require_http_methods(["GET"])

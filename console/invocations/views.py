@@ -77,17 +77,18 @@ async def _get(request, invocation_id: str) -> Invocation:
 async def invocation_list(request):
     page_params = paging(request)
     form = FilterForm(request.GET)
-    page = None
-    if form.is_valid():
+
+    async def load() -> dict:
+        if not form.is_valid():
+            return {"page": None, "pager": None}
         page = await invocations.list_invocations(
             request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
         )
-    context = {
-        "form": form,
-        "page": page,
-        "pager": pager(request, page_params, page) if page is not None else None,
-    }
-    return render(request, "invocations/list.html", context, partial="invocations-table")
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    return await deferred.list_page(
+        request, "invocations/list.html", "invocations-table", {"form": form}, load
+    )
 
 
 async def _browsers(request, invocation_id: str) -> list[dict]:

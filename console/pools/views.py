@@ -137,20 +137,18 @@ def session_url(request, session_id: str) -> str:
 async def pool_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page, capacity = await asyncio.gather(
-        pools.list_pools(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        ),
-        _capacity(request.service),
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "capacity": capacity,
-        "pager": pager(request, page_params, page),
-        "poll_seconds": POLL_SECONDS,
-    }
-    return render(request, "pools/list.html", context, partial="pools-live")
+
+    async def load() -> dict:
+        page, capacity = await asyncio.gather(
+            pools.list_pools(
+                request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+            ),
+            _capacity(request.service),
+        )
+        return {"page": page, "capacity": capacity, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "poll_seconds": POLL_SECONDS}
+    return await deferred.list_page(request, "pools/list.html", "pools-live", context, load, poll=True)
 
 
 @require_http_methods(["GET", "POST"])

@@ -14,6 +14,7 @@ from console.accounts import audit
 from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
 from console.service import Conflict, Invalid, NotFound, profiles
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -55,11 +56,15 @@ async def profile_list(request):
                 return done(request, _url(request, "list") + f"?q={profile.id}")
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await profiles.list_profiles(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {"page": page, "query": query, "form": form, "pager": pager(request, page_params, page)}
-    return render(request, "profiles/list.html", context, partial="profiles-table")
+
+    async def load() -> dict:
+        page = await profiles.list_profiles(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "form": form}
+    return await deferred.list_page(request, "profiles/list.html", "profiles-table", context, load)
 
 
 @require_http_methods(["GET", "POST"])

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
 from console.service import Conflict, Invalid, NotFound, projects
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -44,17 +45,15 @@ async def project_list(request):
                 return done(request, _url(request, "detail", project_id=project.id))
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await projects.list_projects(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "form": form,
-        "pager": pager(request, page_params, page),
-        "current_project_id": request.membership.current_project_id,
-    }
-    return render(request, "projects/list.html", context, partial="projects-table")
+
+    async def load() -> dict:
+        page = await projects.list_projects(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "form": form, "current_project_id": request.membership.current_project_id}
+    return await deferred.list_page(request, "projects/list.html", "projects-table", context, load)
 
 
 @require_http_methods(["GET"])

@@ -24,6 +24,7 @@ from console.proxies.forms import (
     type_choices,
 )
 from console.service import Invalid, NotFound, proxies
+from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -46,16 +47,15 @@ async def _get(request, proxy_id: str) -> proxies.Proxy:
 async def proxy_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await proxies.list_proxies(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {
-        "page": page,
-        "query": query,
-        "pager": pager(request, page_params, page),
-        "labels": TYPE_LABELS,
-    }
-    return render(request, "proxies/list.html", context, partial="proxies-table")
+
+    async def load() -> dict:
+        page = await proxies.list_proxies(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "labels": TYPE_LABELS}
+    return await deferred.list_page(request, "proxies/list.html", "proxies-table", context, load)
 
 
 @require_http_methods(["GET", "POST"])

@@ -16,6 +16,7 @@ from console.accounts.audit import audited
 from console.service import Conflict, Invalid, NotFound
 from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -38,11 +39,15 @@ async def _get(request, destination_id: str) -> destinations.Destination:
 async def destination_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await destinations.list_destinations(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    context = {"page": page, "query": query, "pager": pager(request, page_params, page)}
-    return render(request, "telemetry_destinations/list.html", context, partial="destinations-table")
+
+    async def load() -> dict:
+        page = await destinations.list_destinations(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    template = "telemetry_destinations/list.html"
+    return await deferred.list_page(request, template, "destinations-table", {"query": query}, load)
 
 
 @require_http_methods(["GET", "POST"])

@@ -6,6 +6,8 @@ logged or audited (the audit log names the fields whose values changed, never a 
 
 from __future__ import annotations
 
+import asyncio
+
 from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
@@ -15,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.service import Conflict, Forbidden, Invalid, NotFound, projects, vaults
 from console.vaults.forms import ItemForm, ValueForm, VaultForm
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -58,18 +61,23 @@ async def vault_list(request):
                 return done(request, _url(request, "detail", vault_id=vault.id))
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
-    page = await vaults.list_vaults(
-        request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-    )
-    limits = await projects.get_org_limits(request.service)
-    context = {
-        "page": page,
-        "form": form,
-        "query": query,
-        "limits": limits,
-        "pager": pager(request, page_params, page),
-    }
-    return render(request, "vaults/list.html", context, partial="vaults-table")
+
+    async def load() -> dict:
+        page = await vaults.list_vaults(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    async def plan() -> dict:
+        limits, entitlements = await asyncio.gather(
+            projects.get_org_limits(request.service), projects.get_entitlements(request.service)
+        )
+        # A plan that does not mention vaults is taken to include them (the service decides on create).
+        return {"limits": limits, "vaults_enabled": entitlements.enabled("vaults") is not False}
+
+    context = {"form": form, "query": query}
+    parts = [deferred.Part("vaults-plan", plan)]
+    return await deferred.list_page(request, "vaults/list.html", "vaults-table", context, load, parts=parts)
 
 
 @require_http_methods(["GET", "POST"])

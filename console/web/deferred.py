@@ -6,9 +6,13 @@ fails or times out (settings.SERVICE_READ_TIMEOUT) shows what went wrong and a R
 are untouched. A part is a named partial of the page template whose root element has the part's id
 (STYLE habit 9); the page template places it with ``{% deferred "<id>" %}``.
 
-Anything that is not a browser navigation (scripts, tests, ``?wait=1`` from the no-JS link) gets the whole
-page at once, as before: parts loaded concurrently, errors handled by ServiceErrorMiddleware and 404s kept.
-A browser says it is navigating with ``Sec-Fetch-Mode: navigate`` (every current browser sends it).
+Anything that is not a browser navigation (scripts, tests, ``?wait=1`` from the no-JS link, a form's POST)
+gets the whole page at once, as before: parts loaded concurrently, errors handled by ServiceErrorMiddleware
+and 404s kept. A browser says it is navigating with ``Sec-Fetch-Mode: navigate`` (every current browser
+sends it). An htmx request aimed at a part (a list's filters, a poll, an event) is answered with that part
+alone, as ``?part=`` would be.
+
+List pages (templates/web/list_page.html) are pages with one deferred part, the list: ``list_page()``.
 """
 
 from __future__ import annotations
@@ -72,18 +76,33 @@ def later(page_path: str, template: str, part_ids: list[str]) -> dict:
     }
 
 
+def page_url(request) -> str:
+    """The page's own URL (query kept) without the part and wait parameters: for links and ``next``."""
+    params = request.GET.copy()
+    params.pop(PART_PARAM, None)
+    params.pop(WAIT_PARAM, None)
+    query = urlencode(sorted(params.lists()), doseq=True)
+    return f"{request.path}?{query}" if query else request.path
+
+
 def frame_first(request) -> bool:
-    """A browser's own navigation (not htmx, not a script): answer with the frame and load parts after."""
-    if request.GET.get(WAIT_PARAM) or getattr(request, "htmx", False):
+    """A browser's own navigation (not htmx, not a script): answer with the frame and load parts after.
+
+    A POST's answer (a form with its errors) is drawn whole: what the operator sent must show at once.
+    """
+    if request.method != "GET" or request.GET.get(WAIT_PARAM) or getattr(request, "htmx", False):
         return False
     return request.headers.get("Sec-Fetch-Mode") == "navigate"
 
 
 async def page(request, template: str, context: dict, parts: list[Part], *, status: int = 200):
     """Serve a page with deferred parts: one part (``?part=``), the frame, or everything at once."""
-    context = {**context, "deferred_template": template}
+    context = {**context, "deferred_template": template, "page_url": page_url(request)}
     by_id = {part.id: part for part in parts}
     wanted = request.GET.get(PART_PARAM)
+    htmx = getattr(request, "htmx", False)
+    if wanted is None and htmx and request.method == "GET" and htmx.target in by_id:
+        wanted = htmx.target
     if wanted is not None:
         part = by_id.get(wanted)
         if part is None:
@@ -101,6 +120,25 @@ async def page(request, template: str, context: dict, parts: list[Part], *, stat
     context["deferred_parts"] = {}
     context["deferred_poll"] = {part.id: part_url(request, part.id) for part in parts if part.poll}
     return django_render(request, template, context, status=status)
+
+
+async def list_page(
+    request,
+    template: str,
+    list_id: str,
+    context: dict,
+    load: Callable[[], Awaitable[dict]],
+    *,
+    parts: list[Part] | None = None,
+    poll: bool = False,
+):
+    """A list page (templates/web/list_page.html): header, filters and buttons at once, the list after.
+
+    ``list_id`` names the list's partial and DOM id; ``load`` makes the service call(s) and returns the
+    list's context (``page``, ``pager``…); ``parts`` are other service-backed parts of the page.
+    """
+    context = {**context, "list_id": list_id}
+    return await page(request, template, context, [Part(list_id, load, poll=poll), *(parts or [])])
 
 
 def _placeholders(request, parts: list[Part]) -> dict:

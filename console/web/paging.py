@@ -21,6 +21,8 @@ class Paging:
     def url(self, request, offset: int | str | None) -> str:
         """The current URL with another offset (other query parameters kept)."""
         params = request.GET.copy()
+        # A list loaded after its page (console/web/deferred.py) links to the page, not to the part.
+        params.pop("part", None)
         params["offset"] = str(offset or 0)
         params["limit"] = str(self.limit)
         return f"{request.path}?{urlencode(sorted(params.lists()), doseq=True)}"

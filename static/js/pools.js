@@ -12,7 +12,12 @@
     document.querySelectorAll("[data-poll]").forEach(function (el) {
       var every = (parseFloat(el.dataset.poll) || 3) * 1000;
       var key = el.id || "poll";
-      if (force || !last[key] || now - last[key] >= every - 100) {
+      if (!last[key]) {
+        // A part that has just loaded (console/web/deferred.py) is fresh: its first poll is one interval on.
+        last[key] = now;
+        return;
+      }
+      if (force || now - last[key] >= every - 100) {
         last[key] = now;
         el.dispatchEvent(new CustomEvent("poll"));
       }

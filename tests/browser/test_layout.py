@@ -106,6 +106,8 @@ def test_it_draws_no_page_wider_than_a_phone(console_server, sandbox_url, new_pa
     widths = {}
     for path in paths:
         page.goto(f"{console_server}/o/{ORG}/{path}")
+        page.wait_for_load_state("networkidle")  # the lists and other parts load after the frame
+        expect(page.locator(".deferred-loading")).to_have_count(0)
         width = page.evaluate("document.documentElement.scrollWidth")
         widths[path] = width if width <= 400 else (width, page.evaluate(WIDEST))
     assert {path: width for path, width in widths.items() if not isinstance(width, int)} == {}

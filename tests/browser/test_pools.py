@@ -98,3 +98,41 @@ def test_it_creates_a_pool_and_sees_its_capacity_bar_fill(console_server, sandbo
     expect(row_bar).to_have_attribute("data-available", "4")
     call(sandbox_url, "DELETE", f"/browser_pools/{name}", {"force": True})
     assert errors == []
+
+
+CSP_PROBE = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.__cspViolations.push(event.violatedDirective + " " + (event.target && event.target.nodeName));
+});
+"""
+
+
+def test_it_answers_an_invalid_pool_form_without_a_csp_violation(console_server, browser_page):
+    """Autofill, the browser's validation and extensions leave style attributes on fields; when the form comes
+    back with its errors, htmx must not copy them onto the new fields (an inline style the CSP refuses)."""
+    page = browser_page
+    page.add_init_script(CSP_PROBE)
+    refused = []
+    page.on(
+        "console", lambda message: "Content Security Policy" in message.text and refused.append(message.text)
+    )
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/pools/new/")
+    styled = page.evaluate(
+        """() => {
+            const fields = document.querySelectorAll("#pool-form :is(input, select, textarea)");
+            fields.forEach(function (field) { field.style.backgroundImage = "none"; });
+            return fields.length;
+        }"""
+    )
+    assert styled > 20
+    page.get_by_label("Size").fill("-3")
+    page.get_by_label("Fill rate").fill("500")
+    page.get_by_role("button", name="Create pool").click()
+    expect(page.locator("#id_size_error")).to_contain_text("At least 1.")
+    expect(page.locator("#id_fill_rate_per_minute_error")).to_contain_text("At most 100.")
+    # and the browser's own validation of the fields that came back
+    page.evaluate("document.getElementById('pool-form').reportValidity()")
+    assert page.evaluate("window.__cspViolations") == []
+    assert refused == []

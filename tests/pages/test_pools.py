@@ -491,7 +491,11 @@ async def test_it_shows_a_banner_when_the_service_fails(viewer_client, tenant):
     assert "Traceback" not in response.content.decode()
 
 
-async def test_it_retargets_a_failed_poll_to_the_banner(viewer_client, tenant):
+async def test_it_shows_a_failed_poll_in_place_and_keeps_polling(viewer_client, tenant, pool):
     tenant.fault(method="GET", path="^/browser_pools$", status=500, count=1)
     response = await viewer_client.get(url(), headers={"HX-Request": "true", "HX-Target": "pools-live"})
-    assert response["HX-Retarget"] == "#banner"
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="pools-live" class="deferred deferred-failed"')
+    assert 'hx-get="/o/acme/pools/?part=pools-live" hx-trigger="poll" data-poll="3"' in body
+    again = await viewer_client.get(url("?part=pools-live"), headers={"HX-Request": "true"})
+    assert again.content.decode().lstrip().startswith('<section id="pools-live"')

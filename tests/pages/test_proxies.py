@@ -294,11 +294,13 @@ async def test_it_forbids_viewers_to_check(viewer_client, tenant, proxy):
     assert posts(tenant, "/proxies/") == []
 
 
-async def test_it_renders_a_banner_when_the_service_fails(viewer_client, tenant):
+async def test_it_shows_a_failed_search_in_place_of_the_list_with_a_retry(viewer_client, tenant):
     tenant.fault(method="GET", path="^/proxies$", status=503, count=3)
-    response = await viewer_client.get(url(), headers=hx("proxies-table"))
-    assert response["HX-Retarget"] == "#banner"
-    assert "Traceback" not in response.content.decode()
+    response = await viewer_client.get(url(), {"q": "x"}, headers=hx("proxies-table"))
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="proxies-table" class="deferred deferred-failed"')
+    assert 'hx-get="/o/acme/proxies/?part=proxies-table&amp;q=x"' in body and ">Retry</a>" in body
+    assert "Traceback" not in body
 
 
 async def test_it_offers_the_current_types_and_defaults_to_isp(admin_client):

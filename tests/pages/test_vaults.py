@@ -141,6 +141,7 @@ async def test_it_says_when_the_plan_has_no_vaults(viewer_client, tenant):
         "features": {"vaults": {"enabled": False}, "brand_new": {"enabled": True}},
         "plan": {"id": "FREE"},
     }
+    assert "does not include vaults" not in (await viewer_client.get(url())).content.decode()
     tenant.fault(method="GET", path="^/org/entitlements$", status=200, body=json.dumps(entitlements))
     body = (await viewer_client.get(url())).content.decode()
     assert "does not include vaults" in body
