@@ -23,6 +23,8 @@ LIST_PAGES = [
     ("pools/", "pools-live", "Browser pools", 'id="pool-search"'),
     ("invocations/", "invocations-table", "Invocations", '<form class="filters row"'),
     ("deployments/", "deployments-table", "Deployments", '<form class="filters row"'),
+    ("browsers/", "browsers-table", "Browser sessions", 'id="browser-search"'),
+    ("auth/", "auth-table", "Auth connections", 'id="auth-search"'),
 ]
 
 
