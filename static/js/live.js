@@ -220,6 +220,11 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById(list.id);
         if (!fresh) throw new Error("unexpected answer");
+        // A list that could not be read comes back as its failure (web/deferred.html): keep what is shown.
+        if (fresh.classList.contains("deferred-failed") && !root.classList.contains("deferred-failed")) {
+          var title = fresh.querySelector("strong");
+          throw new Error(title ? title.textContent.replace(/\.$/, "") : "the service did not answer");
+        }
         var focused = document.activeElement;
         var now = merge(root, fresh);
         if (focused && focused !== document.activeElement && document.contains(focused)) {
