@@ -119,7 +119,7 @@ def flow_ended(tenant: Tenant, session_id: str | None, at: datetime) -> dict:
     driver = _drivers.get(session_id or "")
     if driver is not None:
         driver.end(at)
-        return {"replay_id": driver.replay["replay_id"]} if driver.replay is not None else {}
+        return {}
     session = tenant.table(browsers.TABLE).get(session_id or "")
     if session is not None:
         browsers.end(tenant, session, "login_finished", at=at)
@@ -152,7 +152,8 @@ class Driver:
 
         tenant, session = self.tenant, self.session
         try:
-            if self.ended_at is None:
+            if self.ended_at is None or self.record_session:
+                # A recorded flow that ended before its browser was up is still played and recorded.
                 await self._start()
             while True:
                 self._settle()
@@ -163,7 +164,7 @@ class Driver:
                 if self.ended_at is not None or not self._usable():
                     break
                 wanted = self._flow_page()
-                if wanted is not None and wanted != self.shown:
+                if wanted is not None and wanted != self.shown and self.ended_at is None:
                     await self._step(f"opening {wanted}", self._show(wanted))
                 await self._idle()
             if self.ended_at is None:  # the session ended under the flow: the flow goes on without it
@@ -198,7 +199,17 @@ class Driver:
                 )
             except Exception as exc:
                 self._failed("starting the recording", exc)
+            else:
+                self._note_replay()
         await self._step("reading the login page", self._read_step(live.page))
+
+    def _note_replay(self) -> None:
+        """The flow's timeline entry names its replay from the moment the recording starts."""
+        record = self.tenant.table("auth_connections").get(self.connection_id) or {}
+        for entry in reversed(record.get("_timeline") or []):
+            if entry.get("browser_session_id") == self.session["session_id"]:
+                entry["replay_id"] = self.replay["replay_id"]
+                break
 
     def _usable(self) -> bool:
         from console.sandbox.resources import browsers
