@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from console.sandbox import engine
@@ -46,6 +46,7 @@ POLL_SECONDS = 0.25
 STEP_TIMEOUT = 10.0  # seconds one mirrored step may take
 SETTLE_TIMEOUT = 5.0  # seconds for the page to land after a submit (redirects are their own navigations)
 HOLD_SECONDS = 1.0  # the page after the last step stays this long in the recording
+PAST_SECONDS = 5.0  # a flow that started longer ago than this (on the tenant clock) is history
 
 _drivers: dict[str, Driver] = {}
 _tasks: set[asyncio.Task] = set()
@@ -84,13 +85,16 @@ def open_for_flow(tenant: Tenant, connection: dict, at: datetime, ttl: float, re
         start_url=login_url(connection),
         telemetry=set(TELEMETRY),
     )
-    if at < tenant.now():  # a flow started in the past (demo data, a health check caught up)
+    # A flow started in the past (demo data, a health check caught up after a clock move) is not recorded
+    # after the fact; its browser only shows where the flow is, if it is still running.
+    past = tenant.now() - at > timedelta(seconds=PAST_SECONDS)
+    if at < tenant.now():
         session.update(created_at=rfc3339(at), _last_activity=at)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return session
-    driver = Driver(tenant, connection["id"], session, record_session)
+    driver = Driver(tenant, connection["id"], session, record_session and not past)
     _drivers[session["session_id"]] = driver
     task = loop.create_task(driver.run())
     _tasks.add(task)
@@ -152,9 +156,10 @@ class Driver:
 
         tenant, session = self.tenant, self.session
         try:
-            if self.ended_at is None or self.record_session:
-                # A recorded flow that ended before its browser was up is still played and recorded.
-                await self._start()
+            if self.ended_at is not None and not self.record_session:
+                return  # over before its browser was up, and nothing to record: no browser at all
+            # A recorded flow that ended before its browser was up is still played and recorded.
+            await self._start()
             while True:
                 self._settle()
                 if self.actions and self._usable():
