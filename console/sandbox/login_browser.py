@@ -17,8 +17,11 @@
   browser failure never breaks the flow (it goes on; the failure is a ``monitor_init_failed`` telemetry event
   of the session, naming the step, never a value).
 - With ``record_session`` the session is recorded from the flow's start to its finish by the replays'
-  recorder (``browser_replays.begin``); the replay's id is on the flow's timeline entry when the flow ends.
-  The session ends with the flow (``deleted_at`` is the flow's end), a moment after the last page showed.
+  recorder (``browser_replays.begin``); the flow's timeline entry names the replay from the moment the
+  recording starts. A recorded flow that ended before its browser was up (a stored credential logs in
+  within a second) is still played into the page and recorded, a moment later; a flow that started in
+  the past (demo data, a health check caught up after a clock move) is not recorded after the fact. The
+  session ends with the flow (``deleted_at`` is the flow's end), a moment after the last page showed.
 - The flow's ``live_view_url`` is the session's read-only live view (``live_view``); the hosted page shows
   it too.
 - Under the simulated engine no login runs a browser: no session, no live view, no replay.

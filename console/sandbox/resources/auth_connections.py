@@ -12,6 +12,10 @@ clock advance), push approvals, flow expiry at ``flow_expires_at``, and health c
 ``health_check_interval`` seconds with automatic re-auth. The events stream wakes itself for the next
 transition, on clock moves and on the connection's topic ``auth:<id>``.
 
+Under the Chromium engine a flow also runs in a real browser session (``login_browser``): created by
+``start_flow``, told of every accepted submit and push approval (``login_browser.submitted``), ended by
+``_finish``. The state machine here stays the source of truth; the browser only mirrors it.
+
 Choices the notes leave open (documented in docs/sandbox-sites.md):
 - a submit outside an IN_PROGRESS flow, or while the flow is not waiting for input, is 409
   ``flow_not_awaiting_input``; a stale ``interaction_id`` is 409 ``interaction_id_mismatch``;
