@@ -257,3 +257,29 @@ def test_it_keeps_the_flow_going_when_its_session_is_deleted(real):
     answer(real, record, email="ops@acme.example", password="pw-ok")
     assert finished(real, cid)["flow_status"] == "SUCCESS"
     assert connection(real, cid)["status"] == "AUTHENTICATED"
+
+
+def navigations(tenant, sid) -> list[str]:
+    response = tenant.call(
+        "GET", f"/browsers/{sid}/telemetry/events", params={"limit": 100, "category": "page", "since": "1h"}
+    )
+    assert response.status_code == 200, response.text
+    return [
+        e["event"]["data"].get("url", "") for e in response.json() if e["event"]["type"] == "page_navigation"
+    ]
+
+
+def test_it_moves_the_site_past_its_push_page_when_the_flow_is_approved(real):
+    cid, flow = start(real, "push.example.com")
+    sid = flow["live_view_url"].split("/_sandbox/live/")[1].split("?")[0]
+    record = waiting(real, cid)
+    answer(real, record, email="ops@acme.example", password="pw-ok")
+    waiting(real, cid, step="AWAITING_EXTERNAL_ACTION")
+    real.advance(21)  # the phone approves on the tenant clock; the site's own timer runs on real time
+    assert finished(real, cid)["flow_status"] == "SUCCESS"
+    # The session's own telemetry (its page category): the real site went from its form to the signed-in page.
+    seen = until(
+        lambda: (urls := navigations(real, sid)) and urls[-1] == "https://push.example.com/home" and urls,
+        what="the signed-in page",
+    )
+    assert seen[0] == "https://push.example.com/login"
