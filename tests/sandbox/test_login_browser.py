@@ -283,3 +283,32 @@ def test_it_moves_the_site_past_its_push_page_when_the_flow_is_approved(real):
         what="the signed-in page",
     )
     assert seen[0] == "https://push.example.com/login"
+
+
+def test_it_records_a_login_that_a_credential_finishes_before_the_browser_is_up(real, tmp_path):
+    credential = {
+        "name": "totp-login",
+        "domain": "totp.example.com",
+        "values": {"username": "ops@acme.example", "password": "s3cret-Vault!"},
+        "totp_secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP",
+    }
+    assert real.call("POST", "/credentials", json=credential).status_code == 201
+    cid, flow = start(real, "totp.example.com", record_session=True, credential={"name": "totp-login"})
+    sid = flow["live_view_url"].split("/_sandbox/live/")[1].split("?")[0]
+    assert finished(real, cid)["flow_status"] == "SUCCESS"
+    entry = until(
+        lambda: (e := real.call("GET", f"/auth/connections/{cid}/timeline").json()[0]).get("replay_id") and e,
+        what="the replay on the timeline",
+    )
+    replay = until(
+        lambda: [r for r in real.call("GET", f"/browsers/{sid}/replays").json() if r.get("finished_at")],
+        seconds=60,
+        what="the encoded replay",
+    )[0]
+    assert replay["replay_id"] == entry["replay_id"]
+    path = tmp_path / "reauth.mp4"
+    path.write_bytes(real.call("GET", f"/browsers/{sid}/replays/{replay['replay_id']}", timeout=60).content)
+    first, last = frame_at(path, "0", 1280, 800), frame_at(path, "-0.3", 1280, 800)
+    assert first != last and min(rgb(last, 1280, 1270, 790)) > 240
+    urls = navigations(real, sid)
+    assert urls[0] == "https://totp.example.com/login" and urls[-1] == "https://totp.example.com/home"
