@@ -6,8 +6,11 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 SANDBOX_PORT ?= 8100
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
+# The sandbox's saved state (SQLite, 0600; its files beside it in .run/sandbox.sqlite3.files): what an
+# operator creates survives a restart. `make sandbox-reset` starts fresh. Set only for run/sandbox.
+SANDBOX_STATE ?= .run/sandbox.sqlite3
 
-.PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox clean
+.PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox sandbox-reset clean
 
 $(BIN)/.installed: requirements/base.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
@@ -33,7 +36,7 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo --url http://127.0.0.1:$(PORT)/
 	@set -m; \
-	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
+	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \
 	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
 	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
@@ -104,7 +107,11 @@ screenshots: install-dev
 	$(BIN)/python -m tests.screenshots --dark $(SCREENSHOTS_ARGS)
 
 sandbox: install
-	$(BIN)/python manage.py sandbox --port $(SANDBOX_PORT)
+	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python manage.py sandbox --port $(SANDBOX_PORT)
+
+# sandbox-reset: forget the sandbox's saved state (stop the sandbox first); the next start seeds the demo anew.
+sandbox-reset: install
+	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python -c "from console.sandbox.server import reset_state; reset_state()"
 
 clean:
 	rm -rf $(VENV) staticfiles

@@ -47,7 +47,8 @@ def start_sandbox(**settings: str) -> tuple[str, subprocess.Popen]:
     """A sandbox process on a free port with extra environment settings; stop it with ``stop_sandbox``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, **settings}
+    # In memory unless a test gives SANDBOX_STATE (a developer's .env must never reach the test sandbox).
+    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, "SANDBOX_STATE": "", **settings}
     process = subprocess.Popen(
         [sys.executable, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env
     )

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import cdp_proxy, control, engine, live_view
+from console.sandbox import cdp_proxy, control, engine, live_view, store
 from console.sandbox.resources import RESOURCES
 from console.sandbox.state import registry
 
@@ -56,21 +59,97 @@ async def index(request: Request):
     )
 
 
+log = logging.getLogger("console.sandbox")
+
+
+def _save(only=None) -> None:
+    """Write the state (``SANDBOX_STATE``) if there is a file; a failure is logged, never an answer's."""
+    if store.current is None:
+        return
+    try:
+        store.current.save(registry, only)
+    except Exception:
+        log.exception("could not save the sandbox state to %s", store.current.path)
+
+
+async def _save_periodically() -> None:
+    tick = 0
+    while True:
+        await asyncio.sleep(store.SAVE_INTERVAL)
+        tick += 1
+        if tick % store.FULL_SAVE_EVERY == 0:
+            store.current.touched.clear()
+            _save()
+        elif store.current.touched:
+            touched, store.current.touched = store.current.touched, set()
+            _save(touched)
+
+
+def _bearer(scope) -> str | None:
+    """The request's API key: a request changes its own tenant only (tenant creation has none)."""
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
+class SaveAfterChanges:
+    """With a state file, every request that may change state is saved before its answer starts."""
+
+    READS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or store.current is None:
+            return await self.app(scope, receive, send)
+        key = _bearer(scope)
+        if key:
+            store.current.touched.add(key)
+        if scope["method"] in self.READS:
+            return await self.app(scope, receive, send)
+
+        async def send_after_saving(message):
+            if message["type"] == "http.response.start":
+                _save([key] if key else store.current.unsaved(registry))
+            await send(message)
+
+        return await self.app(scope, receive, send_after_saving)
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app: Starlette):
+    saver = asyncio.get_running_loop().create_task(_save_periodically()) if store.current else None
     yield
+    if saver is not None:
+        saver.cancel()
+        # Running browsers go to standby first, so their URL and storage are what the next start wakes.
+        browsers = engine.get()
+        for live in list(browsers.lives.values()):
+            with contextlib.suppress(Exception):
+                await browsers.standby(live)
+        _save()
     # Stopping the sandbox stops every browser it started.
     await engine.get().shutdown()
+    if store.current is not None:
+        _save()  # profiles that kept a session's storage on the way out
+        store.current.close()
 
 
 def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
+    # With SANDBOX_STATE, what the last run saved comes back first: the demo tenant is seeded only once.
+    store.open_configured(registry)
     if demo_key and registry.get(demo_key) is None:
         registry.create(demo_key, demo=True)
+        _save()
     routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes, *live_view.routes]
     for module in RESOURCES:
         routes.extend(module.routes)
     return Starlette(
         routes=routes,
+        middleware=[Middleware(SaveAfterChanges)],
         exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )

@@ -150,6 +150,7 @@ class Engine:
         self._linger: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._root: Path | None = None
+        self._root_kept = False
         self._waking = 0
         self._admission = asyncio.Lock()
 
@@ -184,8 +185,9 @@ class Engine:
         live = self.lives.get(record["session_id"])
         if live is None:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
-            live.url = record.get("start_url")
-            live.storage = _profile_state(tenant, record)
+            # After a restart (console/sandbox/store.py): the URL and storage kept at the last save.
+            live.url = record.get("_kept_url") or record.get("start_url")
+            live.storage = record.get("_kept_storage") or _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.
             live.own_browser = bool(record.get("extensions"))
             self.lives[live.session_id] = live
@@ -429,7 +431,7 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
             self._playwright = None
-        if self._root is not None:
+        if self._root is not None and not self._root_kept:
             shutil.rmtree(self._root, ignore_errors=True)
 
     # Processes --------------------------------------------------------------------------------------
@@ -526,7 +528,15 @@ class Engine:
 
     def root(self) -> Path:
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
+            from console.sandbox import store
+
+            kept = store.files_root()  # with SANDBOX_STATE, replays outlive the process
+            self._root_kept = kept is not None
+            if kept is not None:
+                self._root = kept / "browsers"
+                self._root.mkdir(mode=0o700, exist_ok=True)
+            else:
+                self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
         return self._root
 
     async def _close_shared(self) -> None:

@@ -6,9 +6,11 @@ import argparse
 import logging
 import os
 import re
+import sys
 
 import uvicorn
 
+from console.sandbox import store
 from console.sandbox.app import build_app
 from console.sandbox.http import StreamDropped
 
@@ -37,8 +39,29 @@ def serve(host: str = "127.0.0.1", port: int = 8100, *, log_level: str = "warnin
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     for name in ("uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).addFilter(_RedactTokens())
-    uvicorn.run(
-        build_app(), host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=2
+    try:
+        app = build_app()
+    except store.StateError as exc:
+        # A clear sentence, not a traceback: the operator decides whether to move the file or reset it.
+        print(f"sandbox: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=2)
+
+
+def reset_state(out=sys.stdout) -> None:
+    """``--reset``: the state file and its files go, so this start seeds a fresh demo."""
+    path = store.configured_path()
+    if path is None:
+        print("SANDBOX_STATE is not set: the sandbox keeps its state in memory, nothing to reset", file=out)
+        return
+    try:
+        removed = store.reset(path)
+    except store.StateError as exc:
+        print(f"sandbox: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(
+        f"Sandbox state reset ({len(removed)} removed at {path})" if removed else f"No state at {path}",
+        file=out,
     )
 
 
@@ -47,5 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default=os.environ.get("SANDBOX_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "8100")))
     parser.add_argument("--log-level", default=os.environ.get("SANDBOX_LOG_LEVEL", "warning"))
+    parser.add_argument(
+        "--reset", action="store_true", help="remove the saved state (SANDBOX_STATE) first: start fresh"
+    )
     args = parser.parse_args(argv)
+    if args.reset:
+        reset_state()
     serve(args.host, args.port, log_level=args.log_level)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, relay
+from tests.bench import browsers, harness, pages, persistence, relay
 
-SUITES = {"pages": pages.run, "relay": relay.run, "browsers": browsers.run}
+SUITES = {"pages": pages.run, "relay": relay.run, "browsers": browsers.run, "persistence": persistence.run}
 DOC = harness.ROOT / "docs" / "benchmarks.md"
 
 

@@ -39,7 +39,7 @@ def sandbox():
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # The existing figures measure the console and relay against simulated sessions.
-    env = {**os.environ, "SANDBOX_ENGINE": "simulated"}
+    env = {**os.environ, "SANDBOX_ENGINE": "simulated", "SANDBOX_STATE": ""}  # throwaway: in memory
     proc = subprocess.Popen([PY, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env)
     try:
         wait_for(f"{url}/_sandbox/health", proc)

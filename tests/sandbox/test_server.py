@@ -11,7 +11,7 @@ from tests.sandbox_fixtures import ROOT, free_port, new_tenant, start_sandbox, s
 
 def test_it_never_logs_the_tokens_of_live_view_cdp_or_replay_urls():
     port = free_port()
-    env = {**os.environ, "SANDBOX_ENGINE": "simulated", "SANDBOX_LOG_LEVEL": "info"}
+    env = {**os.environ, "SANDBOX_ENGINE": "simulated", "SANDBOX_LOG_LEVEL": "info", "SANDBOX_STATE": ""}
     process = subprocess.Popen(
         [sys.executable, "-m", "console.sandbox", "--port", str(port)],
         cwd=ROOT,

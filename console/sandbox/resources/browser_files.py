@@ -73,7 +73,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import confine, rooted
+from console.sandbox import confine, rooted, store
 from console.sandbox.errors import ApiError, conflict, invalid
 from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
 from console.sandbox.state import Tenant, new_id, rfc3339
@@ -99,11 +99,20 @@ _temp_root: Path | None = None
 
 
 def temp_root() -> Path:
-    """The per-process directory holding every session's filesystem (removed at exit)."""
+    """The directory holding every session's filesystem: a temporary one removed at exit, or beside the
+    state file with ``SANDBOX_STATE``."""
     global _temp_root
     if _temp_root is None:
-        _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
-        atexit.register(shutil.rmtree, _temp_root, True)
+        kept = store.files_root()  # with SANDBOX_STATE, sessions' files outlive the process
+        if kept is not None:
+            _temp_root = (kept / "fs").resolve()
+            _temp_root.mkdir(mode=0o700, exist_ok=True)
+            if confine.identity() is not None:
+                kept.chmod(0o711)  # the commands' identity must pass through to its session directory
+                store.warn_if_unreachable(kept)
+        else:
+            _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
+            atexit.register(shutil.rmtree, _temp_root, True)
         if confine.identity() is not None:
             _temp_root.chmod(0o711)  # the commands' identity reaches its session directory, lists nothing
     return _temp_root
