@@ -159,38 +159,42 @@ class Driver:
 
         tenant, session = self.tenant, self.session
         try:
-            if self.ended_at is not None and not self.record_session:
-                return  # over before its browser was up, and nothing to record: no browser at all
-            # A recorded flow that ended before its browser was up is still played and recorded.
-            await self._start()
-            while True:
-                self._settle()
-                if self.actions and self._usable():
-                    page, action = self.actions.pop(0)
-                    await self._step(f"mirroring a submit on {page}", self._mirror(page, action))
-                    continue
-                if self.ended_at is not None or not self._usable():
-                    break
-                wanted = self._flow_page()
-                if wanted is not None and wanted != self.shown and self.ended_at is None:
-                    await self._step(f"opening {wanted}", self._show(wanted))
-                await self._idle()
-            if self.ended_at is None:  # the session ended under the flow: the flow goes on without it
-                while self.ended_at is None and self.tenant.table("auth_connections").get(self.connection_id):
-                    self._settle()
-                    await self._idle()
-            elif self.replay is not None:
-                await asyncio.sleep(HOLD_SECONDS)
-        except asyncio.CancelledError:
+            # Over before its browser was up, and nothing to record: no browser at all. A recorded flow
+            # that ended before its browser was up is still played and recorded.
+            if self.ended_at is None or self.record_session:
+                await self._drive()
+        except asyncio.CancelledError:  # the sandbox is stopping: ending the session stops the recording
+            _drivers.pop(session["session_id"], None)
+            browsers.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
             raise
         except Exception as exc:  # never let a browser failure escape into the flow
             self._failed("driving the login", exc)
-        finally:
-            _drivers.pop(session["session_id"], None)
-            if self.replay is not None:
-                with contextlib.suppress(Exception):
-                    await browser_replays.finish(tenant, session, self.replay)
-            browsers.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
+        _drivers.pop(session["session_id"], None)
+        if self.replay is not None:
+            with contextlib.suppress(Exception):
+                await browser_replays.finish(tenant, session, self.replay)
+        browsers.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
+
+    async def _drive(self) -> None:
+        await self._start()
+        while True:
+            self._settle()
+            if self.actions and self._usable():
+                page, action = self.actions.pop(0)
+                await self._step(f"mirroring a submit on {page}", self._mirror(page, action))
+                continue
+            if self.ended_at is not None or not self._usable():
+                break
+            wanted = self._flow_page()
+            if wanted is not None and wanted != self.shown:
+                await self._step(f"opening {wanted}", self._show(wanted))
+            await self._idle()
+        if self.ended_at is None:  # the session ended under the flow: the flow goes on without it
+            while self.ended_at is None and self.tenant.table("auth_connections").get(self.connection_id):
+                self._settle()
+                await self._idle()
+        elif self.replay is not None:
+            await asyncio.sleep(HOLD_SECONDS)
 
     async def _start(self) -> None:
         from console.sandbox.resources import browser_replays

@@ -312,3 +312,24 @@ def test_it_records_a_login_that_a_credential_finishes_before_the_browser_is_up(
     assert first != last and min(rgb(last, 1280, 1270, 790)) > 240
     urls = navigations(real, sid)
     assert urls[0] == "https://totp.example.com/login" and urls[-1] == "https://totp.example.com/home"
+
+
+def test_it_ends_the_session_of_an_unrecorded_login_with_the_flow(real):
+    credential = {
+        "name": "plain-login",
+        "domain": "plain.example.com",
+        "values": {"username": "ops@acme.example", "password": "s3cret-Vault!"},
+    }
+    assert real.call("POST", "/credentials", json=credential).status_code == 201
+    cid, flow = start(real, "plain.example.com", credential={"name": "plain-login"})
+    sid = flow["live_view_url"].split("/_sandbox/live/")[1].split("?")[0]
+    assert finished(real, cid)["flow_status"] == "SUCCESS"
+    entry = real.call("GET", f"/auth/connections/{cid}/timeline").json()[0]
+    ended = until(
+        lambda: (
+            real.call("GET", f"/browsers/{sid}", params={"include_deleted": "true"}).json().get("deleted_at")
+        ),
+        what="the session's end",
+    )
+    assert ended == entry["updated_at"] and "replay_id" not in entry
+    assert real.call("GET", f"/browsers/{sid}/replays").json() == []
