@@ -1099,7 +1099,7 @@ def _find_anywhere(predicate) -> tuple[Tenant, dict] | None:
     return None
 
 
-def _stand_in(title: str, lines: list[str], *, frame: str | None = None) -> HTMLResponse:
+def _sandbox_page(title: str, lines: list[str], *, frame: str | None = None) -> HTMLResponse:
     items = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     if frame is not None:
         items += (
@@ -1129,16 +1129,16 @@ async def hosted_page(request: Request):
     if found is not None:
         settle(*found)
     if found is None or found[1].get("flow_status") != "IN_PROGRESS":
-        return _stand_in("Login flow not running", ["This hosted login page has no flow in progress."])
+        return _sandbox_page("Login flow not running", ["This hosted login page has no flow in progress."])
     tenant, record = found
     title = f"Sign in to {record['domain']} (sandbox hosted login)"
     lines = [f"Profile: {record['profile_name']}. Step: {record['flow_step']}."]
     session = _session_of(tenant, record)
     if session is None:
         lines.append("Simulated browser: no live view. Answer the flow from the console.")
-        return _stand_in(title, lines)
+        return _sandbox_page(title, lines)
     lines.append("The login browser, live (view only). Answer the flow from the console.")
-    return _stand_in(title, lines, frame=login_browser.live_view_path(session))
+    return _sandbox_page(title, lines, frame=login_browser.live_view_path(session))
 
 
 async def live_view(request: Request):
@@ -1147,12 +1147,12 @@ async def live_view(request: Request):
     session_id = request.path_params["session_id"]
     found = _find_anywhere(lambda r: r.get("browser_session_id") == session_id)
     if found is None:
-        return _stand_in("Live view ended", ["This browser session is no longer running."])
+        return _sandbox_page("Live view ended", ["This browser session is no longer running."])
     tenant, record = found
     session = _session_of(tenant, record)
     if session is not None:
         return RedirectResponse(login_browser.live_view_path(session), status_code=303)
-    return _stand_in(
+    return _sandbox_page(
         f"Live view of {session_id} (sandbox)",
         [f"Simulated browser: no live view. The flow is on {record['domain']}, step {record['flow_step']}."],
     )
