@@ -12,6 +12,10 @@ clock advance), push approvals, flow expiry at ``flow_expires_at``, and health c
 ``health_check_interval`` seconds with automatic re-auth. The events stream wakes itself for the next
 transition, on clock moves and on the connection's topic ``auth:<id>``.
 
+Under the Chromium engine a flow also runs in a real browser session (``login_browser``): created by
+``start_flow``, told of every accepted submit and push approval (``login_browser.submitted``), ended by
+``_finish``. The state machine here stays the source of truth; the browser only mirrors it.
+
 Choices the notes leave open (documented in docs/sandbox-sites.md):
 - a submit outside an IN_PROGRESS flow, or while the flow is not waiting for input, is 409
   ``flow_not_awaiting_input``; a stale ``interaction_id`` is 409 ``interaction_id_mismatch``;
@@ -33,9 +37,10 @@ import struct
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
+from console.sandbox import login_browser
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.http import (
     endpoint,
@@ -51,7 +56,7 @@ from console.sandbox.http import (
 )
 from console.sandbox.resources import projects
 from console.sandbox.resources.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
-from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+from console.sandbox.state import Tenant, new_id, registry, rfc3339
 
 TABLE = "auth_connections"
 DISCOVER_SECONDS = 0.6
@@ -348,8 +353,6 @@ def _add_timeline(record: dict, entry: dict) -> dict:
 
 def _touch_flow_entry(record: dict, at: datetime, **changes) -> None:
     flow = record.get("_flow") or {}
-    if changes.get("step") and flow.get("record_session"):
-        flow.setdefault("steps", []).append((at, changes["step"]))
     entry = _timeline_entry(record, flow.get("timeline_id"))
     if entry is not None:
         entry.update({k: v for k, v in changes.items() if v is not None}, updated_at=rfc3339(at))
@@ -366,7 +369,10 @@ def start_flow(
 ) -> None:
     if record.get("flow_status") == "IN_PROGRESS":
         _finish(tenant, record, at, "CANCELED", "superseded", "A newer login replaced this flow.")
-    session_id = new_id("bs")
+    recording = record["record_session"] if record_session is None else record_session
+    # A real browser session under the Chromium engine (login_browser); none under the simulated one.
+    session = login_browser.open_for_flow(tenant, record, at, ttl, recording)
+    session_id = session["session_id"] if session is not None else new_id("bs")
     entry = _add_timeline(
         record,
         {
@@ -386,8 +392,12 @@ def start_flow(
         "values": {},
         "auto_blocked": False,
         "timeline_id": entry["id"],
-        "record_session": record["record_session"] if record_session is None else record_session,
+        "record_session": recording,
     }
+    if session is not None:
+        session["name"] = f"login {record['domain']} {entry['id']}"
+    live_view = f"/_hosted/live/{session_id}" if session is None else login_browser.live_view_path(session)
+
     record.update({key: None for key in FLOW_FIELDS})
     record.update(
         flow_type=flow_type,
@@ -395,7 +405,7 @@ def start_flow(
         flow_step="DISCOVERING",
         flow_expires_at=rfc3339(at + timedelta(seconds=ttl)),
         hosted_url=f"/_hosted/auth/{record['id']}",
-        live_view_url=f"/_hosted/live/{session_id}",
+        live_view_url=live_view,
         browser_session_id=session_id,
     )
 
@@ -474,6 +484,7 @@ def _submit(tenant: Tenant, record: dict, action: tuple[str, object], at: dateti
                     if spec.type in ("identifier", "password", "text") and payload.get(spec.id):
                         flow["values"][spec.ref] = payload[spec.id]
             following = ("page", page.next) if page.next != DONE else ("done",)
+    login_browser.submitted(record, flow["page"], action)
     flow.update(next=following, due=at + timedelta(seconds=SUBMIT_SECONDS))
     record.update({key: None for key in PAUSE_FIELDS})
     record["flow_step"] = "SUBMITTING"
@@ -500,6 +511,7 @@ def _advance_flow(tenant: Tenant, record: dict, at: datetime) -> None:
             record["flow_step"] = "SUBMITTING"
             nxt = ("page", page.approve_next) if page.approve_next != DONE else ("done",)
             flow.update(next=nxt, due=at + timedelta(seconds=SUBMIT_SECONDS))
+            login_browser.submitted(record, flow["page"], ("approve", None))
             _touch_flow_entry(record, at, step="SUBMITTING")
         case "done":
             _succeed(tenant, record, at)
@@ -526,6 +538,7 @@ def _succeed(tenant: Tenant, record: dict, at: datetime) -> None:
 
 def _finish(tenant, record: dict, at: datetime, status: str, error_code=None, error_message=None) -> None:
     flow = record["_flow"]
+    session_id = record.get("browser_session_id")
     record.update({key: None for key in PAUSE_FIELDS})
     record.update(
         flow_status=status,
@@ -541,38 +554,9 @@ def _finish(tenant, record: dict, at: datetime, status: str, error_code=None, er
     _touch_flow_entry(
         record, at, status=status, step=step, error_code=error_code, error_message=error_message
     )
-    if flow.get("record_session"):
-        _touch_flow_entry(record, at, **_recorded_session(tenant, record, at))
+    # The flow's browser session (real engine) ends with it; its replay joins the timeline entry.
+    _touch_flow_entry(record, at, **login_browser.flow_ended(tenant, session_id, at))
     flow.update(due=None, next=None, values={})
-
-
-def _recorded_session(tenant: Tenant, record: dict, at: datetime) -> dict:
-    """A login whose connection records sessions leaves its browser session (ended with the flow) and a
-    replay of it, as ``GET /browsers/{browser_session_id}/replays`` finds them. The flow runs no browser
-    here: the video shows the steps it went through, one title card each (browser_replays.stand_in)."""
-    from console.sandbox.resources import browser_replays, browsers
-
-    entry = _timeline_entry(record, record["_flow"].get("timeline_id"))
-    if entry is None or not entry.get("browser_session_id"):
-        return {}
-    started = parse_time(entry["timestamp"])
-    session = browsers.new_browser_record(
-        tenant, record["_project"], headless=False, timeout_seconds=FLOW_TTL_SECONDS, telemetry=None
-    )
-    table = tenant.table(browsers.TABLE)
-    del table[session["session_id"]]
-    session.update(
-        session_id=entry["browser_session_id"],
-        created_at=rfc3339(started),
-        name=f"login {record['domain']} {entry['id']}",
-        tags={"auth_connection": record["id"]},
-        _engine="managed_auth",
-    )
-    table[session["session_id"]] = session
-    browsers.end(tenant, session, "login_finished", at=at)
-    steps = [(started, "DISCOVERING"), *record["_flow"].get("steps", [])]
-    replay = browser_replays.stand_in(session, started, at, record["domain"], steps)
-    return {"replay_id": replay["replay_id"], "telemetry_captured": False}
 
 
 def _health_check(tenant: Tenant, record: dict, at: datetime) -> None:
@@ -635,6 +619,9 @@ def settle(tenant: Tenant, record: dict, until: datetime | None = None) -> bool:
 
 def _publish(tenant: Tenant, record: dict) -> None:
     tenant.topic(f"auth:{record['id']}").publish(state_frame(None, record, tenant.now()))
+
+
+publish = _publish  # for the login browser's driver, which settles its flow as time passes
 
 
 # Validation --------------------------------------------------------------------------------------
@@ -1099,47 +1086,75 @@ async def control_expire_session(request: Request):
     return ok(render(request, record))
 
 
-# The hosted login page and live view are the service's own web pages; the sandbox shows a stand-in.
+# The hosted login page and the live view are the service's own web pages. Under the Chromium engine the
+# flow's browser is real: the live view is the sandbox's read-only live view of that session, and the
+# hosted page shows it. Under the simulated engine there is no browser to show, and the pages say so.
 
 
-def _find_anywhere(predicate) -> dict | None:
+def _find_anywhere(predicate) -> tuple[Tenant, dict] | None:
     for tenant in registry.tenants.values():
         for record in tenant.table(TABLE).values():
             if predicate(record):
-                return record
+                return tenant, record
     return None
 
 
-def _stand_in(title: str, lines: list[str]) -> HTMLResponse:
+def _sandbox_page(title: str, lines: list[str], *, frame: str | None = None) -> HTMLResponse:
     items = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    if frame is not None:
+        items += (
+            f"<iframe src='{html.escape(frame)}' title='The login browser (live, view only)' "
+            "width=1280 height=800 style='max-width:100%;border:1px solid #888'></iframe>"
+        )
+    policy = "default-src 'none'; style-src 'unsafe-inline'" + ("; frame-src 'self'" if frame else "")
     return HTMLResponse(
         f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>"
         f"<h1>{html.escape(title)}</h1>{items}",
-        headers={"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store"},
+        headers={"Content-Security-Policy": policy, "Cache-Control": "no-store"},
     )
+
+
+def _session_of(tenant: Tenant, record: dict) -> dict | None:
+    """The flow's real browser session, while it runs (Chromium engine only)."""
+    from console.sandbox.resources import browsers
+
+    session = tenant.table(browsers.TABLE).get(record.get("browser_session_id") or "")
+    if session is None or session.get("_engine") != "chromium" or not browsers.is_active(tenant, session):
+        return None
+    return session
 
 
 async def hosted_page(request: Request):
-    record = _find_anywhere(lambda r: r["id"] == request.path_params["id"])
-    if record is None or record.get("flow_status") != "IN_PROGRESS":
-        return _stand_in("Login flow not running", ["This hosted login page has no flow in progress."])
-    return _stand_in(
-        f"Sign in to {record['domain']} (sandbox hosted login)",
-        [
-            f"Profile: {record['profile_name']}. Step: {record['flow_step']}.",
-            "The sandbox does not render the site itself: answer the flow from the console.",
-        ],
-    )
+    found = _find_anywhere(lambda r: r["id"] == request.path_params["id"])
+    if found is not None:
+        settle(*found)
+    if found is None or found[1].get("flow_status") != "IN_PROGRESS":
+        return _sandbox_page("Login flow not running", ["This hosted login page has no flow in progress."])
+    tenant, record = found
+    title = f"Sign in to {record['domain']} (sandbox hosted login)"
+    lines = [f"Profile: {record['profile_name']}. Step: {record['flow_step']}."]
+    session = _session_of(tenant, record)
+    if session is None:
+        lines.append("Simulated browser: no live view. Answer the flow from the console.")
+        return _sandbox_page(title, lines)
+    lines.append("The login browser, live (view only). Answer the flow from the console.")
+    return _sandbox_page(title, lines, frame=login_browser.live_view_path(session))
 
 
 async def live_view(request: Request):
+    """The flow's live view under the simulated engine (a real flow's ``live_view_url`` is the sandbox's
+    live view of its session, where this page sends an old link)."""
     session_id = request.path_params["session_id"]
-    record = _find_anywhere(lambda r: r.get("browser_session_id") == session_id)
-    if record is None:
-        return _stand_in("Live view ended", ["This browser session is no longer running."])
-    return _stand_in(
+    found = _find_anywhere(lambda r: r.get("browser_session_id") == session_id)
+    if found is None:
+        return _sandbox_page("Live view ended", ["This browser session is no longer running."])
+    tenant, record = found
+    session = _session_of(tenant, record)
+    if session is not None:
+        return RedirectResponse(login_browser.live_view_path(session), status_code=303)
+    return _sandbox_page(
         f"Live view of {session_id} (sandbox)",
-        [f"The browser is on {record['domain']}, step {record['flow_step']}."],
+        [f"Simulated browser: no live view. The flow is on {record['domain']}, step {record['flow_step']}."],
     )
 
 

@@ -20,9 +20,10 @@ Choices where the notes leave room (the lead copies them into the docs):
   ``GET /browsers/{id}/replays[/{replay_id}]`` find deleted sessions too. The download of a replay still
   recording is 409 ``replay_in_progress``.
 - ``replay_view_url`` is a sandbox page with a ``<video>`` of the replay, its own token in the URL.
-- A managed-auth login of a connection with ``record_session`` leaves an ended browser session (its
-  ``browser_session_id``) with one replay (its ``replay_id``) on the timeline. The flow runs no browser in
-  the sandbox, so that video shows the steps the login went through as title cards, at their moments.
+- A managed-auth login of a connection with ``record_session`` runs in a real session of its own
+  (``login_browser``) and is recorded from the flow's start to its finish by this recorder (``begin``);
+  its ``replay_id`` is on the login's timeline entry. Under the simulated engine a login runs no browser
+  and has no replay: nothing is drawn in place of a browser.
 """
 
 from __future__ import annotations
@@ -232,6 +233,38 @@ async def _quietly(coroutine) -> None:
         await coroutine
 
 
+async def begin(tenant: Tenant, record: dict, live, framerate: int, duration: int) -> dict:
+    """Start recording the running session ``live`` (its page's screencast): the new replay."""
+    replay_id = new_id("rep")
+    directory = engine.get().root() / "replays" / replay_id
+    directory.mkdir(parents=True)
+    recorder = Recorder(live, directory, framerate)
+    live.attached += 1
+    try:
+        await recorder.start()
+    except ApiError:
+        live.attached -= 1
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    replay = {
+        "replay_id": replay_id,
+        "started_at": tenant.now(),
+        "finished_at": None,
+        "token": secrets.token_urlsafe(24),
+        "_recorder": recorder,
+    }
+    _replays(record)[replay_id] = replay
+    recorder.timer = asyncio.get_running_loop().call_later(
+        duration, lambda: asyncio.ensure_future(_quietly(finish(tenant, record, replay)))
+    )
+    return replay
+
+
+def available(record: dict) -> bool:
+    """Whether the session can record: a real browser, and ffmpeg to encode its screencast."""
+    return record.get("_engine") == "chromium" and shutil.which(FFMPEG) is not None
+
+
 # Endpoints -----------------------------------------------------------------------------------------
 
 
@@ -259,7 +292,7 @@ async def start_replay(request: Request):
         errors["record_audio"] = "must be true or false"
     if errors:
         raise invalid("the replay settings are not valid", **errors)
-    if record.get("_engine") != "chromium" or shutil.which(FFMPEG) is None:
+    if not available(record):
         raise conflict(
             "replays need a real browser and ffmpeg; this session is simulated or ffmpeg is missing",
             code="replays_unavailable",
@@ -267,28 +300,7 @@ async def start_replay(request: Request):
     if any(r.get("_recorder") is not None for r in _replays(record).values()):
         raise conflict("this session is already recording a replay", code="replay_in_progress")
     live = await engine.get().live(tenant, record)
-    replay_id = new_id("rep")
-    directory = engine.get().root() / "replays" / replay_id
-    directory.mkdir(parents=True)
-    recorder = Recorder(live, directory, framerate)
-    live.attached += 1
-    try:
-        await recorder.start()
-    except ApiError:
-        live.attached -= 1
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    replay = {
-        "replay_id": replay_id,
-        "started_at": tenant.now(),
-        "finished_at": None,
-        "token": secrets.token_urlsafe(24),
-        "_recorder": recorder,
-    }
-    _replays(record)[replay_id] = replay
-    recorder.timer = asyncio.get_running_loop().call_later(
-        duration, lambda: asyncio.ensure_future(_quietly(finish(tenant, record, replay)))
-    )
+    replay = await begin(tenant, record, live, framerate, duration)
     touch(tenant, record)
     return ok(render(request, record, replay), status=201)
 
@@ -305,7 +317,6 @@ async def stop_replay(request: Request):
 async def download_replay(request: Request):
     record = _session(request, active=False)
     replay = _replay(request, record)
-    await _render_cards(replay)
     return _video(replay)
 
 
@@ -331,8 +342,6 @@ def _by_token(request: Request) -> dict | None:
 async def view_replay(request: Request):
     """``replay_view_url``: a page that plays the replay (its token is the key)."""
     replay = _by_token(request)
-    if replay is not None:
-        await _render_cards(replay)
     if replay is None or replay.get("_file") is None:
         return HTMLResponse("<!doctype html><p>This replay is not available.</p>", status_code=404)
     source = html.escape(f"{request.url.path}/video?token={request.query_params['token']}")
@@ -348,96 +357,10 @@ async def view_replay_video(request: Request):
     replay = _by_token(request)
     if replay is None:
         return Response(status_code=404)
-    await _render_cards(replay)
     try:
         return _video(replay)
     except ApiError as error:
         return Response(error.message, status_code=error.status)
-
-
-# A login's recording (auth_connections) ------------------------------------------------------------
-
-STAND_IN_SIZE = (640, 360)
-STAND_IN_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-
-
-def stand_in(record: dict, started, finished, domain: str, steps: list) -> dict:
-    """A finished replay of a session that ran no browser of ours (a managed-auth login): its video, made
-    on the first download, shows ``steps`` (``[(moment, step)]``) as title cards at their moments."""
-    replay = {
-        "replay_id": new_id("rep"),
-        "started_at": started,
-        "finished_at": finished,
-        "token": secrets.token_urlsafe(24),
-        "_recorder": None,
-        "_cards": [(max((at - started).total_seconds(), 0.0), f"{domain} - {step}") for at, step in steps],
-        "_length": max((finished - started).total_seconds(), 0.1),
-    }
-    _replays(record)[replay["replay_id"]] = replay
-    return replay
-
-
-async def _render_cards(replay: dict) -> None:
-    """Encode the title cards once (every download waits for the same encoding)."""
-    if replay.get("_file") is not None or replay.get("_cards") is None:
-        return
-    if replay.get("_rendering") is None:
-        replay["_rendering"] = asyncio.get_running_loop().create_task(_cards_video(replay))
-    await asyncio.shield(replay["_rendering"])
-
-
-def _card_filters(directory: Path, cards: list, length: float) -> list[str]:
-    """One drawtext filter per card, shown from its moment to the next card's (no font: no text)."""
-    cards = [(at, text) for at, text in cards if at < length] or [(0.0, "")]
-    if not STAND_IN_FONT.exists():
-        return []
-    filters = []
-    ends = [at for at, _ in cards[1:]] + [length]
-    for index, ((at, text), end) in enumerate(zip(cards, ends, strict=True)):
-        (directory / f"card-{index}.txt").write_text(text)
-        filters.append(
-            f"drawtext=fontfile={STAND_IN_FONT}:textfile={directory}/card-{index}.txt:fontsize=28:"
-            f"fontcolor=white:x=(w-text_w)/2:y=(h-text_h)/2:enable='between(t,{at:.3f},{end:.3f})'"
-        )
-    return filters
-
-
-async def _cards_video(replay: dict) -> None:
-    if shutil.which(FFMPEG) is None:
-        return
-    directory = engine.get().root() / "replays" / replay["replay_id"]
-    directory.mkdir(parents=True, exist_ok=True)
-    width, height = STAND_IN_SIZE
-    length = min(replay["_length"], MAX_DURATION)
-    filters = _card_filters(directory, replay["_cards"], length)
-    source = f"color=c=0x1f2937:s={width}x{height}:r=5:d={length:.3f}"
-    process = await asyncio.create_subprocess_exec(
-        FFMPEG,
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
-        "-f",
-        "lavfi",
-        "-i",
-        source,
-        *(["-vf", ",".join(filters)] if filters else []),
-        "-pix_fmt",
-        "yuv420p",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "veryfast",
-        "-movflags",
-        "+faststart",
-        str(directory / "replay.mp4"),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with asyncio.timeout(ENCODE_TIMEOUT):
-        await process.wait()
-    if process.returncode == 0:
-        replay["_file"] = directory / "replay.mp4"
 
 
 def seed(tenant: Tenant) -> None:
