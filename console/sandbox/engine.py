@@ -44,15 +44,18 @@ import asyncio
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from console.sandbox import confine
 from console.sandbox.errors import ApiError
 from console.sandbox.state import Tenant, new_id
 
@@ -125,7 +128,8 @@ class Live:
     events: object | None = None  # page_events.PageEvents
     storage: dict | None = None  # storage_state kept in standby
     url: str | None = None
-    own_browser: bool = False  # a browser process of its own (CDP clients)
+    own_browser: bool = False  # a browser process of its own (CDP clients, extensions, policy, headful)
+    display: object | None = None  # the Xvfb of a headful session's process (``Display``)
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -166,7 +170,16 @@ class Engine:
             "running": states.count("running"),
             "standby": states.count("standby"),
             "crashed": states.count("crashed"),
+            "confinement": self.confinement() or "bubblewrap, as an unprivileged user",
+            "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
         }
+
+    def confinement(self) -> str | None:
+        """None when browsers run jailed (``browser_jail``); otherwise why they run as the sandbox does."""
+        if not self.real:
+            return None
+        problem = confine.unavailable()
+        return f"none: {problem}" if problem else None
 
     def session_state(self, record: dict) -> str:
         """``running``, ``standby`` or ``crashed`` for a real session; ``simulated`` otherwise."""
@@ -187,7 +200,10 @@ class Engine:
             live.url = record.get("start_url")
             live.storage = _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.
-            live.own_browser = bool(record.get("extensions"))
+            # So are a policy (Chromium reads it from its /etc) and a headful window (its own display).
+            live.own_browser = bool(
+                record.get("extensions") or record.get("chrome_policy") or self.headful(record)
+            )
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
         if live.state == "running" and live.page is not None and live.page.is_closed():
@@ -255,12 +271,10 @@ class Engine:
                 await page.goto(live.url, timeout=NAVIGATION_TIMEOUT, wait_until="domcontentloaded")
 
     def _context_options(self, record: dict) -> dict:
-        size = record.get("viewport") or {}
-        options = {
-            "viewport": {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))},
-            "device_scale_factor": 1,
-            "accept_downloads": True,
-        }
+        options = {"viewport": _size(record), "device_scale_factor": 1, "accept_downloads": True}
+        if self.headful(record):
+            # A real window on a display of the viewport's size: the page gets what the window leaves it.
+            options = {"no_viewport": True, "accept_downloads": True}
         if record.get("stealth"):
             # Stealth where Chromium allows it: no "HeadlessChrome" in the user agent.
             options["user_agent"] = (
@@ -272,9 +286,12 @@ class Engine:
     async def _route(self, live: Live) -> None:
         from console.sandbox import sites
 
+        # A jailed browser's file: URLs show its jail (the system's files), never the host's.
+        files = self.confinement() is None
+
         async def handle(route) -> None:
             try:
-                await sites.fulfil(route)
+                await sites.fulfil(route, files=files)
             except Exception:  # the page went away mid-request, or a demo site failed: the request fails
                 with contextlib.suppress(Exception):
                     await route.abort("failed")
@@ -290,6 +307,7 @@ class Engine:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(60):
                 await download.save_as(target)
+                await download.delete()
 
     def _crashed(self, live: Live) -> None:
         if live.state != "running":
@@ -344,8 +362,11 @@ class Engine:
         """A new viewport applies to the running page at once (and to the next wake from standby)."""
         live = self.lives.get(record["session_id"])
         if live is not None and live.state == "running" and live.page is not None:
-            size = self._context_options(record)["viewport"]
-            await guarded(live.page.set_viewport_size(size), "resizing the page")
+            if self.headful(record):
+                # The display has the old size: the next call wakes the session on a display of the new.
+                await self.standby(live)
+                return
+            await guarded(live.page.set_viewport_size(_size(record)), "resizing the page")
 
     async def load_profile(self, tenant: Tenant, record: dict) -> None:
         """A profile loaded into a session after creation (``PATCH``): its cookies join the session's."""
@@ -369,6 +390,9 @@ class Engine:
                 async with asyncio.timeout(OPERATION_TIMEOUT):
                     await context.close()
         live.cdp_endpoint = None
+        display, live.display = live.display, None
+        if display is not None:
+            await display.stop()
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
@@ -404,6 +428,8 @@ class Engine:
             live.storage = None
             if live.directory is not None:
                 shutil.rmtree(live.directory, ignore_errors=True)
+            if self._root is not None:
+                shutil.rmtree(self._root / "policies" / live.session_id, ignore_errors=True)
 
     def discard(self, record: dict) -> None:
         """``close`` from synchronous code (a session ending on a state read)."""
@@ -450,8 +476,9 @@ class Engine:
         async with self._launch_lock:
             if self._shared is None or not self._shared.is_connected():
                 playwright = await self._driver()
-                self._shared = await playwright.chromium.launch(
-                    executable_path=chromium_path(), args=FLAGS, env=self._env(), headless=True
+                downloads = self.root() / "downloads"
+                self._shared = await self._launching(
+                    playwright.chromium.launch, args=FLAGS, **self._launch_options([], downloads)
                 )
                 self._shared.on("disconnected", lambda _browser: self._shared_gone())
             return self._shared
@@ -469,17 +496,30 @@ class Engine:
         active = profile / "DevToolsActivePort"
         active.unlink(missing_ok=True)
         args = [*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        record = live.record
+        headful = self.headful(record)
+        if headful:
+            size = _size(record)
+            live.display = await Display.start(size)
+            args += ["--window-position=0,0", f"--window-size={size['width']},{size['height']}"]
+            if record.get("kiosk_mode"):
+                args.append("--kiosk")
         extensions = self._unpack_extensions(live)
         if extensions:
             joined = ",".join(str(path) for path in extensions)
             args += [f"--disable-extensions-except={joined}", f"--load-extension={joined}"]
-        context = await playwright.chromium.launch_persistent_context(
+        context = await self._launching(
+            playwright.chromium.launch_persistent_context,
             str(profile),
-            executable_path=chromium_path(),
             args=args,
             ignore_default_args=["--disable-extensions"] if extensions else None,
-            env=self._env(),
-            headless=True,
+            **self._launch_options(
+                [live.directory],
+                live.directory / "downloads",
+                headless=not headful,
+                policy=self._policy(live),
+                display=live.display.name if live.display else None,
+            ),
             **self._context_options(live.record),
         )
         if live.storage:
@@ -492,6 +532,93 @@ class Engine:
                     break
             await asyncio.sleep(0.05)
         return context
+
+    def _launch_options(
+        self,
+        writable: list[Path],
+        downloads: Path,
+        *,
+        headless: bool = True,
+        policy: Path | None = None,
+        display: str | None = None,
+    ) -> dict:
+        """Playwright's launch options for one browser process: jailed (``browser_jail``) when bubblewrap
+        can confine it, as an unprivileged user when the sandbox is root; the sandbox's own user otherwise
+        (``status()["confinement"]`` says so)."""
+        downloads.mkdir(parents=True, exist_ok=True)
+        if self.confinement() is not None:
+            return {
+                "executable_path": chromium_path(),
+                "env": {**self._env(), **({"DISPLAY": display} if display else {})},
+                "headless": headless,
+                "downloads_path": str(downloads),
+            }
+        jail = confine.browser_jail(
+            chromium_path(),
+            writable=[*writable, downloads],
+            owner=self.owner,
+            policy=policy,
+            display=display,
+        )
+        return {
+            "executable_path": str(self._wrapper()),
+            # The wrapper's environment only: bwrap gives Chromium a clean one (browser_jail).
+            "env": {"SANDBOX_BROWSER_JAIL": json.dumps(jail), "SANDBOX_BROWSER_OWNER": self.owner},
+            "headless": headless,
+            "downloads_path": str(downloads),
+            # Unprivileged, Chromium's own sandbox works (in a user namespace inside the jail's).
+            "chromium_sandbox": True,
+        }
+
+    async def _launching(self, launch, *args, **options):
+        """Start a browser; if Chromium's own sandbox cannot start in the jail, without it (logged)."""
+        try:
+            return await launch(*args, **options)
+        except Exception as exc:
+            if not options.get("chromium_sandbox"):
+                raise
+            log.warning("Chromium's sandbox did not start in the jail (%s); starting without it", exc)
+            return await launch(*args, **{**options, "chromium_sandbox": False})
+
+    def _policy(self, live: Live) -> Path | None:
+        """The session's ``chrome_policy`` as Chromium's managed policy directory (jailed browsers only:
+        the jail shows it at /etc/chromium/policies/managed; the host's /etc is never written)."""
+        policy = live.record.get("chrome_policy")
+        if not policy or self.confinement() is not None:
+            return None
+        folder = self.root() / "policies" / live.session_id
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.chmod(0o711)
+        folder.chmod(0o755)
+        target = folder / "session.json"
+        target.write_text(json.dumps(policy))
+        target.chmod(0o644)
+        return folder
+
+    def headful(self, record: dict) -> bool:
+        """Whether the session's browser runs a real window (headful, with Xvfb to show it on)."""
+        return not record.get("headless", True) and Display.unavailable() is None
+
+    def applied(self, record: dict) -> dict:
+        """What of the session's configuration Chromium could not apply, and why (the record's ``sandbox``
+        field): a headful session without Xvfb runs headless; a policy needs the jail."""
+        if record.get("_engine") != "chromium":
+            return {}
+        notes = {}
+        if not record.get("headless", True) and self.headful(record) is False:
+            notes["window"] = f"headless: {Display.unavailable()}"
+        if record.get("chrome_policy") and self.confinement() is not None:
+            notes["chrome_policy"] = f"not applied: {self.confinement()}"
+        return notes
+
+    def _wrapper(self) -> Path:
+        """The executable Playwright starts: ``browser_jail.py`` under the sandbox's Python."""
+        wrapper = self.root() / "chromium"
+        if not wrapper.exists():
+            script = Path(__file__).with_name("browser_jail.py")
+            wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -I {script} "$@"\n')
+            wrapper.chmod(0o755)
+        return wrapper
 
     def _unpack_extensions(self, live: Live) -> list[Path]:
         """The session's extensions, unpacked from their uploaded zips (checked at upload)."""
@@ -527,6 +654,8 @@ class Engine:
     def root(self) -> Path:
         if self._root is None:
             self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
+            # Jailed browsers (another user) reach their own directories in it, never list it.
+            self._root.chmod(0o711)
         return self._root
 
     async def _close_shared(self) -> None:
@@ -584,6 +713,94 @@ def _profile_state(tenant: Tenant, record: dict) -> dict | None:
         if state
         else None
     )
+
+
+def _size(record: dict) -> dict:
+    size = record.get("viewport") or {}
+    return {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))}
+
+
+class Display:
+    """An Xvfb server of the viewport's size for one headful browser process, as the commands' user."""
+
+    def __init__(self, process: asyncio.subprocess.Process, number: int):
+        self.process = process
+        self.name = f":{number}"
+
+    @staticmethod
+    def binary() -> str:
+        return os.environ.get("SANDBOX_XVFB") or shutil.which("Xvfb") or "/usr/bin/Xvfb"
+
+    @staticmethod
+    def unavailable() -> str | None:
+        binary = Display.binary()
+        if not os.access(binary, os.X_OK):
+            return f"no Xvfb at {binary} (make run installs Debian's xvfb)"
+        return None
+
+    @classmethod
+    async def start(cls, size: dict) -> Display:
+        _x11_sockets()
+        read, write = os.pipe()
+        # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
+        screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
+        try:
+            # setpriv: killed with the sandbox, even if the sandbox itself is killed.
+            process = await asyncio.create_subprocess_exec(
+                "setpriv",
+                "--pdeathsig",
+                "KILL",
+                "--",
+                cls.binary(),
+                *("-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp", "-noreset"),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=(write,),
+                **confine.popen_options(),
+            )
+        finally:
+            os.close(write)
+        try:
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout(LAUNCH_TIMEOUT):
+                number = await loop.run_in_executor(None, _read_display, read)
+        except BaseException:
+            process.kill()
+            await process.wait()
+            raise
+        finally:
+            os.close(read)
+        return cls(process, number)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+            try:
+                async with asyncio.timeout(5):
+                    await self.process.wait()
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+def _x11_sockets() -> None:
+    """X servers' socket directory, shared by every user (as an X session would have it)."""
+    sockets = Path("/tmp/.X11-unix")
+    if not sockets.exists():
+        sockets.mkdir(mode=0o1777)
+        sockets.chmod(0o1777)
+
+
+def _read_display(fd: int) -> int:
+    """The display number Xvfb writes on ``-displayfd`` once it accepts connections."""
+    text = b""
+    while not text.endswith(b"\n"):
+        chunk = os.read(fd, 16)
+        if not chunk:
+            raise RuntimeError("Xvfb exited before it opened a display")
+        text += chunk
+    return int(text)
 
 
 _engine: Engine | None = None

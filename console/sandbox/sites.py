@@ -341,10 +341,15 @@ def hosts() -> list[str]:
     return sorted({*SITES, *auth_sites.SITES})
 
 
-async def fulfil(route) -> None:
-    """A Playwright route handler: a demo host is answered by ``app``; anything else is aborted."""
+async def fulfil(route, *, files: bool = False) -> None:
+    """A Playwright route handler: a demo host is answered by ``app``; ``file:`` URLs go on to the
+    browser's own filesystem when ``files`` (a jailed browser, which sees its jail only); anything else is
+    aborted."""
     request = route.request
     url = urlsplit(request.url)
+    if files and url.scheme == "file":
+        await route.continue_()
+        return
     if url.scheme not in ("http", "https") or handler_for(url.hostname or "") is None:
         await route.abort(BLOCKED_ERROR)
         return

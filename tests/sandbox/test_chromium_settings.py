@@ -1,0 +1,164 @@
+"""Real browsers, configured for real: the jail and user of the browser process, managed policies,
+headful and kiosk windows, and the session's proxy (console/sandbox/engine.py, browser_jail.py,
+forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each test deletes its sessions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.sandbox.test_chromium import create, png_size
+from tests.sandbox_fixtures import ROOT, browser_processes, new_tenant, running_sandbox
+
+
+@pytest.fixture
+def real(chromium_sandbox):
+    url, _ = chromium_sandbox
+    tenant = new_tenant(url)
+    yield tenant
+    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
+        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+def uids(pid: int) -> list[int]:
+    """Real, effective, saved and filesystem uid of a process, as the host sees them."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return [int(value) for value in line.split()[1:]]
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox changes the browser's user only when it is root")
+def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(real, chromium_sandbox):
+    url, owner = chromium_sandbox
+    assert httpx.get(url + "/").json()["browsers"]["confinement"] == "bubblewrap, as an unprivileged user"
+    session = create(real, start_url="https://lab.example.com/")
+    processes = browser_processes(owner)
+    assert processes
+    for pid in processes:
+        assert 0 not in uids(pid), f"browser process {pid} runs as root"
+    secret = ROOT / "manage.py"  # readable by anyone on the host; the browser must not see the tree at all
+    assert secret.exists()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            # file: URLs reach the browser's filesystem (the system's files are there): only the jail stands
+            # between the page and the host's.
+            page = browser.contexts[0].pages[0]
+            page.goto("file:///usr/share/", timeout=10_000)
+            assert "chromium" in page.content()
+            for target in (secret, ROOT / ".env", Path("/root"), Path("/home")):
+                with pytest.raises(Exception, match="ERR_FILE_NOT_FOUND"):
+                    page.goto(target.as_uri(), timeout=10_000)
+        finally:
+            browser.close()
+
+
+def page_of(browser):
+    return next(page for context in browser.contexts for page in context.pages)
+
+
+@pytest.mark.chromium
+def test_it_applies_the_sessions_chrome_policy_to_its_browser_alone(real):
+    policy = {"URLBlocklist": ["docs.example.com/api"], "PasswordManagerEnabled": False}
+    governed = create(real, start_url="https://docs.example.com/", chrome_policy=policy)
+    assert governed["chrome_policy"] == policy
+    assert "chrome_policy" not in governed["sandbox"]  # applied: nothing to say
+    free = create(real, start_url="https://docs.example.com/")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(governed["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/quickstart", timeout=10_000)
+            assert page.title() == "Quickstart"
+            with pytest.raises(Exception, match="ERR_BLOCKED_BY_ADMINISTRATOR"):
+                page.goto("https://docs.example.com/api", timeout=10_000)
+        finally:
+            browser.close()
+        browser = playwright.chromium.connect_over_cdp(free["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/api", timeout=10_000)
+            assert page.title() == "API reference"
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (["URLBlocklist"], "must be a JSON object"),
+        ({"../../etc/passwd": 1}, "is not a Chrome policy name"),
+        ({"ProxyMode": "direct"}, "managed by the service"),
+        ({"URLBlocklist": ["x" * 1024] * 5200}, "at most 5 MiB"),
+    ],
+)
+def test_it_refuses_a_chrome_policy_of_the_wrong_shape(tenant, policy, message):
+    response = tenant.call("POST", "/browsers", json={"headless": True, "chrome_policy": policy})
+    assert response.status_code == 400
+    error = response.json()
+    assert error["code"] == "invalid_request"
+    assert any(message in detail.get("message", "") for detail in error["details"]), error
+    assert tenant.call("GET", "/browsers").json() == []
+
+
+@pytest.mark.chromium
+def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browser_chrome(
+    real, chromium_sandbox
+):
+    assert httpx.get(chromium_sandbox[0] + "/").json()["browsers"]["display"] == "Xvfb"
+    viewport = {"width": 800, "height": 600}
+    sizes = {}
+    for name, options in {
+        "headful": {"headless": False},
+        "kiosk": {"headless": False, "kiosk_mode": True},
+        "headless": {"headless": True},
+    }.items():
+        session = create(real, start_url="https://lab.example.com/", viewport=viewport, **options)
+        assert "window" not in session["sandbox"]
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                sizes[name] = page_of(browser).evaluate(
+                    "[outerWidth, outerHeight, innerWidth, innerHeight, navigator.userAgent]"
+                )
+            finally:
+                browser.close()
+        shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
+        assert shot.status_code == 200
+        sizes[name].append(png_size(shot.content))
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    outer_w, outer_h, inner_w, inner_h, agent, shot = sizes["headful"]
+    # A window on an 800x600 display, its tabs and address bar above the page.
+    assert (outer_w, outer_h) == (800, 600)
+    assert inner_w == 800 and inner_h < outer_h - 30
+    assert "HeadlessChrome" not in agent
+    assert shot == (inner_w, inner_h)
+    # Kiosk: the page is the whole display.
+    assert sizes["kiosk"][:4] == [800, 600, 800, 600]
+    assert sizes["kiosk"][5] == (800, 600)
+    assert "HeadlessChrome" not in sizes["kiosk"][4]
+    assert "HeadlessChrome" in sizes["headless"][4]
+    assert sizes["headless"][5] == (800, 600)
+
+
+@pytest.mark.chromium
+def test_it_says_a_headful_session_runs_headless_without_xvfb():
+    with running_sandbox(SANDBOX_ENGINE="chromium", SANDBOX_XVFB="/nonexistent/Xvfb") as url:
+        status = httpx.get(url + "/").json()["browsers"]
+        assert status["display"].startswith("none: no Xvfb at /nonexistent/Xvfb")
+        tenant = new_tenant(url)
+        session = create(tenant, headless=False, start_url="https://lab.example.com/")
+        assert session["sandbox"]["window"].startswith("headless: no Xvfb at /nonexistent/Xvfb")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                assert "HeadlessChrome" in page_of(browser).evaluate("navigator.userAgent")
+            finally:
+                browser.close()
