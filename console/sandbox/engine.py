@@ -130,6 +130,7 @@ class Live:
     url: str | None = None
     own_browser: bool = False  # a browser process of its own (CDP clients, extensions, policy, headful)
     display: object | None = None  # the Xvfb of a headful session's process (``Display``)
+    egress: object | None = None  # the session's proxy (``forward_proxy.Listener``), while running
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -243,15 +244,21 @@ class Engine:
 
         await self._make_room(live)
         record = live.record
+        live.egress = await self._egress(live)
         if live.own_browser:
             context = await self._launch_own(live)
         else:
             browser = await self._shared_browser()
-            context = await browser.new_context(storage_state=live.storage, **self._context_options(record))
+            options = self._context_options(record)
+            if live.egress is not None:
+                options["proxy"] = live.egress.playwright()
+            context = await browser.new_context(storage_state=live.storage, **options)
         live.context = context
         if record.get("stealth"):
             await context.add_init_script(STEALTH_JS)
-        await self._route(live)
+        if live.egress is None:
+            # Without a proxy the demo sites are answered in-process; with one, through it.
+            await self._route(live)
         page = context.pages[0] if context.pages else await context.new_page()
         live.page = page
         live.cdp = await context.new_cdp_session(page)
@@ -269,6 +276,32 @@ class Engine:
             with contextlib.suppress(Exception):
                 # Best effort, as the service's start_url: a failed navigation leaves Chromium's error page.
                 await page.goto(live.url, timeout=NAVIGATION_TIMEOUT, wait_until="domcontentloaded")
+
+    async def _egress(self, live: Live):
+        """The session's proxy listener (``forward_proxy``), or None for a session without a proxy."""
+        from console.sandbox import forward_proxy
+
+        proxy_id = (live.record.get("proxy") or {}).get("id") or live.record.get("proxy_id")
+        proxy = live.tenant.table("proxies").get(proxy_id or "")
+        if proxy is None:
+            return None
+        return await forward_proxy.Listener(live.record, proxy).start()
+
+    async def proxy_changed(self, record: dict) -> None:
+        """A new proxy applies from the session's next wake: a running one goes to standby now."""
+        live = self.lives.get(record["session_id"])
+        if live is not None and live.state == "running":
+            await self.standby(live)
+
+    def _flags(self, live: Live | None = None) -> list[str]:
+        from console.sandbox import forward_proxy
+
+        flags = [*FLAGS, *forward_proxy.chromium_flags()]
+        if live is not None and live.egress is not None:
+            # The session's proxy (Playwright's launch option) replaces the dead one.
+            dead = ("--proxy-server=", "--proxy-bypass-list=")
+            flags = [flag for flag in flags if not flag.startswith(dead)]
+        return flags
 
     def _context_options(self, record: dict) -> dict:
         options = {"viewport": _size(record), "device_scale_factor": 1, "accept_downloads": True}
@@ -393,6 +426,9 @@ class Engine:
         display, live.display = live.display, None
         if display is not None:
             await display.stop()
+        egress, live.egress = live.egress, None
+        if egress is not None:
+            await egress.stop()
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
@@ -478,7 +514,7 @@ class Engine:
                 playwright = await self._driver()
                 downloads = self.root() / "downloads"
                 self._shared = await self._launching(
-                    playwright.chromium.launch, args=FLAGS, **self._launch_options([], downloads)
+                    playwright.chromium.launch, args=self._flags(), **self._launch_options([], downloads)
                 )
                 self._shared.on("disconnected", lambda _browser: self._shared_gone())
             return self._shared
@@ -495,7 +531,7 @@ class Engine:
         profile = live.directory / "profile"
         active = profile / "DevToolsActivePort"
         active.unlink(missing_ok=True)
-        args = [*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        args = [*self._flags(live), "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
         record = live.record
         headful = self.headful(record)
         if headful:
@@ -513,6 +549,7 @@ class Engine:
             str(profile),
             args=args,
             ignore_default_args=["--disable-extensions"] if extensions else None,
+            **({"proxy": live.egress.playwright()} if live.egress is not None else {}),
             **self._launch_options(
                 [live.directory],
                 live.directory / "downloads",

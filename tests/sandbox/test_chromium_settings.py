@@ -5,6 +5,7 @@ forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.sandbox.test_chromium import create, png_size
+from tests.sandbox.test_chromium import create, png_size, wait_for_event
 from tests.sandbox_fixtures import ROOT, browser_processes, new_tenant, running_sandbox
 
 
@@ -162,3 +163,81 @@ def test_it_says_a_headful_session_runs_headless_without_xvfb():
                 assert "HeadlessChrome" in page_of(browser).evaluate("navigator.userAgent")
             finally:
                 browser.close()
+
+
+NETWORK = {"enabled": True, "browser": {"network": {"enabled": True}}}
+IP_PAGE = "https://lab.example.com/ip"  # the client's address and country, as the demo site sees them
+
+
+def new_proxy(tenant, **body) -> dict:
+    response = tenant.call("POST", "/proxies", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def is_ip(data: dict) -> bool:
+    return data.get("url") == IP_PAGE
+
+
+@pytest.mark.chromium
+def test_it_sends_a_sessions_traffic_through_its_proxy_and_nothing_past_the_demo_sites(real):
+    proxy = new_proxy(real, type="isp", name="isp-london", config={"country": "GB"})
+    exit_ip = real.call("POST", f"/proxies/{proxy['id']}/check", json={}).json()["ip_address"]
+    proxied = create(real, start_url=IP_PAGE, proxy={"id": proxy["id"]}, telemetry=NETWORK)
+    direct = create(real, start_url=IP_PAGE, telemetry=NETWORK)
+    seen = wait_for_event(real, proxied["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(seen["body"]) == {"ip": exit_ip, "country": "GB"}
+    assert seen["headers"]["via"] == f"1.1 {proxy['id']}"
+    plain = wait_for_event(real, direct["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(plain["body"])["ip"] != exit_ip and "via" not in plain["headers"]
+    egress = real.call("GET", f"/_sandbox/browsers/{proxied['session_id']}/egress").json()
+    assert {"method": "GET", "url": IP_PAGE, "status": 200} in [
+        {k: e[k] for k in ("method", "url", "status")} for e in egress
+    ]
+    assert {e["exit"] for e in egress} == {exit_ip}
+    assert real.call("GET", f"/_sandbox/browsers/{direct['session_id']}/egress").json() == []
+    # A host outside the demo sites: the proxy answers 502 with the service's proxy error, and the page's
+    # telemetry reports it.
+    outside = create(real, start_url="https://www.example.org/", proxy={"id": proxy["id"]}, telemetry=NETWORK)
+    error = wait_for_event(real, outside["session_id"], "proxy_error")["data"]
+    assert (error["code"], error["status"], error["method"]) == ("upstream_dns_failure", 502, "GET")
+    # A proxy set later applies from the session's next page.
+    assert real.call(
+        "PATCH", f"/browsers/{direct['session_id']}", json={"proxy": {"id": proxy["id"]}}
+    ).is_success
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(direct["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto(IP_PAGE, timeout=10_000)
+            assert json.loads(page.inner_text("body")) == {"ip": exit_ip, "country": "GB"}
+        finally:
+            browser.close()
+
+
+@pytest.mark.chromium
+def test_it_shows_chromiums_own_errors_for_a_refused_or_unreachable_proxy(real):
+    config = {"host": "egress.example.net", "port": 3128, "username": "svc"}
+    good = new_proxy(real, type="custom", protocol="http", config={**config, "password": "s3cret"})
+    refused = new_proxy(real, type="custom", protocol="http", config={**config, "password": "wrong-s3cret"})
+    down = new_proxy(real, type="custom", protocol="http", config={"host": "squid.invalid", "port": 3128})
+    session = create(real, start_url=IP_PAGE, proxy={"id": good["id"]}, telemetry=NETWORK)
+    seen = wait_for_event(real, session["session_id"], "network_response", is_ip)["data"]
+    assert seen["headers"]["via"] == f"1.1 {good['id']}"
+    real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    for proxy, error, text in (
+        (refused, "net::ERR_HTTP_RESPONSE_CODE_FAILURE", "HTTP ERROR 407"),
+        (down, "net::ERR_PROXY_CONNECTION_FAILED", "ERR_PROXY_CONNECTION_FAILED"),
+    ):
+        session = create(real, start_url=IP_PAGE, proxy={"id": proxy["id"]}, telemetry=NETWORK)
+        failed = wait_for_event(real, session["session_id"], "network_loading_failed")["data"]
+        assert failed["error_text"] == error
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                page = page_of(browser)
+                assert page.url == "chrome-error://chromewebdata/"
+                assert text in page.inner_text("body")
+            finally:
+                browser.close()
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)

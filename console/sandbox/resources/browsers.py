@@ -667,6 +667,8 @@ async def update_browser(request: Request):
     elif body.get("proxy_id") == "":
         record.pop("proxy", None)
         record.pop("proxy_id", None)
+    if proxy is not None or body.get("proxy_id") == "":
+        await engine.get().proxy_changed(record)
     if new_categories is not _UNCHANGED:
         from console.sandbox.resources import telemetry
 
