@@ -16,6 +16,9 @@ How a real session lives:
 - Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
   sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
   request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
+  A session with a proxy record has no routes: its context's proxy (Chromium's proxy settings) is a
+  loopback listener of the sandbox's forward proxy (``forward_proxy``), which serves the demo sites as
+  seen from the proxy's exit and nothing else; an unavailable proxy is a closed port.
 - At most ``SANDBOX_MAX_BROWSERS`` sessions run at once (default 4, sized for 2 cores); waking one more
   puts the least recently used into standby: its URL and storage (cookies and local storage, Playwright's
   ``storage_state``) are kept and its context closed. A session idle for ``SANDBOX_BROWSER_IDLE_SECONDS``
@@ -32,10 +35,16 @@ How a real session lives:
 - A session's profile is its starting storage (cookies and local storage kept in the profile record as
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
   ends. A session with extensions runs in a browser process of its own, started with them unpacked from
-  their uploaded zips. The session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
-- Chromium runs with ``--no-sandbox`` (Playwright's default): the sandbox runs as root in its containers,
-  and Chromium refuses to start as root with its own sandbox. Its processes carry
-  ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can count them.
+  their uploaded zips.
+- A session with ``chrome_policy`` runs in a process of its own whose jail shows the policy at
+  ``/etc/chromium/policies/managed`` (Chromium's managed policies). A headful session runs a real window
+  in a process of its own on an Xvfb display of the viewport's size (``Display``), ``--kiosk`` with
+  ``kiosk_mode``; without Xvfb it runs headless and its record says so (``applied``).
+- Every browser process is jailed (``browser_jail``, ``confine.browser_jail``): bubblewrap, as
+  ``SANDBOX_EXEC_USER`` when the sandbox is root, with its own directories and the system only, and with
+  Chromium's own sandbox on. Without bubblewrap it runs as the sandbox does, with ``--no-sandbox``
+  (``status()["confinement"]`` says why). Its processes carry ``SANDBOX_BROWSER_OWNER`` in their
+  environment, so tests can count them.
 """
 
 from __future__ import annotations
