@@ -803,6 +803,7 @@ class Display:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 pass_fds=(write,),
+                env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
                 **confine.popen_options(),
             )
         finally:

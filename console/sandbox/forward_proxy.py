@@ -29,6 +29,7 @@ demo sites (``sites``) only.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import contextlib
 import datetime
@@ -37,6 +38,7 @@ import hashlib
 import ipaddress
 import logging
 import secrets
+import shutil
 import socket
 import ssl
 import tempfile
@@ -107,6 +109,7 @@ class Authority:
         )
         self.spki_hash = base64.b64encode(hashlib.sha256(spki).digest()).decode()
         self._folder = Path(tempfile.mkdtemp(prefix="sandbox-proxy-ca-"))
+        atexit.register(shutil.rmtree, self._folder, True)
         self._contexts: dict[str, ssl.SSLContext] = {}
 
     def context(self, host: str) -> ssl.SSLContext:

@@ -61,6 +61,22 @@ def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(re
             browser.close()
 
 
+def displays(owner: str) -> list[int]:
+    """Xvfb servers of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
+    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            xvfb = Path(os.readlink(entry / "exe")).name == "Xvfb"
+            if xvfb and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def page_of(browser):
     return next(page for context in browser.contexts for page in context.pages)
 
@@ -134,7 +150,11 @@ def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browse
         shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
         assert shot.status_code == 200
         sizes[name].append(png_size(shot.content))
+        if name != "headless":
+            assert len(displays(chromium_sandbox[1])) == 1
+            assert all(0 not in uids(pid) for pid in displays(chromium_sandbox[1]))
         real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+        assert displays(chromium_sandbox[1]) == []  # the display ends with its session
     outer_w, outer_h, inner_w, inner_h, agent, shot = sizes["headful"]
     # A window on an 800x600 display, its tabs and address bar above the page.
     assert (outer_w, outer_h) == (800, 600)
