@@ -1,7 +1,9 @@
 """Issue "Real browsers": what a real Chromium session costs and how fast it answers, in one sandbox run.
 
 One sandbox on the Chromium engine (at most ``N`` running browsers, nothing put in standby for idleness,
-the shared process kept up between sessions):
+the shared process kept up between sessions). Memory and create to first screenshot are measured twice:
+for headful sessions (kiosk: each a Chromium process and an Xvfb display of its own), then for headless
+ones (contexts of one shared Chromium process).
 
 - memory: PSS summed over the sandbox's Chromium processes (a browser process carries
   ``SANDBOX_BROWSER_OWNER``; its children are counted with it) and over the sandbox's whole process tree
@@ -79,7 +81,10 @@ def run() -> str:
         if status["engine"] != "chromium":
             raise SystemExit(f"the sandbox runs simulated browsers: {status['engine_reason']}")
         bench = BrowserBench(new_tenant(url), process.pid, owner)
-        results = bench.sessions()
+        # Headful first: each runs a Chromium and an Xvfb of its own, then the shared headless process.
+        results = {
+            "kinds": {"headful": bench.sessions(headless=False), "headless": bench.sessions(headless=True)}
+        }
         results |= asyncio.run(bench.interactive())
     finally:
         stop_sandbox(process)
@@ -110,6 +115,8 @@ class BrowserBench:
 
     def create(self, **body) -> dict:
         body = {"headless": False, "viewport": VIEWPORT, "start_url": START_URL, **body}
+        if not body["headless"]:
+            body.setdefault("kiosk_mode", True)  # the page is the whole display, as large as a headless one
         response = self.tenant.call("POST", "/browsers", json=body, timeout=60)
         assert response.status_code == 201, response.text
         return response.json()
@@ -124,21 +131,21 @@ class BrowserBench:
         self.screenshot(session["session_id"])
         return session, time.perf_counter() - started
 
-    def sessions(self) -> dict:
+    def sessions(self, *, headless: bool) -> dict:
         memory = {"none": self.memory_mb()}
-        first, cold = self.create_to_screenshot()
+        first, cold = self.create_to_screenshot(headless=headless)
         time.sleep(SETTLE)
         memory["1 running"] = self.memory_mb()
         made, warm = [first], []
         for _ in range(N - 1):
-            session, took = self.create_to_screenshot()
+            session, took = self.create_to_screenshot(headless=headless)
             made.append(session)
             warm.append(took)
         time.sleep(SETTLE)
         memory[f"{N} running"] = self.memory_mb()
         at_limit = []
         for _ in range(N):
-            session, took = self.create_to_screenshot()
+            session, took = self.create_to_screenshot(headless=headless)
             made.append(session)
             at_limit.append(took)
         time.sleep(SETTLE)
@@ -345,20 +352,16 @@ def _met(ok: bool) -> str:
 
 
 def report(results: dict, load_before, load_after) -> str:
-    memory = results["memory"]
-    rows = [
-        f"| {label} | {chromium:,.0f} MB | {tree - chromium:,.0f} MB | {tree:,.0f} MB |"
-        for label, (chromium, tree) in memory.items()
-    ]
-    one, running, both = memory["1 running"], memory[f"{N} running"], memory[f"{N} running + {N} standby"]
-    per_running = [(running[i] - one[i]) / (N - 1) for i in (0, 1)]
-    per_standby = [(both[i] - running[i]) / N for i in (0, 1)]
-    fixed = one[1] - memory["none"][1] - per_running[1]  # the browser process (and driver) with no session
-    fit = int((4096 - memory["none"][1] - fixed) // per_running[1]) if per_running[1] > 0 else 0
-    warm = statistics.median(results["warm"])
     clicks, cast = results["clicks"], results["screencast"]
     cdp, live = cast["cdp"], cast["live view"]
     ratio = live["fps"] / cdp["fps"] if cdp["fps"] else 0.0
+    kinds = {
+        "headful": "Headful sessions (kiosk; each a Chromium process and an Xvfb display of its own)",
+        "headless": "Headless sessions (each a context of one shared Chromium process)",
+    }
+    sessions = []
+    for kind, title in kinds.items():
+        sessions += [f"**{title}**", "", *_sessions_report(results["kinds"][kind]), ""]
 
     def latency(path: dict) -> str:
         values = path["latency"]
@@ -370,6 +373,40 @@ def report(results: dict, load_before, load_after) -> str:
         f"Load average (1 min) {load_before[0]:.1f} before the run, {load_after[0]:.1f} after: the machine"
         " was shared with other work, so every figure here is as measured under that load.",
         "",
+        *sessions,
+        f"- Click round trip over {CLICKS} clicks (`click_mouse` on the lab button to its handler's"
+        f" `console_log` on the telemetry stream, a headful session): p50"
+        f" **{statistics.median(clicks['handled']):.0f} ms**,"
+        f" p99 **{_pct(clicks['handled'], 0.99):.0f} ms**; the POST itself answered in p50"
+        f" {statistics.median(clicks['answered']):.0f} ms, p99 {_pct(clicks['answered'], 0.99):.0f} ms.",
+        "",
+        f"| screencast ({ROUNDS} interleaved rounds of {SECONDS:g} s) | frames/s (median) | rounds"
+        " | latency p50 | latency p99 | frames decoded |",
+        "|---|---:|---:|---:|---:|---:|",
+        *(
+            f"| {name} | {path['fps']:.1f} | {', '.join(f'{f:.1f}' for f in path['fps_rounds'])}"
+            f" | {latency(path)} | {len(path['latency'])}/{path['frames']} |"
+            for name, path in (("straight from CDP", cdp), ("sandbox live view websocket", live))
+        ),
+        "",
+        f"- **live view / CDP: {ratio:.2f}** of the frames/s; budget ≥ 0.9: {_met(ratio >= 0.9)}.",
+    ]
+    return "\n".join(lines)
+
+
+def _sessions_report(results: dict) -> list[str]:
+    memory = results["memory"]
+    rows = [
+        f"| {label} | {chromium:,.0f} MB | {tree - chromium:,.0f} MB | {tree:,.0f} MB |"
+        for label, (chromium, tree) in memory.items()
+    ]
+    one, running, both = memory["1 running"], memory[f"{N} running"], memory[f"{N} running + {N} standby"]
+    per_running = [(running[i] - one[i]) / (N - 1) for i in (0, 1)]
+    per_standby = [(both[i] - running[i]) / N for i in (0, 1)]
+    fixed = one[1] - memory["none"][1] - per_running[1]  # the browser process (and driver) with no session
+    fit = int((4096 - memory["none"][1] - fixed) // per_running[1]) if per_running[1] > 0 else 0
+    warm = statistics.median(results["warm"])
+    return [
         "| sessions | Chromium PSS | sandbox and Playwright driver PSS | total (sandbox's process tree) |",
         "|---|---:|---:|---:|",
         *rows,
@@ -395,20 +432,4 @@ def report(results: dict, load_before, load_after) -> str:
         f"- warm runs: {', '.join(f'{t:.2f}' for t in results['warm'])} s; at the limit: "
         f"{', '.join(f'{t:.2f}' for t in results['at_limit'])} s; wakes: "
         f"{', '.join(f'{t:.2f}' for t in results['wake'])} s. Budget warm < 2 s: {_met(warm < 2)}.",
-        f"- Click round trip over {CLICKS} clicks (`click_mouse` on the lab button to its handler's"
-        f" `console_log` on the telemetry stream): p50 **{statistics.median(clicks['handled']):.0f} ms**,"
-        f" p99 **{_pct(clicks['handled'], 0.99):.0f} ms**; the POST itself answered in p50"
-        f" {statistics.median(clicks['answered']):.0f} ms, p99 {_pct(clicks['answered'], 0.99):.0f} ms.",
-        "",
-        f"| screencast ({ROUNDS} interleaved rounds of {SECONDS:g} s) | frames/s (median) | rounds"
-        " | latency p50 | latency p99 | frames decoded |",
-        "|---|---:|---:|---:|---:|---:|",
-        *(
-            f"| {name} | {path['fps']:.1f} | {', '.join(f'{f:.1f}' for f in path['fps_rounds'])}"
-            f" | {latency(path)} | {len(path['latency'])}/{path['frames']} |"
-            for name, path in (("straight from CDP", cdp), ("sandbox live view websocket", live))
-        ),
-        "",
-        f"- **live view / CDP: {ratio:.2f}** of the frames/s; budget ≥ 0.9: {_met(ratio >= 0.9)}.",
     ]
-    return "\n".join(lines)
