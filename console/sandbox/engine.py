@@ -8,11 +8,13 @@ session record's ``sandbox`` field). A session records the engine it was created
 
 How a real session lives:
 
-- One Chromium process is shared by the sessions; each session is its own ``BrowserContext`` (cookies,
-  storage, cache and permissions isolated) with the session's viewport and user agent, and one page on its
-  start URL. A Playwright ``CDPSession`` on that page carries what Playwright does not expose (telemetry
-  domains). A session someone connects to over CDP moves to a browser process of its own (see
-  ``cdp_proxy``): a browser-level CDP client could otherwise reach every other session's targets.
+- One Chromium process is shared by the headless sessions, and one per viewport size by the headful ones
+  (a real window each, on that process's Xvfb display of that size); each session is its own
+  ``BrowserContext`` (cookies, storage, cache and permissions isolated) with the session's viewport and
+  user agent, and one page on its start URL. A Playwright ``CDPSession`` on that page carries what
+  Playwright does not expose (telemetry domains). A session someone connects to over CDP moves to a
+  browser process of its own (see ``cdp_proxy``): a browser-level CDP client could otherwise reach every
+  other session's targets.
 - Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
   sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
   request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
@@ -29,17 +31,17 @@ How a real session lives:
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
-- Deleting a session closes its context (and its own process) and removes its temporary directory; the
-  shared process closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last session; stopping
-  the sandbox closes every browser.
+- Deleting a session closes its context (and its own process) and removes its temporary directory; a
+  shared process (and its display) closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last
+  session; stopping the sandbox closes every browser.
 - A session's profile is its starting storage (cookies and local storage kept in the profile record as
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
   ends. A session with extensions runs in a browser process of its own, started with them unpacked from
   their uploaded zips.
 - A session with ``chrome_policy`` runs in a process of its own whose jail shows the policy at
-  ``/etc/chromium/policies/managed`` (Chromium's managed policies). A headful session runs a real window
-  in a process of its own on an Xvfb display of the viewport's size (``Display``), ``--kiosk`` with
-  ``kiosk_mode``; without Xvfb it runs headless and its record says so (``applied``).
+  ``/etc/chromium/policies/managed`` (Chromium's managed policies). A kiosk session (``--kiosk`` is a
+  process flag) runs in a process of its own on an Xvfb display of its own (``Display``). Without Xvfb a
+  headful session runs headless and its record says so (``applied``).
 - Every browser process is jailed (``browser_jail``, ``confine.browser_jail``): bubblewrap, as
   ``SANDBOX_EXEC_USER`` when the sandbox is root, with its own directories and the system only, and with
   Chromium's own sandbox on. Without bubblewrap it runs as the sandbox does, with ``--no-sandbox``
@@ -158,7 +160,8 @@ class Engine:
         self.owner = os.environ.get("SANDBOX_BROWSER_OWNER") or new_id("sandbox", 12)
         self.lives: dict[str, Live] = {}
         self._playwright = None
-        self._shared = None
+        self._shared: dict[tuple, object] = {}  # shared browser processes, by ``_shared_key``
+        self._displays: dict[tuple, Display] = {}  # their Xvfb displays (headful ones)
         self._launch_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
         self._linger: asyncio.Task | None = None
@@ -210,10 +213,9 @@ class Engine:
             live.url = record.get("start_url")
             live.storage = _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.
-            # So are a policy (Chromium reads it from its /etc) and a headful window (its own display).
-            live.own_browser = bool(
-                record.get("extensions") or record.get("chrome_policy") or self.headful(record)
-            )
+            # So are a policy (Chromium reads it from its /etc) and a kiosk window (a process flag).
+            kiosk = self.headful(record) and bool(record.get("kiosk_mode"))
+            live.own_browser = bool(record.get("extensions") or record.get("chrome_policy") or kiosk)
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
         if live.state == "running" and live.page is not None and live.page.is_closed():
@@ -257,7 +259,7 @@ class Engine:
         if live.own_browser:
             context = await self._launch_own(live)
         else:
-            browser = await self._shared_browser()
+            browser = await self._shared_browser(self._shared_key(record))
             options = self._context_options(record)
             if live.egress is not None:
                 options["proxy"] = live.egress.playwright()
@@ -515,23 +517,45 @@ class Engine:
             self._playwright = await async_playwright().start()
         return self._playwright
 
-    async def _shared_browser(self):
+    def _shared_key(self, record: dict) -> tuple:
+        """Which shared process a session's context lives in: the headless one, or the headful one of its
+        viewport's size (its windows fill a display of that size)."""
+        if self.headful(record):
+            size = _size(record)
+            return ("headful", size["width"], size["height"])
+        return ("headless",)
+
+    async def _shared_browser(self, key: tuple = ("headless",)):
         if self._launch_lock is None:
             self._launch_lock = asyncio.Lock()
         async with self._launch_lock:
-            if self._shared is None or not self._shared.is_connected():
+            browser = self._shared.get(key)
+            if browser is None or not browser.is_connected():
                 playwright = await self._driver()
                 downloads = self.root() / "downloads"
-                self._shared = await self._launching(
-                    playwright.chromium.launch, args=self._flags(), **self._launch_options([], downloads)
+                args, display = self._flags(), None
+                if key[0] == "headful":
+                    await self._stop_display(key)
+                    size = {"width": key[1], "height": key[2]}
+                    display = self._displays[key] = await Display.start(size)
+                    args += ["--window-position=0,0", f"--window-size={key[1]},{key[2]}"]
+                options = self._launch_options(
+                    [], downloads, headless=display is None, display=display.name if display else None
                 )
-                self._shared.on("disconnected", lambda _browser: self._shared_gone())
-            return self._shared
+                browser = await self._launching(playwright.chromium.launch, args=args, **options)
+                browser.on("disconnected", lambda _browser: self._shared_gone(key))
+                self._shared[key] = browser
+            return browser
 
-    def _shared_gone(self) -> None:
+    def _shared_gone(self, key: tuple) -> None:
         for live in list(self.lives.values()):
-            if live.state == "running" and not live.own_browser:
+            if live.state == "running" and not live.own_browser and self._shared_key(live.record) == key:
                 self._crashed(live)
+
+    async def _stop_display(self, key: tuple) -> None:
+        display = self._displays.pop(key, None)
+        if display is not None:
+            await display.stop()
 
     async def _launch_own(self, live: Live):
         """A browser process for this session alone, its CDP port on loopback (for the CDP proxy)."""
@@ -704,11 +728,13 @@ class Engine:
             self._root.chmod(0o711)
         return self._root
 
-    async def _close_shared(self) -> None:
-        browser, self._shared = self._shared, None
-        if browser is not None:
-            with contextlib.suppress(Exception):
-                await browser.close()
+    async def _close_shared(self, keys=None) -> None:
+        for key in list(self._shared if keys is None else keys):
+            browser = self._shared.pop(key, None)
+            if browser is not None:
+                with contextlib.suppress(Exception):
+                    await browser.close()
+            await self._stop_display(key)
 
     def _maybe_linger(self) -> None:
         """Close the shared browser once no session has used it for the linger time."""
@@ -721,9 +747,13 @@ class Engine:
 
     async def _linger_then_close(self) -> None:
         await asyncio.sleep(self.linger_seconds)
-        in_use = any(live.context is not None and not live.own_browser for live in self.lives.values())
-        if not in_use and not self._waking:
-            await self._close_shared()
+        in_use = {
+            self._shared_key(live.record)
+            for live in self.lives.values()
+            if live.context is not None and not live.own_browser
+        }
+        if not self._waking:
+            await self._close_shared([key for key in self._shared if key not in in_use])
 
     def _start_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():

@@ -2,8 +2,8 @@
 
 One sandbox on the Chromium engine (at most ``N`` running browsers, nothing put in standby for idleness,
 the shared process kept up between sessions). Memory and create to first screenshot are measured twice:
-for headful sessions (kiosk: each a Chromium process and an Xvfb display of its own), then for headless
-ones (contexts of one shared Chromium process).
+for headful sessions (windows of one shared Chromium process on an Xvfb display of their size), then for
+headless ones (contexts of one shared headless Chromium process).
 
 - memory: PSS summed over the sandbox's Chromium processes (a browser process carries
   ``SANDBOX_BROWSER_OWNER``; its children are counted with it) and over the sandbox's whole process tree
@@ -81,7 +81,7 @@ def run() -> str:
         if status["engine"] != "chromium":
             raise SystemExit(f"the sandbox runs simulated browsers: {status['engine_reason']}")
         bench = BrowserBench(new_tenant(url), process.pid, owner)
-        # Headful first: each runs a Chromium and an Xvfb of its own, then the shared headless process.
+        # Headful first (their process and display), then headless (the shared headless process).
         results = {
             "kinds": {"headful": bench.sessions(headless=False), "headless": bench.sessions(headless=True)}
         }
@@ -115,8 +115,6 @@ class BrowserBench:
 
     def create(self, **body) -> dict:
         body = {"headless": False, "viewport": VIEWPORT, "start_url": START_URL, **body}
-        if not body["headless"]:
-            body.setdefault("kiosk_mode", True)  # the page is the whole display, as large as a headless one
         response = self.tenant.call("POST", "/browsers", json=body, timeout=60)
         assert response.status_code == 201, response.text
         return response.json()
@@ -356,8 +354,8 @@ def report(results: dict, load_before, load_after) -> str:
     cdp, live = cast["cdp"], cast["live view"]
     ratio = live["fps"] / cdp["fps"] if cdp["fps"] else 0.0
     kinds = {
-        "headful": "Headful sessions (kiosk; each a Chromium process and an Xvfb display of its own)",
-        "headless": "Headless sessions (each a context of one shared Chromium process)",
+        "headful": "Headful sessions (windows of one Chromium process on an Xvfb display of their size)",
+        "headless": "Headless sessions (contexts of one headless Chromium process)",
     }
     sessions = []
     for kind, title in kinds.items():
