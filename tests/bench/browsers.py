@@ -414,9 +414,9 @@ def _sessions_report(results: dict) -> list[str]:
         f"- **Standby session: {per_standby[1]:.1f} MB** of the whole tree ({per_standby[0]:.1f} MB of it"
         f" Chromium), {N} added at the limit while {N} others ran; budget < 5 MB: "
         f"{_met(per_standby[1] < 5)}.",
-        f"- The browser itself (no session): {fixed:.0f} MB; sandbox without a browser "
-        f"{memory['none'][1]:.0f} MB. **Running sessions in 4 GB: {fit}** (4096 MB less both, divided by a "
-        "running session).",
+        f"- The browser itself (no session): {fixed:.0f} MB; the tree before the first session of this kind "
+        f"{memory['none'][1]:.0f} MB (after the headful sessions, their idle process is in it). **Running"
+        f" sessions in 4 GB: {fit}** (4096 MB less both, divided by a running session).",
         "",
         f"| create to first screenshot ({VIEWPORT['width']}x{VIEWPORT['height']}) | time |",
         "|---|---:|",
