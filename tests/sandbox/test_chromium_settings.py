@@ -220,6 +220,14 @@ def test_it_sends_a_sessions_traffic_through_its_proxy_and_nothing_past_the_demo
     ]
     assert {e["exit"] for e in egress} == {exit_ip}
     assert real.call("GET", f"/_sandbox/browsers/{direct['session_id']}/egress").json() == []
+    # A host in the proxy's bypass list is reached direct.
+    bypassing = new_proxy(real, type="isp", config={"country": "DE"}, bypass_hosts=["lab.example.com"])
+    around = create(real, start_url=IP_PAGE, proxy={"id": bypassing["id"]}, telemetry=NETWORK)
+    seen = wait_for_event(real, around["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(seen["body"]) == json.loads(plain["body"]) and "via" not in seen["headers"]
+    egress = real.call("GET", f"/_sandbox/browsers/{around['session_id']}/egress").json()
+    assert [(e["url"], e["exit"]) for e in egress if e["url"] == IP_PAGE] == [(IP_PAGE, "direct")]
+    real.call("DELETE", f"/browsers/{around['session_id']}", timeout=30)
     # A host outside the demo sites: the proxy answers 502 with the service's proxy error, and the page's
     # telemetry reports it.
     outside = create(real, start_url="https://www.example.org/", proxy={"id": proxy["id"]}, telemetry=NETWORK)
