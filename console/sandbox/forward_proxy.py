@@ -29,7 +29,6 @@ demo sites (``sites``) only.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import base64
 import contextlib
 import datetime
@@ -38,7 +37,6 @@ import hashlib
 import ipaddress
 import logging
 import secrets
-import shutil
 import socket
 import ssl
 import tempfile
@@ -77,8 +75,8 @@ REASONS = {200: "OK", 407: "Proxy Authentication Required", 502: "Bad Gateway"}
 
 
 class Authority:
-    """A certificate authority of this sandbox process (its key never leaves memory and a temporary
-    file), and one key for every host certificate, so Chromium can accept them by that key's hash."""
+    """A certificate authority of this sandbox process (its key never leaves memory), and one key for
+    every host certificate, so Chromium can accept them by that key's hash."""
 
     def __init__(self):
         from cryptography import x509
@@ -108,8 +106,6 @@ class Authority:
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         self.spki_hash = base64.b64encode(hashlib.sha256(spki).digest()).decode()
-        self._folder = Path(tempfile.mkdtemp(prefix="sandbox-proxy-ca-"))
-        atexit.register(shutil.rmtree, self._folder, True)
         self._contexts: dict[str, ssl.SSLContext] = {}
 
     def context(self, host: str) -> ssl.SSLContext:
@@ -133,10 +129,11 @@ class Authority:
             .add_extension(x509.SubjectAlternativeName([alternative]), critical=False)
             .sign(self.ca_key, self._hashes.SHA256())
         )
-        digest = hashlib.sha256(host.encode()).hexdigest()[:16]
-        chain = self._folder / f"{digest}.pem"
-        key = self._folder / "host-key.pem"
-        if not key.exists():
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        # ssl loads a chain from files only: they live as long as this call, in a folder of the sandbox's.
+        with tempfile.TemporaryDirectory(prefix="sandbox-proxy-tls-") as folder:
+            chain, key = Path(folder, "chain.pem"), Path(folder, "key.pem")
+            key.touch(mode=0o600)
             key.write_bytes(
                 self.host_key.private_bytes(
                     serialization.Encoding.PEM,
@@ -144,13 +141,11 @@ class Authority:
                     serialization.NoEncryption(),
                 )
             )
-            key.chmod(0o600)
-        chain.write_bytes(
-            certificate.public_bytes(serialization.Encoding.PEM)
-            + self.ca.public_bytes(serialization.Encoding.PEM)
-        )
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(chain, key)
+            chain.write_bytes(
+                certificate.public_bytes(serialization.Encoding.PEM)
+                + self.ca.public_bytes(serialization.Encoding.PEM)
+            )
+            context.load_cert_chain(chain, key)
         context.set_alpn_protocols(["http/1.1"])
         if len(self._contexts) > 256:
             self._contexts.clear()
