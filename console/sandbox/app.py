@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import cdp_proxy, control, engine, live_view, store
+from console.sandbox import cdp_proxy, control, engine, forward_proxy, live_view, store
 from console.sandbox.resources import RESOURCES
 from console.sandbox.state import registry
 
@@ -145,6 +145,7 @@ def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
         registry.create(demo_key, demo=True)
         _save()
     routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes, *live_view.routes]
+    routes += forward_proxy.routes
     for module in RESOURCES:
         routes.extend(module.routes)
     return Starlette(

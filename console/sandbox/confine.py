@@ -125,7 +125,9 @@ def _etc() -> Path:
     return etc
 
 
-def _system_binds() -> list[str]:
+def _system_binds(etc: tuple[str, ...] = (), binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """Read-only binds of the system and a generated ``/etc``; ``etc`` names more host entries of it,
+    ``binds`` are (host path, path) pairs bound read-only before ``/etc`` turns read-only."""
     args: list[str] = []
     for path in SYSTEM:
         if os.path.isdir(path):
@@ -133,7 +135,7 @@ def _system_binds() -> list[str]:
     args += ["--tmpfs", "/etc"]
     for name, generated in ((n, _etc() / n) for n in sorted(os.listdir(_etc()))):
         args += ["--ro-bind", str(generated), f"/etc/{name}"]
-    for name in HOST_ETC:
+    for name in (*HOST_ETC, *etc):
         host = Path("/etc", name)
         if host.is_symlink():
             args += ["--symlink", os.readlink(host), str(host)]
@@ -141,6 +143,8 @@ def _system_binds() -> list[str]:
             args += ["--ro-bind", str(host), str(host)]
     if _flag("SANDBOX_EXEC_NETWORK", "off") and os.path.exists("/etc/resolv.conf"):
         args += ["--ro-bind", os.path.realpath("/etc/resolv.conf"), "/etc/resolv.conf"]
+    for source, target in binds:
+        args += ["--ro-bind", source, target]
     return [*args, "--remount-ro", "/etc"]
 
 
@@ -155,6 +159,55 @@ def command(root: Path, cwd: str, argv: list[str], *, info_fd: int | None = None
     if info_fd is not None:
         args += ["--info-fd", str(info_fd)]
     return [*args, "--chdir", cwd, "--", *argv]
+
+
+# What Chromium needs from the host's /etc beyond a command's: its launcher's flags (Debian's
+# /usr/bin/chromium reads /etc/chromium.d) and its default preferences.
+BROWSER_ETC = ("chromium.d", "chromium/master_preferences", "chromium/initial_preferences")
+# Chromium's managed policies on Linux (Debian's build reads this directory).
+POLICY_DIR = "/etc/chromium/policies/managed"
+
+
+def browser_jail(
+    chromium: str,
+    *,
+    writable: list[Path],
+    owner: str,
+    policy: Path | None = None,
+    display: str | None = None,
+) -> dict:
+    """How ``browser_jail.py`` starts one Chromium process: bwrap's command line (new user, PID, IPC,
+    UTS and cgroup namespaces, the host's network shared with the browser so it reaches the sandbox's
+    loopback proxy, nothing of the host but the system, a generated ``/etc``, the ``writable``
+    directories and, for a headful browser, its X display's socket), the user to run it as and, with a
+    ``policy`` directory, that directory as Chromium's managed policies."""
+    ids = identity()
+    binds = ((str(policy), POLICY_DIR),) if policy is not None else ()
+    args = [bwrap(), "--unshare-all", "--share-net", "--unshare-user", "--die-with-parent"]
+    args += ["--cap-drop", "ALL", "--hostname", "sandbox"]
+    args += [*_system_binds(BROWSER_ETC, binds), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    after = ["--dir", "/tmp/home"]
+    environment = {
+        "HOME": "/tmp/home",
+        "PATH": PATH,
+        "LANG": "C.UTF-8",
+        "SANDBOX_BROWSER_OWNER": owner,
+    }
+    if display is not None:
+        socket = f"/tmp/.X11-unix/X{display.lstrip(':')}"
+        after += ["--ro-bind", socket, socket]
+        environment["DISPLAY"] = display
+    after.append("--clearenv")
+    for key, value in environment.items():
+        after += ["--setenv", key, value]
+    return {
+        "bwrap": args,
+        "after": [*after, "--chdir", "/tmp/home"],
+        "writable": [str(path) for path in writable],
+        "uid": ids[0] if ids else None,
+        "gid": ids[1] if ids else None,
+        "chromium": chromium,
+    }
 
 
 def popen_options() -> dict:

@@ -8,14 +8,19 @@ session record's ``sandbox`` field). A session records the engine it was created
 
 How a real session lives:
 
-- One Chromium process is shared by the sessions; each session is its own ``BrowserContext`` (cookies,
-  storage, cache and permissions isolated) with the session's viewport and user agent, and one page on its
-  start URL. A Playwright ``CDPSession`` on that page carries what Playwright does not expose (telemetry
-  domains). A session someone connects to over CDP moves to a browser process of its own (see
-  ``cdp_proxy``): a browser-level CDP client could otherwise reach every other session's targets.
+- One Chromium process is shared by the headless sessions, and one per viewport size by the headful ones
+  (a real window each, on that process's Xvfb display of that size); each session is its own
+  ``BrowserContext`` (cookies, storage, cache and permissions isolated) with the session's viewport and
+  user agent, and one page on its start URL. A Playwright ``CDPSession`` on that page carries what
+  Playwright does not expose (telemetry domains). A session someone connects to over CDP moves to a
+  browser process of its own (see ``cdp_proxy``): a browser-level CDP client could otherwise reach every
+  other session's targets.
 - Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
   sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
   request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
+  A session with a proxy record has no routes: its context's proxy (Chromium's proxy settings) is a
+  loopback listener of the sandbox's forward proxy (``forward_proxy``), which serves the demo sites as
+  seen from the proxy's exit and nothing else; an unavailable proxy is a closed port.
 - At most ``SANDBOX_MAX_BROWSERS`` sessions run at once (default 4, sized for 2 cores); waking one more
   puts the least recently used into standby: its URL and storage (cookies and local storage, Playwright's
   ``storage_state``) are kept and its context closed. A session idle for ``SANDBOX_BROWSER_IDLE_SECONDS``
@@ -26,16 +31,22 @@ How a real session lives:
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
-- Deleting a session closes its context (and its own process) and removes its temporary directory; the
-  shared process closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last session; stopping
-  the sandbox closes every browser.
+- Deleting a session closes its context (and its own process) and removes its temporary directory; a
+  shared process (and its display) closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last
+  session; stopping the sandbox closes every browser.
 - A session's profile is its starting storage (cookies and local storage kept in the profile record as
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
   ends. A session with extensions runs in a browser process of its own, started with them unpacked from
-  their uploaded zips. The session's proxy record, kiosk and ``chrome_policy`` are not applied yet.
-- Chromium runs with ``--no-sandbox`` (Playwright's default): the sandbox runs as root in its containers,
-  and Chromium refuses to start as root with its own sandbox. Its processes carry
-  ``SANDBOX_BROWSER_OWNER`` in their environment, so tests can count them.
+  their uploaded zips.
+- A session with ``chrome_policy`` runs in a process of its own whose jail shows the policy at
+  ``/etc/chromium/policies/managed`` (Chromium's managed policies). A kiosk session (``--kiosk`` is a
+  process flag) runs in a process of its own on an Xvfb display of its own (``Display``). Without Xvfb a
+  headful session runs headless and its record says so (``applied``).
+- Every browser process is jailed (``browser_jail``, ``confine.browser_jail``): bubblewrap, as
+  ``SANDBOX_EXEC_USER`` when the sandbox is root, with its own directories and the system only, and with
+  Chromium's own sandbox on. Without bubblewrap it runs as the sandbox does, with ``--no-sandbox``
+  (``status()["confinement"]`` says why). Its processes carry ``SANDBOX_BROWSER_OWNER`` in their
+  environment, so tests can count them.
 """
 
 from __future__ import annotations
@@ -44,15 +55,18 @@ import asyncio
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from console.sandbox import confine
 from console.sandbox.errors import ApiError
 from console.sandbox.state import Tenant, new_id
 
@@ -125,7 +139,9 @@ class Live:
     events: object | None = None  # page_events.PageEvents
     storage: dict | None = None  # storage_state kept in standby
     url: str | None = None
-    own_browser: bool = False  # a browser process of its own (CDP clients)
+    own_browser: bool = False  # a browser process of its own (CDP clients, extensions, policy, headful)
+    display: object | None = None  # the Xvfb of a headful session's process (``Display``)
+    egress: object | None = None  # the session's proxy (``forward_proxy.Listener``), while running
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -144,7 +160,8 @@ class Engine:
         self.owner = os.environ.get("SANDBOX_BROWSER_OWNER") or new_id("sandbox", 12)
         self.lives: dict[str, Live] = {}
         self._playwright = None
-        self._shared = None
+        self._shared: dict[tuple, object] = {}  # shared browser processes, by ``_shared_key``
+        self._displays: dict[tuple, Display] = {}  # their Xvfb displays (headful ones)
         self._launch_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
         self._linger: asyncio.Task | None = None
@@ -167,7 +184,16 @@ class Engine:
             "running": states.count("running"),
             "standby": states.count("standby"),
             "crashed": states.count("crashed"),
+            "confinement": self.confinement() or "bubblewrap, as an unprivileged user",
+            "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
         }
+
+    def confinement(self) -> str | None:
+        """None when browsers run jailed (``browser_jail``); otherwise why they run as the sandbox does."""
+        if not self.real:
+            return None
+        problem = confine.unavailable()
+        return f"none: {problem}" if problem else None
 
     def session_state(self, record: dict) -> str:
         """``running``, ``standby`` or ``crashed`` for a real session; ``simulated`` otherwise."""
@@ -189,7 +215,9 @@ class Engine:
             live.url = record.get("_kept_url") or record.get("start_url")
             live.storage = record.get("_kept_storage") or _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.
-            live.own_browser = bool(record.get("extensions"))
+            # So are a policy (Chromium reads it from its /etc) and a kiosk window (a process flag).
+            kiosk = self.headful(record) and bool(record.get("kiosk_mode"))
+            live.own_browser = bool(record.get("extensions") or record.get("chrome_policy") or kiosk)
             self.lives[live.session_id] = live
         live.last_used = time.monotonic()
         if live.state == "running" and live.page is not None and live.page.is_closed():
@@ -229,15 +257,21 @@ class Engine:
 
         await self._make_room(live)
         record = live.record
+        live.egress = await self._egress(live)
         if live.own_browser:
             context = await self._launch_own(live)
         else:
-            browser = await self._shared_browser()
-            context = await browser.new_context(storage_state=live.storage, **self._context_options(record))
+            browser = await self._shared_browser(self._shared_key(record))
+            options = self._context_options(record)
+            if live.egress is not None:
+                options["proxy"] = live.egress.playwright()
+            context = await browser.new_context(storage_state=live.storage, **options)
         live.context = context
         if record.get("stealth"):
             await context.add_init_script(STEALTH_JS)
-        await self._route(live)
+        if live.egress is None:
+            # Without a proxy the demo sites are answered in-process; with one, through it.
+            await self._route(live)
         page = context.pages[0] if context.pages else await context.new_page()
         live.page = page
         live.cdp = await context.new_cdp_session(page)
@@ -256,13 +290,37 @@ class Engine:
                 # Best effort, as the service's start_url: a failed navigation leaves Chromium's error page.
                 await page.goto(live.url, timeout=NAVIGATION_TIMEOUT, wait_until="domcontentloaded")
 
+    async def _egress(self, live: Live):
+        """The session's proxy listener (``forward_proxy``), or None for a session without a proxy."""
+        from console.sandbox import forward_proxy
+
+        proxy_id = (live.record.get("proxy") or {}).get("id") or live.record.get("proxy_id")
+        proxy = live.tenant.table("proxies").get(proxy_id or "")
+        if proxy is None:
+            return None
+        return await forward_proxy.Listener(live.record, proxy).start()
+
+    async def proxy_changed(self, record: dict) -> None:
+        """A new proxy applies from the session's next wake: a running one goes to standby now."""
+        live = self.lives.get(record["session_id"])
+        if live is not None and live.state == "running":
+            await self.standby(live)
+
+    def _flags(self, live: Live | None = None) -> list[str]:
+        from console.sandbox import forward_proxy
+
+        flags = [*FLAGS, *forward_proxy.chromium_flags()]
+        if live is not None and live.egress is not None:
+            # The session's proxy (Playwright's launch option) replaces the dead one.
+            dead = ("--proxy-server=", "--proxy-bypass-list=")
+            flags = [flag for flag in flags if not flag.startswith(dead)]
+        return flags
+
     def _context_options(self, record: dict) -> dict:
-        size = record.get("viewport") or {}
-        options = {
-            "viewport": {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))},
-            "device_scale_factor": 1,
-            "accept_downloads": True,
-        }
+        options = {"viewport": _size(record), "device_scale_factor": 1, "accept_downloads": True}
+        if self.headful(record):
+            # A real window on a display of the viewport's size: the page gets what the window leaves it.
+            options = {"no_viewport": True, "accept_downloads": True}
         if record.get("stealth"):
             # Stealth where Chromium allows it: no "HeadlessChrome" in the user agent.
             options["user_agent"] = (
@@ -274,9 +332,12 @@ class Engine:
     async def _route(self, live: Live) -> None:
         from console.sandbox import sites
 
+        # A jailed browser's file: URLs show its jail (the system's files), never the host's.
+        files = self.confinement() is None
+
         async def handle(route) -> None:
             try:
-                await sites.fulfil(route)
+                await sites.fulfil(route, files=files)
             except Exception:  # the page went away mid-request, or a demo site failed: the request fails
                 with contextlib.suppress(Exception):
                     await route.abort("failed")
@@ -292,6 +353,7 @@ class Engine:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(60):
                 await download.save_as(target)
+                await download.delete()
 
     def _crashed(self, live: Live) -> None:
         if live.state != "running":
@@ -346,8 +408,11 @@ class Engine:
         """A new viewport applies to the running page at once (and to the next wake from standby)."""
         live = self.lives.get(record["session_id"])
         if live is not None and live.state == "running" and live.page is not None:
-            size = self._context_options(record)["viewport"]
-            await guarded(live.page.set_viewport_size(size), "resizing the page")
+            if self.headful(record):
+                # The display has the old size: the next call wakes the session on a display of the new.
+                await self.standby(live)
+                return
+            await guarded(live.page.set_viewport_size(_size(record)), "resizing the page")
 
     async def load_profile(self, tenant: Tenant, record: dict) -> None:
         """A profile loaded into a session after creation (``PATCH``): its cookies join the session's."""
@@ -371,6 +436,12 @@ class Engine:
                 async with asyncio.timeout(OPERATION_TIMEOUT):
                     await context.close()
         live.cdp_endpoint = None
+        display, live.display = live.display, None
+        if display is not None:
+            await display.stop()
+        egress, live.egress = live.egress, None
+        if egress is not None:
+            await egress.stop()
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
@@ -406,6 +477,8 @@ class Engine:
             live.storage = None
             if live.directory is not None:
                 shutil.rmtree(live.directory, ignore_errors=True)
+            if self._root is not None:
+                shutil.rmtree(self._root / "policies" / live.session_id, ignore_errors=True)
 
     def discard(self, record: dict) -> None:
         """``close`` from synchronous code (a session ending on a state read)."""
@@ -446,22 +519,45 @@ class Engine:
             self._playwright = await async_playwright().start()
         return self._playwright
 
-    async def _shared_browser(self):
+    def _shared_key(self, record: dict) -> tuple:
+        """Which shared process a session's context lives in: the headless one, or the headful one of its
+        viewport's size (its windows fill a display of that size)."""
+        if self.headful(record):
+            size = _size(record)
+            return ("headful", size["width"], size["height"])
+        return ("headless",)
+
+    async def _shared_browser(self, key: tuple = ("headless",)):
         if self._launch_lock is None:
             self._launch_lock = asyncio.Lock()
         async with self._launch_lock:
-            if self._shared is None or not self._shared.is_connected():
+            browser = self._shared.get(key)
+            if browser is None or not browser.is_connected():
                 playwright = await self._driver()
-                self._shared = await playwright.chromium.launch(
-                    executable_path=chromium_path(), args=FLAGS, env=self._env(), headless=True
+                downloads = self.root() / "downloads"
+                args, display = self._flags(), None
+                if key[0] == "headful":
+                    await self._stop_display(key)
+                    size = {"width": key[1], "height": key[2]}
+                    display = self._displays[key] = await Display.start(size)
+                    args += ["--window-position=0,0", f"--window-size={key[1]},{key[2]}"]
+                options = self._launch_options(
+                    [], downloads, headless=display is None, display=display.name if display else None
                 )
-                self._shared.on("disconnected", lambda _browser: self._shared_gone())
-            return self._shared
+                browser = await self._launching(playwright.chromium.launch, args=args, **options)
+                browser.on("disconnected", lambda _browser: self._shared_gone(key))
+                self._shared[key] = browser
+            return browser
 
-    def _shared_gone(self) -> None:
+    def _shared_gone(self, key: tuple) -> None:
         for live in list(self.lives.values()):
-            if live.state == "running" and not live.own_browser:
+            if live.state == "running" and not live.own_browser and self._shared_key(live.record) == key:
                 self._crashed(live)
+
+    async def _stop_display(self, key: tuple) -> None:
+        display = self._displays.pop(key, None)
+        if display is not None:
+            await display.stop()
 
     async def _launch_own(self, live: Live):
         """A browser process for this session alone, its CDP port on loopback (for the CDP proxy)."""
@@ -470,18 +566,32 @@ class Engine:
         profile = live.directory / "profile"
         active = profile / "DevToolsActivePort"
         active.unlink(missing_ok=True)
-        args = [*FLAGS, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        args = [*self._flags(live), "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        record = live.record
+        headful = self.headful(record)
+        if headful:
+            size = _size(record)
+            live.display = await Display.start(size)
+            args += ["--window-position=0,0", f"--window-size={size['width']},{size['height']}"]
+            if record.get("kiosk_mode"):
+                args.append("--kiosk")
         extensions = self._unpack_extensions(live)
         if extensions:
             joined = ",".join(str(path) for path in extensions)
             args += [f"--disable-extensions-except={joined}", f"--load-extension={joined}"]
-        context = await playwright.chromium.launch_persistent_context(
+        context = await self._launching(
+            playwright.chromium.launch_persistent_context,
             str(profile),
-            executable_path=chromium_path(),
             args=args,
             ignore_default_args=["--disable-extensions"] if extensions else None,
-            env=self._env(),
-            headless=True,
+            **({"proxy": live.egress.playwright()} if live.egress is not None else {}),
+            **self._launch_options(
+                [live.directory],
+                live.directory / "downloads",
+                headless=not headful,
+                policy=self._policy(live),
+                display=live.display.name if live.display else None,
+            ),
             **self._context_options(live.record),
         )
         if live.storage:
@@ -494,6 +604,93 @@ class Engine:
                     break
             await asyncio.sleep(0.05)
         return context
+
+    def _launch_options(
+        self,
+        writable: list[Path],
+        downloads: Path,
+        *,
+        headless: bool = True,
+        policy: Path | None = None,
+        display: str | None = None,
+    ) -> dict:
+        """Playwright's launch options for one browser process: jailed (``browser_jail``) when bubblewrap
+        can confine it, as an unprivileged user when the sandbox is root; the sandbox's own user otherwise
+        (``status()["confinement"]`` says so)."""
+        downloads.mkdir(parents=True, exist_ok=True)
+        if self.confinement() is not None:
+            return {
+                "executable_path": chromium_path(),
+                "env": {**self._env(), **({"DISPLAY": display} if display else {})},
+                "headless": headless,
+                "downloads_path": str(downloads),
+            }
+        jail = confine.browser_jail(
+            chromium_path(),
+            writable=[*writable, downloads],
+            owner=self.owner,
+            policy=policy,
+            display=display,
+        )
+        return {
+            "executable_path": str(self._wrapper()),
+            # The wrapper's environment only: bwrap gives Chromium a clean one (browser_jail).
+            "env": {"SANDBOX_BROWSER_JAIL": json.dumps(jail), "SANDBOX_BROWSER_OWNER": self.owner},
+            "headless": headless,
+            "downloads_path": str(downloads),
+            # Unprivileged, Chromium's own sandbox works (in a user namespace inside the jail's).
+            "chromium_sandbox": True,
+        }
+
+    async def _launching(self, launch, *args, **options):
+        """Start a browser; if Chromium's own sandbox cannot start in the jail, without it (logged)."""
+        try:
+            return await launch(*args, **options)
+        except Exception as exc:
+            if not options.get("chromium_sandbox"):
+                raise
+            log.warning("Chromium's sandbox did not start in the jail (%s); starting without it", exc)
+            return await launch(*args, **{**options, "chromium_sandbox": False})
+
+    def _policy(self, live: Live) -> Path | None:
+        """The session's ``chrome_policy`` as Chromium's managed policy directory (jailed browsers only:
+        the jail shows it at /etc/chromium/policies/managed; the host's /etc is never written)."""
+        policy = live.record.get("chrome_policy")
+        if not policy or self.confinement() is not None:
+            return None
+        folder = self.root() / "policies" / live.session_id
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.chmod(0o711)
+        folder.chmod(0o755)
+        target = folder / "session.json"
+        target.write_text(json.dumps(policy))
+        target.chmod(0o644)
+        return folder
+
+    def headful(self, record: dict) -> bool:
+        """Whether the session's browser runs a real window (headful, with Xvfb to show it on)."""
+        return not record.get("headless", True) and Display.unavailable() is None
+
+    def applied(self, record: dict) -> dict:
+        """What of the session's configuration Chromium could not apply, and why (the record's ``sandbox``
+        field): a headful session without Xvfb runs headless; a policy needs the jail."""
+        if record.get("_engine") != "chromium":
+            return {}
+        notes = {}
+        if not record.get("headless", True) and self.headful(record) is False:
+            notes["window"] = f"headless: {Display.unavailable()}"
+        if record.get("chrome_policy") and self.confinement() is not None:
+            notes["chrome_policy"] = f"not applied: {self.confinement()}"
+        return notes
+
+    def _wrapper(self) -> Path:
+        """The executable Playwright starts: ``browser_jail.py`` under the sandbox's Python."""
+        wrapper = self.root() / "chromium"
+        if not wrapper.exists():
+            script = Path(__file__).with_name("browser_jail.py")
+            wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -I {script} "$@"\n')
+            wrapper.chmod(0o755)
+        return wrapper
 
     def _unpack_extensions(self, live: Live) -> list[Path]:
         """The session's extensions, unpacked from their uploaded zips (checked at upload)."""
@@ -535,15 +732,20 @@ class Engine:
             if kept is not None:
                 self._root = kept / "browsers"
                 self._root.mkdir(mode=0o700, exist_ok=True)
+                kept.chmod(0o711)  # jailed browsers (another user) pass through to their own directories
             else:
                 self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
+            # Jailed browsers (another user) reach their own directories in it, never list it.
+            self._root.chmod(0o711)
         return self._root
 
-    async def _close_shared(self) -> None:
-        browser, self._shared = self._shared, None
-        if browser is not None:
-            with contextlib.suppress(Exception):
-                await browser.close()
+    async def _close_shared(self, keys=None) -> None:
+        for key in list(self._shared if keys is None else keys):
+            browser = self._shared.pop(key, None)
+            if browser is not None:
+                with contextlib.suppress(Exception):
+                    await browser.close()
+            await self._stop_display(key)
 
     def _maybe_linger(self) -> None:
         """Close the shared browser once no session has used it for the linger time."""
@@ -556,9 +758,13 @@ class Engine:
 
     async def _linger_then_close(self) -> None:
         await asyncio.sleep(self.linger_seconds)
-        in_use = any(live.context is not None and not live.own_browser for live in self.lives.values())
-        if not in_use and not self._waking:
-            await self._close_shared()
+        in_use = {
+            self._shared_key(live.record)
+            for live in self.lives.values()
+            if live.context is not None and not live.own_browser
+        }
+        if not self._waking:
+            await self._close_shared([key for key in self._shared if key not in in_use])
 
     def _start_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -594,6 +800,95 @@ def _profile_state(tenant: Tenant, record: dict) -> dict | None:
         if state
         else None
     )
+
+
+def _size(record: dict) -> dict:
+    size = record.get("viewport") or {}
+    return {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))}
+
+
+class Display:
+    """An Xvfb server of the viewport's size for one headful browser process, as the commands' user."""
+
+    def __init__(self, process: asyncio.subprocess.Process, number: int):
+        self.process = process
+        self.name = f":{number}"
+
+    @staticmethod
+    def binary() -> str:
+        return os.environ.get("SANDBOX_XVFB") or shutil.which("Xvfb") or "/usr/bin/Xvfb"
+
+    @staticmethod
+    def unavailable() -> str | None:
+        binary = Display.binary()
+        if not os.access(binary, os.X_OK):
+            return f"no Xvfb at {binary} (make run installs Debian's xvfb)"
+        return None
+
+    @classmethod
+    async def start(cls, size: dict) -> Display:
+        _x11_sockets()
+        read, write = os.pipe()
+        # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
+        screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
+        try:
+            # setpriv: killed with the sandbox, even if the sandbox itself is killed.
+            process = await asyncio.create_subprocess_exec(
+                "setpriv",
+                "--pdeathsig",
+                "KILL",
+                "--",
+                cls.binary(),
+                *("-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp", "-noreset"),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=(write,),
+                env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
+                **confine.popen_options(),
+            )
+        finally:
+            os.close(write)
+        try:
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout(LAUNCH_TIMEOUT):
+                number = await loop.run_in_executor(None, _read_display, read)
+        except BaseException:
+            process.kill()
+            await process.wait()
+            raise
+        finally:
+            os.close(read)
+        return cls(process, number)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+            try:
+                async with asyncio.timeout(5):
+                    await self.process.wait()
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+def _x11_sockets() -> None:
+    """X servers' socket directory, shared by every user (as an X session would have it)."""
+    sockets = Path("/tmp/.X11-unix")
+    if not sockets.exists():
+        sockets.mkdir(mode=0o1777)
+        sockets.chmod(0o1777)
+
+
+def _read_display(fd: int) -> int:
+    """The display number Xvfb writes on ``-displayfd`` once it accepts connections."""
+    text = b""
+    while not text.endswith(b"\n"):
+        chunk = os.read(fd, 16)
+        if not chunk:
+            raise RuntimeError("Xvfb exited before it opened a display")
+        text += chunk
+    return int(text)
 
 
 _engine: Engine | None = None

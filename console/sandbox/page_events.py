@@ -281,7 +281,22 @@ class PageEvents:
         self.emit("network_request", data)
 
     def _response(self, params: dict) -> None:
-        self.responses[params["requestId"]] = {**params.get("response", {}), "type": params.get("type")}
+        response = params.get("response", {})
+        self.responses[params["requestId"]] = {**response, "type": params.get("type")}
+        headers = {str(k).lower(): v for k, v in (response.get("headers") or {}).items()}
+        code = headers.get("x-kernel-proxy-error")
+        if code:
+            # The session's proxy could not serve the request (forward_proxy): the service's proxy_error.
+            request = self.requests.get(params["requestId"], {})
+            data = self.ctx(frame_id=params.get("frameId"), loader_id=params.get("loaderId"))
+            data.update(
+                code=str(code),
+                request_id=params["requestId"],
+                status=response.get("status"),
+                method=request.get("method"),
+                resource_type=params.get("type"),
+            )
+            self.emit("proxy_error", data)
 
     def _finished(self, params: dict) -> None:
         request_id = params["requestId"]

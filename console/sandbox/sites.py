@@ -17,9 +17,10 @@ follow a fulfilled redirect by itself, past the routes.
   refused, a code is six digits and not ``000000``); a push approval arrives 20 s after the page appears;
   after the last step the site sets a cookie and shows ``post_login_path``. ``bot.example.com`` answers
   403 with a CAPTCHA wall.
-- ``lab.example.com``: a test bench: ``/?log=TEXT`` logs TEXT with ``console.log``, ``color=RRGGBB`` paints
-  the page, a button at (20, 20)-(220, 80) logs ``button clicked`` when clicked, and a link at
-  (20, 100)-(220, 140) downloads ``report.csv``.
+- ``lab.example.com``: a test bench: ``/ip`` answers the client's address and country as the site sees
+  them (a session with a proxy: the proxy's exit, ``forward_proxy``); ``/?log=TEXT`` logs TEXT with
+  ``console.log``, ``color=RRGGBB`` paints the page, a button at (20, 20)-(220, 80) logs
+  ``button clicked`` when clicked, and a link at (20, 100)-(220, 140) downloads ``report.csv``.
 """
 
 from __future__ import annotations
@@ -164,7 +165,16 @@ def news(request: Request):
 # The lab (tests and demos) -------------------------------------------------------------------------
 
 
+# The demo world's geolocation: exit addresses of the sandbox's proxies and their country.
+GEOLOCATION: dict[str, str] = {}
+
+
 def lab(request: Request):
+    if request.url.path == "/ip":
+        address = request.client.host if request.client else None
+        if len(GEOLOCATION) > 10_000:
+            GEOLOCATION.clear()
+        return JSONResponse({"ip": address, "country": GEOLOCATION.get(address or "")})
     if request.url.path == "/report.csv":
         return Response(
             "day,orders\n2026-11-23,42\n",
@@ -337,14 +347,24 @@ app = Starlette(
 _transport = httpx.ASGITransport(app=app)
 
 
+def direct_transport() -> httpx.ASGITransport:
+    """The transport of requests that reach the demo sites without a proxy."""
+    return _transport
+
+
 def hosts() -> list[str]:
     return sorted({*SITES, *auth_sites.SITES})
 
 
-async def fulfil(route) -> None:
-    """A Playwright route handler: a demo host is answered by ``app``; anything else is aborted."""
+async def fulfil(route, *, files: bool = False) -> None:
+    """A Playwright route handler: a demo host is answered by ``app``; ``file:`` URLs go on to the
+    browser's own filesystem when ``files`` (a jailed browser, which sees its jail only); anything else is
+    aborted."""
     request = route.request
     url = urlsplit(request.url)
+    if files and url.scheme == "file":
+        await route.continue_()
+        return
     if url.scheme not in ("http", "https") or handler_for(url.hostname or "") is None:
         await route.abort(BLOCKED_ERROR)
         return

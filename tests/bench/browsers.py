@@ -1,7 +1,9 @@
 """Issue "Real browsers": what a real Chromium session costs and how fast it answers, in one sandbox run.
 
 One sandbox on the Chromium engine (at most ``N`` running browsers, nothing put in standby for idleness,
-the shared process kept up between sessions):
+the shared process kept up between sessions). Memory and create to first screenshot are measured twice:
+for headful sessions (windows of one shared Chromium process on an Xvfb display of their size), then for
+headless ones (contexts of one shared headless Chromium process).
 
 - memory: PSS summed over the sandbox's Chromium processes (a browser process carries
   ``SANDBOX_BROWSER_OWNER``; its children are counted with it) and over the sandbox's whole process tree
@@ -79,7 +81,10 @@ def run() -> str:
         if status["engine"] != "chromium":
             raise SystemExit(f"the sandbox runs simulated browsers: {status['engine_reason']}")
         bench = BrowserBench(new_tenant(url), process.pid, owner)
-        results = bench.sessions()
+        # Headful first (their process and display), then headless (the shared headless process).
+        results = {
+            "kinds": {"headful": bench.sessions(headless=False), "headless": bench.sessions(headless=True)}
+        }
         results |= asyncio.run(bench.interactive())
     finally:
         stop_sandbox(process)
@@ -124,21 +129,21 @@ class BrowserBench:
         self.screenshot(session["session_id"])
         return session, time.perf_counter() - started
 
-    def sessions(self) -> dict:
+    def sessions(self, *, headless: bool) -> dict:
         memory = {"none": self.memory_mb()}
-        first, cold = self.create_to_screenshot()
+        first, cold = self.create_to_screenshot(headless=headless)
         time.sleep(SETTLE)
         memory["1 running"] = self.memory_mb()
         made, warm = [first], []
         for _ in range(N - 1):
-            session, took = self.create_to_screenshot()
+            session, took = self.create_to_screenshot(headless=headless)
             made.append(session)
             warm.append(took)
         time.sleep(SETTLE)
         memory[f"{N} running"] = self.memory_mb()
         at_limit = []
         for _ in range(N):
-            session, took = self.create_to_screenshot()
+            session, took = self.create_to_screenshot(headless=headless)
             made.append(session)
             at_limit.append(took)
         time.sleep(SETTLE)
@@ -345,20 +350,16 @@ def _met(ok: bool) -> str:
 
 
 def report(results: dict, load_before, load_after) -> str:
-    memory = results["memory"]
-    rows = [
-        f"| {label} | {chromium:,.0f} MB | {tree - chromium:,.0f} MB | {tree:,.0f} MB |"
-        for label, (chromium, tree) in memory.items()
-    ]
-    one, running, both = memory["1 running"], memory[f"{N} running"], memory[f"{N} running + {N} standby"]
-    per_running = [(running[i] - one[i]) / (N - 1) for i in (0, 1)]
-    per_standby = [(both[i] - running[i]) / N for i in (0, 1)]
-    fixed = one[1] - memory["none"][1] - per_running[1]  # the browser process (and driver) with no session
-    fit = int((4096 - memory["none"][1] - fixed) // per_running[1]) if per_running[1] > 0 else 0
-    warm = statistics.median(results["warm"])
     clicks, cast = results["clicks"], results["screencast"]
     cdp, live = cast["cdp"], cast["live view"]
     ratio = live["fps"] / cdp["fps"] if cdp["fps"] else 0.0
+    kinds = {
+        "headful": "Headful sessions (windows of one Chromium process on an Xvfb display of their size)",
+        "headless": "Headless sessions (contexts of one headless Chromium process)",
+    }
+    sessions = []
+    for kind, title in kinds.items():
+        sessions += [f"**{title}**", "", *_sessions_report(results["kinds"][kind]), ""]
 
     def latency(path: dict) -> str:
         values = path["latency"]
@@ -370,33 +371,10 @@ def report(results: dict, load_before, load_after) -> str:
         f"Load average (1 min) {load_before[0]:.1f} before the run, {load_after[0]:.1f} after: the machine"
         " was shared with other work, so every figure here is as measured under that load.",
         "",
-        "| sessions | Chromium PSS | sandbox and Playwright driver PSS | total (sandbox's process tree) |",
-        "|---|---:|---:|---:|",
-        *rows,
-        "",
-        f"- **Running session: {per_running[1]:.0f} MB** of the whole tree ({per_running[0]:.0f} MB of it"
-        f" Chromium), from 1 to {N} running; budget < 150 MB: {_met(per_running[1] < 150)}.",
-        f"- **Standby session: {per_standby[1]:.1f} MB** of the whole tree ({per_standby[0]:.1f} MB of it"
-        f" Chromium), {N} added at the limit while {N} others ran; budget < 5 MB: "
-        f"{_met(per_standby[1] < 5)}.",
-        f"- The browser itself (no session): {fixed:.0f} MB; sandbox without a browser "
-        f"{memory['none'][1]:.0f} MB. **Running sessions in 4 GB: {fit}** (4096 MB less both, divided by a "
-        "running session).",
-        "",
-        f"| create to first screenshot ({VIEWPORT['width']}x{VIEWPORT['height']}) | time |",
-        "|---|---:|",
-        f"| cold (first session: Chromium starts) | {results['cold']:.2f} s |",
-        f"| warm, median of {len(results['warm'])} | **{warm:.2f} s** |",
-        f"| warm at the limit (puts the oldest in standby), median of {len(results['at_limit'])} "
-        f"| {statistics.median(results['at_limit']):.2f} s |",
-        f"| from standby (a screenshot wakes it), median of {len(results['wake'])} "
-        f"| {statistics.median(results['wake']):.2f} s |",
-        "",
-        f"- warm runs: {', '.join(f'{t:.2f}' for t in results['warm'])} s; at the limit: "
-        f"{', '.join(f'{t:.2f}' for t in results['at_limit'])} s; wakes: "
-        f"{', '.join(f'{t:.2f}' for t in results['wake'])} s. Budget warm < 2 s: {_met(warm < 2)}.",
+        *sessions,
         f"- Click round trip over {CLICKS} clicks (`click_mouse` on the lab button to its handler's"
-        f" `console_log` on the telemetry stream): p50 **{statistics.median(clicks['handled']):.0f} ms**,"
+        f" `console_log` on the telemetry stream, a headful session): p50"
+        f" **{statistics.median(clicks['handled']):.0f} ms**,"
         f" p99 **{_pct(clicks['handled'], 0.99):.0f} ms**; the POST itself answered in p50"
         f" {statistics.median(clicks['answered']):.0f} ms, p99 {_pct(clicks['answered'], 0.99):.0f} ms.",
         "",
@@ -412,3 +390,44 @@ def report(results: dict, load_before, load_after) -> str:
         f"- **live view / CDP: {ratio:.2f}** of the frames/s; budget ≥ 0.9: {_met(ratio >= 0.9)}.",
     ]
     return "\n".join(lines)
+
+
+def _sessions_report(results: dict) -> list[str]:
+    memory = results["memory"]
+    rows = [
+        f"| {label} | {chromium:,.0f} MB | {tree - chromium:,.0f} MB | {tree:,.0f} MB |"
+        for label, (chromium, tree) in memory.items()
+    ]
+    one, running, both = memory["1 running"], memory[f"{N} running"], memory[f"{N} running + {N} standby"]
+    per_running = [(running[i] - one[i]) / (N - 1) for i in (0, 1)]
+    per_standby = [(both[i] - running[i]) / N for i in (0, 1)]
+    fixed = one[1] - memory["none"][1] - per_running[1]  # the browser process (and driver) with no session
+    fit = int((4096 - memory["none"][1] - fixed) // per_running[1]) if per_running[1] > 0 else 0
+    warm = statistics.median(results["warm"])
+    return [
+        "| sessions | Chromium PSS | sandbox and Playwright driver PSS | total (sandbox's process tree) |",
+        "|---|---:|---:|---:|",
+        *rows,
+        "",
+        f"- **Running session: {per_running[1]:.0f} MB** of the whole tree ({per_running[0]:.0f} MB of it"
+        f" Chromium), from 1 to {N} running; budget < 150 MB: {_met(per_running[1] < 150)}.",
+        f"- **Standby session: {per_standby[1]:.1f} MB** of the whole tree ({per_standby[0]:.1f} MB of it"
+        f" Chromium), {N} added at the limit while {N} others ran; budget < 5 MB: "
+        f"{_met(per_standby[1] < 5)}.",
+        f"- The browser itself (no session): {fixed:.0f} MB; the tree before the first session of this kind "
+        f"{memory['none'][1]:.0f} MB (after the headful sessions, their idle process is in it). **Running"
+        f" sessions in 4 GB: {fit}** (4096 MB less both, divided by a running session).",
+        "",
+        f"| create to first screenshot ({VIEWPORT['width']}x{VIEWPORT['height']}) | time |",
+        "|---|---:|",
+        f"| cold (first session: Chromium starts) | {results['cold']:.2f} s |",
+        f"| warm, median of {len(results['warm'])} | **{warm:.2f} s** |",
+        f"| warm at the limit (puts the oldest in standby), median of {len(results['at_limit'])} "
+        f"| {statistics.median(results['at_limit']):.2f} s |",
+        f"| from standby (a screenshot wakes it), median of {len(results['wake'])} "
+        f"| {statistics.median(results['wake']):.2f} s |",
+        "",
+        f"- warm runs: {', '.join(f'{t:.2f}' for t in results['warm'])} s; at the limit: "
+        f"{', '.join(f'{t:.2f}' for t in results['at_limit'])} s; wakes: "
+        f"{', '.join(f'{t:.2f}' for t in results['wake'])} s. Budget warm < 2 s: {_met(warm < 2)}.",
+    ]

@@ -570,8 +570,10 @@ def test_it_ends_a_live_view_whose_page_goes_away(real):
     url = session["browser_live_view_url"].replace("http", "ws", 1).replace("?", "/ws?", 1)
     with connect(url, open_timeout=20) as socket:
         socket.recv(timeout=20)
-        with sync_playwright() as playwright:  # the session moves to a browser of its own
-            playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000).close()
+        with sync_playwright() as playwright:  # a CDP client closes the page under the view
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            browser.contexts[0].pages[0].close()
+            browser.close()
         with pytest.raises(ConnectionClosed):
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:

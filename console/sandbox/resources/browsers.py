@@ -33,6 +33,7 @@ Choices where the notes leave room (the lead copies them into the docs):
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 
@@ -66,6 +67,8 @@ BLOCKED_POLICIES = (
     "ProxySettings",
     "ProxyMode",
     "ProxyServer",
+    "ProxyPacUrl",
+    "ProxyBypassList",
     "RemoteDebuggingAllowed",
     "DeveloperToolsAvailability",
 )
@@ -244,6 +247,7 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     body["sandbox"] = {
         "engine": record.get("_engine", "simulated"),
         "browser": engine.get().session_state(record),
+        **engine.get().applied(record),
     }
     if record.get("_engine") == "chromium" and base:
         ws_base = "ws" + base.rstrip("/").removeprefix("http")
@@ -483,14 +487,32 @@ def _categories(browser, errors: dict) -> dict[str, bool] | None:
 def _chrome_policy(value, errors: dict) -> dict | None:
     if value is None:
         return None
-    if not isinstance(value, dict):
-        errors["chrome_policy"] = "must be an object of Chrome enterprise policies"
-        return None
-    blocked = sorted(set(value) & set(BLOCKED_POLICIES))
-    if blocked:
-        errors["chrome_policy"] = f"managed by the service and cannot be set: {', '.join(blocked)}"
+    problem = chrome_policy_problem(value)
+    if problem:
+        errors["chrome_policy"] = problem
         return None
     return value or None
+
+
+MAX_POLICY_BYTES = 5 * 1024 * 1024
+_POLICY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,99}$")
+
+
+def chrome_policy_problem(value) -> str | None:
+    """Why ``value`` cannot be a session's (or a pool's) ``chrome_policy``, else None: a JSON object of at
+    most 5 MiB whose keys are policy names (as Chromium's managed policy file has them), none of those
+    the service manages itself."""
+    if not isinstance(value, dict):
+        return "must be a JSON object of Chrome enterprise policies"
+    bad = next((key for key in value if not _POLICY_NAME.match(key)), None)
+    if bad is not None:
+        return f"{bad[:60]!r} is not a Chrome policy name (letters and digits, such as URLBlocklist)"
+    blocked = sorted(set(value) & set(BLOCKED_POLICIES))
+    if blocked:
+        return f"managed by the service and cannot be set: {', '.join(blocked)}"
+    if len(json.dumps(value).encode()) > MAX_POLICY_BYTES:
+        return "must be at most 5 MiB"
+    return None
 
 
 def _start_url(value, errors: dict) -> str | None:
@@ -645,6 +667,8 @@ async def update_browser(request: Request):
     elif body.get("proxy_id") == "":
         record.pop("proxy", None)
         record.pop("proxy_id", None)
+    if proxy is not None or body.get("proxy_id") == "":
+        await engine.get().proxy_changed(record)
     if new_categories is not _UNCHANGED:
         from console.sandbox.resources import telemetry
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import re
 from datetime import timedelta
@@ -75,22 +74,6 @@ TIMEOUT_RANGE = (10, 259_200)
 FILL_RATE_RANGE = (1, 100)
 MAX_ACQUIRE_TIMEOUT = 3600
 MAX_TAGS = 50
-MAX_POLICY_BYTES = 5 * 1024 * 1024
-# Kernel-managed Chrome policies (extensions, proxy, CDP) cannot be overridden (notes §2).
-BLOCKED_POLICIES = frozenset(
-    {
-        "ExtensionInstallForcelist",
-        "ExtensionInstallAllowlist",
-        "ExtensionInstallBlocklist",
-        "ExtensionSettings",
-        "ProxySettings",
-        "ProxyMode",
-        "ProxyServer",
-        "ProxyPacUrl",
-        "ProxyBypassList",
-        "RemoteDebuggingAllowed",
-    }
-)
 NOT_POOL_FIELDS = {
     "gpu": "pools have no gpu setting",
     "memory": "pools have no memory setting",
@@ -409,12 +392,8 @@ def validate(tenant: Tenant, project: str, body: dict, *, current: dict | None) 
         policy = body["chrome_policy"]
         if policy in (None, {}):
             changes["chrome_policy"] = None
-        elif not isinstance(policy, dict):
-            errors["chrome_policy"] = "must be a JSON object of Chrome enterprise policies"
-        elif len(json.dumps(policy).encode()) > MAX_POLICY_BYTES:
-            errors["chrome_policy"] = "must be at most 5 MiB"
-        elif blocked := sorted(BLOCKED_POLICIES & set(policy)):
-            errors["chrome_policy"] = "managed by the service and cannot be set: " + ", ".join(blocked)
+        elif problem := sessions.chrome_policy_problem(policy):
+            errors["chrome_policy"] = problem
         else:
             changes["chrome_policy"] = policy
     if "start_url" in body:

@@ -1,0 +1,48 @@
+"""Start Chromium inside bubblewrap as the sandbox's unprivileged user (Playwright's ``executable_path``).
+
+Playwright starts this file (through the small shell wrapper ``engine`` writes) with Chromium's own
+arguments and its CDP pipe on fds 3 and 4. It reads the jail the engine prepared from the environment
+(``SANDBOX_BROWSER_JAIL``, JSON: bwrap's command line up to the command, the directories the browser may
+write, the uid and gid to run as), then, still as root:
+
+- hands the browser's writable directories (Playwright's ``--user-data-dir`` included) to that user;
+- drops to the user (no supplementary groups, no capabilities) and replaces itself with bwrap, which
+  starts Chromium with the writable directories bound read-write at their own paths and nothing else of
+  the host but what ``confine`` gives a command (``/usr``, a generated ``/etc``, fonts, certificates).
+
+The CDP pipe survives both ``exec``s (inherited descriptors are kept), so Playwright drives the jailed
+browser as it would a plain one. Only the standard library: this runs before anything else is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main(argv: list[str]) -> None:
+    jail = json.loads(os.environ["SANDBOX_BROWSER_JAIL"])
+    writable = list(jail["writable"])
+    for arg in argv:
+        if arg.startswith("--user-data-dir="):
+            writable.append(arg.partition("=")[2])
+    uid, gid = jail.get("uid"), jail.get("gid")
+    binds: list[str] = []
+    for directory in writable:
+        os.makedirs(directory, exist_ok=True)
+        if uid is not None:
+            for root, dirs, files in os.walk(directory):
+                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                    os.lchown(name, uid, gid)
+        binds += ["--bind", directory, directory]
+    command = [*jail["bwrap"], *binds, *jail.get("after", []), "--", jail["chromium"], *argv]
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    os.execv(command[0], command)  # noqa: S606 - bwrap, from the engine's own command line
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

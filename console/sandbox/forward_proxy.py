@@ -1,0 +1,418 @@
+"""The proxies of real sessions: a small HTTP forward proxy on loopback, one listener per running session
+that has a proxy record, set as that session's proxy in Chromium (Playwright's per-context ``proxy``).
+
+Nothing leaves the machine: the proxy plays the proxy provider and the internet behind it, and serves the
+demo sites (``sites``) only.
+
+- It speaks what Chromium sends a proxy: ``CONNECT host:443`` (answered ``200``, then TLS with a
+  certificate for that host from the sandbox's own certificate authority, which Chromium accepts through
+  ``--ignore-certificate-errors-spki-list``, then the HTTP/1.1 requests inside) and plain
+  ``GET http://host/…``.
+- Every request needs ``Proxy-Authorization: Basic``: a custom proxy's ``username`` and ``password``, or
+  for the other types (and a custom one without credentials) a random pair of the listener's; Chromium
+  gets them from the engine. Anything else gets ``407``.
+- A custom proxy stands for the customer's own server: one whose password starts with ``wrong`` refuses
+  every credential (so Chromium shows its proxy authentication error); one whose host ends in ``.invalid``
+  or whose port is 1 (``proxies``: unavailable) has no listener at all: Chromium's proxy is a closed
+  loopback port and the page shows ``ERR_PROXY_CONNECTION_FAILED``.
+- A demo host's response comes from the proxy's exit: the site sees the proxy's exit IP as its client
+  (``proxies``: stable for ISP, datacenter and custom, new per connection for residential and mobile) and
+  its country (the demo world's geolocation), and the response carries ``Via: 1.1 <proxy id>``. Hosts in
+  the record's ``bypass_hosts`` are served direct (no ``Via``, the sandbox's own address).
+- Any other destination is answered ``502`` with ``X-Kernel-Proxy-Error`` (``upstream_dns_failure`` for a
+  name, ``destination_blocked`` for an address), as the service's proxy does; the page's telemetry turns
+  that header into a ``proxy_error`` event.
+- What passed through is kept with the session (method, URL, status, direct or through the proxy; the
+  latest 200), for ``GET /_sandbox/browsers/{id}/egress`` (the tenant's key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime
+import fnmatch
+import hashlib
+import ipaddress
+import logging
+import secrets
+import socket
+import ssl
+import tempfile
+from collections import deque
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+from starlette.requests import Request
+from starlette.routing import Route
+
+from console.sandbox import sites
+from console.sandbox.http import endpoint, ok
+
+log = logging.getLogger("console.sandbox.engine")
+HEAD_LIMIT = 64 * 1024
+BODY_LIMIT = 16 * 1024 * 1024
+IDLE_SECONDS = 120
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+}
+REASONS = {200: "OK", 407: "Proxy Authentication Required", 502: "Bad Gateway"}
+
+
+# The sandbox's certificate authority ---------------------------------------------------------------
+
+
+class Authority:
+    """A certificate authority of this sandbox process (its key never leaves memory), and one key for
+    every host certificate, so Chromium can accept them by that key's hash."""
+
+    def __init__(self):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        self._x509, self._hashes, self._oid = x509, hashes, NameOID
+        self._serialization = serialization
+        self.ca_key = ec.generate_private_key(ec.SECP256R1())
+        self.host_key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Browser Automation sandbox proxy CA")])
+        now = datetime.datetime.now(datetime.UTC)
+        self.ca_name = name
+        self.ca = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .sign(self.ca_key, hashes.SHA256())
+        )
+        spki = self.host_key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        self.spki_hash = base64.b64encode(hashlib.sha256(spki).digest()).decode()
+        self._contexts: dict[str, ssl.SSLContext] = {}
+
+    def context(self, host: str) -> ssl.SSLContext:
+        """A server TLS context presenting a certificate for ``host``."""
+        if host in self._contexts:
+            return self._contexts[host]
+        x509, serialization = self._x509, self._serialization
+        try:
+            alternative = x509.IPAddress(ipaddress.ip_address(host))
+        except ValueError:
+            alternative = x509.DNSName(host)
+        now = datetime.datetime.now(datetime.UTC)
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(self._oid.COMMON_NAME, host[:64])]))
+            .issuer_name(self.ca_name)
+            .public_key(self.host_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=7))
+            .add_extension(x509.SubjectAlternativeName([alternative]), critical=False)
+            .sign(self.ca_key, self._hashes.SHA256())
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        # ssl loads a chain from files only: they live as long as this call, in a folder of the sandbox's.
+        with tempfile.TemporaryDirectory(prefix="sandbox-proxy-tls-") as folder:
+            chain, key = Path(folder, "chain.pem"), Path(folder, "key.pem")
+            key.touch(mode=0o600)
+            key.write_bytes(
+                self.host_key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+            chain.write_bytes(
+                certificate.public_bytes(serialization.Encoding.PEM)
+                + self.ca.public_bytes(serialization.Encoding.PEM)
+            )
+            context.load_cert_chain(chain, key)
+        context.set_alpn_protocols(["http/1.1"])
+        if len(self._contexts) > 256:
+            self._contexts.clear()
+        self._contexts[host] = context
+        return context
+
+
+@cache
+def authority() -> Authority:
+    return Authority()
+
+
+def chromium_flags() -> list[str]:
+    """Chromium accepts the sandbox proxy's host certificates (their key), nothing else more."""
+    return [f"--ignore-certificate-errors-spki-list={authority().spki_hash}"]
+
+
+# Listeners ---------------------------------------------------------------------------------------
+
+
+class Listener:
+    """One session's proxy: a loopback port Chromium is told to use, and what passed through it."""
+
+    def __init__(self, session: dict, proxy: dict):
+        from console.sandbox.resources import proxies
+
+        self.session_id = session["session_id"]
+        self.proxy = proxy
+        config = proxy.get("config") or {}
+        custom = proxy["type"] == "custom"
+        self.username = config.get("username") if custom and config.get("username") else secrets.token_hex(8)
+        secret = (proxy.get("_secrets") or {}).get("password")
+        self.password = secret if custom and config.get("username") else secrets.token_urlsafe(18)
+        if custom and config.get("username") and not secret:
+            self.password = ""
+        self.refuses = custom and str(secret or "").startswith("wrong")
+        self.reachable = proxies._reachable(proxy) and not proxy.get("_deleted")
+        self.country = config.get("country")
+        self.bypass = [host.lower() for host in proxy.get("bypass_hosts") or []]
+        self.log: deque[dict] = session.setdefault("_egress", deque(maxlen=200))
+        self.port = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._closed_port: socket.socket | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
+
+    @property
+    def server(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def playwright(self) -> dict:
+        """Playwright's ``proxy`` option for the session's context."""
+        return {"server": self.server, "username": self.username, "password": self.password}
+
+    async def start(self) -> Listener:
+        if not self.reachable:
+            # The proxy server cannot be reached: a bound port that listens to nobody refuses connections.
+            self._closed_port = socket.socket()
+            self._closed_port.bind(("127.0.0.1", 0))
+            self.port = self._closed_port.getsockname()[1]
+            return self
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._closed_port is not None:
+            self._closed_port.close()
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._connections):
+                writer.transport.abort()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await self._server.wait_closed()
+
+    # One client connection --------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
+        try:
+            await self._connection(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            pass
+        except Exception:
+            log.exception("the sandbox proxy failed on a connection")
+        finally:
+            self._connections.discard(writer)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _connection(self, reader, writer) -> None:
+        exit_ip = self._exit_ip()
+        while True:
+            head = await _read_head(reader)
+            if head is None:
+                return
+            method, target, headers = head
+            body = await _read_body(reader, headers)
+            if not self._authorised(headers):
+                await _respond(
+                    writer,
+                    407,
+                    {"proxy-authenticate": f'Basic realm="{self.proxy["id"]}"', "content-type": "text/plain"},
+                    b"Proxy authentication required\n",
+                )
+                continue
+            if method == "CONNECT":
+                host = target.rpartition(":")[0].strip("[]").lower() or target.lower()
+                await _respond(writer, 200, {}, None)
+                await writer.start_tls(authority().context(host))
+                await self._tunnel(reader, writer, host, exit_ip)
+                return
+            url = urlsplit(target)
+            if url.scheme != "http" or not url.hostname:
+                await _respond(writer, 400, {"content-type": "text/plain"}, b"Absolute http URL expected\n")
+                return
+            await self._forward(writer, method, target, headers, body, exit_ip)
+
+    async def _tunnel(self, reader, writer, host: str, exit_ip: str) -> None:
+        while True:
+            head = await _read_head(reader)
+            if head is None:
+                return
+            method, path, headers = head
+            body = await _read_body(reader, headers)
+            await self._forward(writer, method, f"https://{host}{path}", headers, body, exit_ip)
+
+    async def _forward(self, writer, method: str, url: str, headers: dict, body: bytes, exit_ip: str):
+        host = (urlsplit(url).hostname or "").lower()
+        direct = False
+        if sites.handler_for(host) is None:
+            code = "destination_blocked" if _is_ip(host) else "upstream_dns_failure"
+            status, out, content = (
+                502,
+                {"content-type": "text/plain; charset=utf-8", "x-kernel-proxy-error": code},
+                f"The proxy could not reach {host}: {code}\n".encode(),
+            )
+            out["via"] = f"1.1 {self.proxy['id']}"
+        else:
+            direct = any(fnmatch.fnmatch(host, pattern) for pattern in self.bypass)
+            status, out, content = await _demo(
+                method, url, headers, body, None if direct else (exit_ip, self.country)
+            )
+            if not direct:
+                out["via"] = f"1.1 {self.proxy['id']}"
+        self.log.append(
+            {
+                "method": method,
+                "url": url[:500],
+                "status": status,
+                "proxy_id": self.proxy["id"],
+                "exit": "direct" if direct else exit_ip,
+            }
+        )
+        await _respond(writer, status, out, content, head_only=method == "HEAD")
+
+    def _authorised(self, headers: dict) -> bool:
+        scheme, _, value = headers.get("proxy-authorization", "").partition(" ")
+        if scheme.lower() != "basic" or self.refuses:
+            return False
+        try:
+            given = base64.b64decode(value.strip(), validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return False
+        expected = f"{self.username}:{self.password}"
+        return secrets.compare_digest(given.encode(), expected.encode())
+
+    def _exit_ip(self) -> str:
+        from console.sandbox.resources import proxies
+
+        # Residential and mobile exits rotate per connection; the others keep theirs.
+        self.proxy["_connections"] = self.proxy.get("_connections", 0) + 1
+        return proxies._exit_ip(self.proxy, self.proxy["_connections"])
+
+
+# HTTP/1.1, as much as a browser speaks to a proxy -------------------------------------------------
+
+
+async def _read_head(reader: asyncio.StreamReader):
+    """(method, target, headers) of the next request, or None when the client is done."""
+    try:
+        async with asyncio.timeout(IDLE_SECONDS):
+            raw = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    lines = raw.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        return None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if ":" in line:
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+    return parts[0].upper(), parts[1], headers
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: dict) -> bytes:
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = b""
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                return body
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)
+            if len(body) > BODY_LIMIT:
+                raise ConnectionError("request body too large")
+    length = int(headers.get("content-length") or 0)
+    if length > BODY_LIMIT:
+        raise ConnectionError("request body too large")
+    return await reader.readexactly(length) if length else b""
+
+
+async def _respond(writer, status: int, headers: dict, body: bytes | None, *, head_only: bool = False):
+    reason = REASONS.get(status) or httpx.codes.get_reason_phrase(status) or "Status"
+    lines = [f"HTTP/1.1 {status} {reason}"]
+    for key, value in headers.items():
+        for item in value.split("\n") if key == "set-cookie" else [value]:
+            lines.append(f"{key}: {item}")
+    if body is not None:
+        lines.append(f"content-length: {len(body)}")
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    if body and not head_only:
+        writer.write(body)
+    await writer.drain()
+
+
+async def _demo(method: str, url: str, headers: dict, body: bytes, exit: tuple | None):
+    """A demo site's answer, seen from the proxy's exit (its address and country) or direct."""
+    sent = {k: v for k, v in headers.items() if k not in HOP_BY_HOP}
+    if exit is not None:
+        client, country = exit
+        sites.GEOLOCATION[client] = country or "ZZ"
+        transport = httpx.ASGITransport(app=sites.app, client=(client, 443))
+    else:
+        transport = sites.direct_transport()
+    response = await transport.handle_async_request(httpx.Request(method, url, headers=sent, content=body))
+    content = await response.aread()
+    out: dict[str, str] = {}
+    for key, value in response.headers.multi_items():
+        if key.lower() in HOP_BY_HOP:
+            continue
+        out[key] = f"{out[key]}\n{value}" if key in out and key == "set-cookie" else value
+    return response.status_code, out, content
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+# What passed through a session's proxy ------------------------------------------------------------
+
+
+@endpoint
+async def egress(request: Request):
+    """The requests the session's proxy served, oldest first (tests and operators see the path)."""
+    from console.sandbox.resources.browsers import get_session
+
+    record = get_session(request, request.path_params["id_or_name"], include_deleted=True)
+    return ok(list(record.get("_egress") or []))
+
+
+routes = [Route("/_sandbox/browsers/{id_or_name}/egress", egress, methods=["GET"])]

@@ -1,0 +1,275 @@
+"""Real browsers, configured for real: the jail and user of the browser process, managed policies,
+headful and kiosk windows, and the session's proxy (console/sandbox/engine.py, browser_jail.py,
+forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each test deletes its sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.sandbox.test_chromium import create, png_size, wait_for_event
+from tests.sandbox_fixtures import ROOT, browser_processes, new_tenant, running_sandbox
+
+
+@pytest.fixture
+def real(chromium_sandbox):
+    url, _ = chromium_sandbox
+    tenant = new_tenant(url)
+    yield tenant
+    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
+        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+def uids(pid: int) -> list[int]:
+    """Real, effective, saved and filesystem uid of a process, as the host sees them."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return [int(value) for value in line.split()[1:]]
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox changes the browser's user only when it is root")
+def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(real, chromium_sandbox):
+    url, owner = chromium_sandbox
+    assert httpx.get(url + "/").json()["browsers"]["confinement"] == "bubblewrap, as an unprivileged user"
+    session = create(real, start_url="https://lab.example.com/")
+    processes = browser_processes(owner)
+    assert processes
+    for pid in processes:
+        assert 0 not in uids(pid), f"browser process {pid} runs as root"
+    secret = ROOT / "manage.py"  # readable by anyone on the host; the browser must not see the tree at all
+    assert secret.exists()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            # file: URLs reach the browser's filesystem (the system's files are there): only the jail stands
+            # between the page and the host's.
+            page = browser.contexts[0].pages[0]
+            page.goto("file:///usr/share/", timeout=10_000)
+            assert "chromium" in page.content()
+            for target in (secret, ROOT / ".env", Path("/root"), Path("/home")):
+                with pytest.raises(Exception, match="ERR_FILE_NOT_FOUND"):
+                    page.goto(target.as_uri(), timeout=10_000)
+        finally:
+            browser.close()
+
+
+def displays(owner: str) -> list[int]:
+    """Xvfb servers of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
+    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            xvfb = Path(os.readlink(entry / "exe")).name == "Xvfb"
+            if xvfb and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def page_of(browser):
+    return next(page for context in browser.contexts for page in context.pages)
+
+
+@pytest.mark.chromium
+def test_it_applies_the_sessions_chrome_policy_to_its_browser_alone(real):
+    policy = {"URLBlocklist": ["docs.example.com/api"], "PasswordManagerEnabled": False}
+    governed = create(real, start_url="https://docs.example.com/", chrome_policy=policy)
+    assert governed["chrome_policy"] == policy
+    assert "chrome_policy" not in governed["sandbox"]  # applied: nothing to say
+    free = create(real, start_url="https://docs.example.com/")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(governed["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/quickstart", timeout=10_000)
+            assert page.title() == "Quickstart"
+            with pytest.raises(Exception, match="ERR_BLOCKED_BY_ADMINISTRATOR"):
+                page.goto("https://docs.example.com/api", timeout=10_000)
+        finally:
+            browser.close()
+        browser = playwright.chromium.connect_over_cdp(free["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/api", timeout=10_000)
+            assert page.title() == "API reference"
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (["URLBlocklist"], "must be a JSON object"),
+        ({"../../etc/passwd": 1}, "is not a Chrome policy name"),
+        ({"ProxyMode": "direct"}, "managed by the service"),
+        ({"URLBlocklist": ["x" * 1024] * 5200}, "at most 5 MiB"),
+    ],
+)
+def test_it_refuses_a_chrome_policy_of_the_wrong_shape(tenant, policy, message):
+    response = tenant.call("POST", "/browsers", json={"headless": True, "chrome_policy": policy})
+    assert response.status_code == 400
+    error = response.json()
+    assert error["code"] == "invalid_request"
+    assert any(message in detail.get("message", "") for detail in error["details"]), error
+    assert tenant.call("GET", "/browsers").json() == []
+
+
+@pytest.mark.chromium
+def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browser_chrome(
+    real, chromium_sandbox
+):
+    assert httpx.get(chromium_sandbox[0] + "/").json()["browsers"]["display"] == "Xvfb"
+    viewport = {"width": 800, "height": 600}
+    sizes = {}
+    for name, options in {
+        "headful": {"headless": False},
+        "kiosk": {"headless": False, "kiosk_mode": True},
+        "headless": {"headless": True},
+    }.items():
+        session = create(real, start_url="https://lab.example.com/", viewport=viewport, **options)
+        assert "window" not in session["sandbox"]
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                sizes[name] = page_of(browser).evaluate(
+                    "[outerWidth, outerHeight, innerWidth, innerHeight, navigator.userAgent]"
+                )
+            finally:
+                browser.close()
+        shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
+        assert shot.status_code == 200
+        sizes[name].append(png_size(shot.content))
+        if name != "headless":
+            assert displays(chromium_sandbox[1])
+            assert all(0 not in uids(pid) for pid in displays(chromium_sandbox[1]))
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+        deadline = time.monotonic() + 10
+        while displays(chromium_sandbox[1]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert displays(chromium_sandbox[1]) == []  # the display ends with its browser
+    outer_w, outer_h, inner_w, inner_h, agent, shot = sizes["headful"]
+    # A window on an 800x600 display, its tabs and address bar above the page.
+    assert (outer_w, outer_h) == (800, 600)
+    assert inner_w == 800 and inner_h < outer_h - 30
+    assert "HeadlessChrome" not in agent
+    assert shot == (inner_w, inner_h)
+    # Kiosk: the page is the whole display.
+    assert sizes["kiosk"][:4] == [800, 600, 800, 600]
+    assert sizes["kiosk"][5] == (800, 600)
+    assert "HeadlessChrome" not in sizes["kiosk"][4]
+    assert "HeadlessChrome" in sizes["headless"][4]
+    assert sizes["headless"][5] == (800, 600)
+
+
+@pytest.mark.chromium
+def test_it_says_a_headful_session_runs_headless_without_xvfb():
+    with running_sandbox(SANDBOX_ENGINE="chromium", SANDBOX_XVFB="/nonexistent/Xvfb") as url:
+        status = httpx.get(url + "/").json()["browsers"]
+        assert status["display"].startswith("none: no Xvfb at /nonexistent/Xvfb")
+        tenant = new_tenant(url)
+        session = create(tenant, headless=False, start_url="https://lab.example.com/")
+        assert session["sandbox"]["window"].startswith("headless: no Xvfb at /nonexistent/Xvfb")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                assert "HeadlessChrome" in page_of(browser).evaluate("navigator.userAgent")
+            finally:
+                browser.close()
+
+
+NETWORK = {"enabled": True, "browser": {"network": {"enabled": True}}}
+IP_PAGE = "https://lab.example.com/ip"  # the client's address and country, as the demo site sees them
+
+
+def new_proxy(tenant, **body) -> dict:
+    response = tenant.call("POST", "/proxies", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def is_ip(data: dict) -> bool:
+    return data.get("url") == IP_PAGE
+
+
+@pytest.mark.chromium
+def test_it_sends_a_sessions_traffic_through_its_proxy_and_nothing_past_the_demo_sites(real):
+    proxy = new_proxy(real, type="isp", name="isp-london", config={"country": "GB"})
+    exit_ip = real.call("POST", f"/proxies/{proxy['id']}/check", json={}).json()["ip_address"]
+    proxied = create(real, start_url=IP_PAGE, proxy={"id": proxy["id"]}, telemetry=NETWORK)
+    direct = create(real, start_url=IP_PAGE, telemetry=NETWORK)
+    seen = wait_for_event(real, proxied["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(seen["body"]) == {"ip": exit_ip, "country": "GB"}
+    assert seen["headers"]["via"] == f"1.1 {proxy['id']}"
+    plain = wait_for_event(real, direct["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(plain["body"])["ip"] != exit_ip and "via" not in plain["headers"]
+    egress = real.call("GET", f"/_sandbox/browsers/{proxied['session_id']}/egress").json()
+    assert {"method": "GET", "url": IP_PAGE, "status": 200} in [
+        {k: e[k] for k in ("method", "url", "status")} for e in egress
+    ]
+    assert {e["exit"] for e in egress} == {exit_ip}
+    assert real.call("GET", f"/_sandbox/browsers/{direct['session_id']}/egress").json() == []
+    # A host in the proxy's bypass list is reached direct.
+    bypassing = new_proxy(real, type="isp", config={"country": "DE"}, bypass_hosts=["lab.example.com"])
+    around = create(real, start_url=IP_PAGE, proxy={"id": bypassing["id"]}, telemetry=NETWORK)
+    seen = wait_for_event(real, around["session_id"], "network_response", is_ip)["data"]
+    assert json.loads(seen["body"]) == json.loads(plain["body"]) and "via" not in seen["headers"]
+    egress = real.call("GET", f"/_sandbox/browsers/{around['session_id']}/egress").json()
+    assert [(e["url"], e["exit"]) for e in egress if e["url"] == IP_PAGE] == [(IP_PAGE, "direct")]
+    real.call("DELETE", f"/browsers/{around['session_id']}", timeout=30)
+    # A host outside the demo sites: the proxy answers 502 with the service's proxy error, and the page's
+    # telemetry reports it.
+    outside = create(real, start_url="https://www.example.org/", proxy={"id": proxy["id"]}, telemetry=NETWORK)
+    error = wait_for_event(real, outside["session_id"], "proxy_error")["data"]
+    assert (error["code"], error["status"], error["method"]) == ("upstream_dns_failure", 502, "GET")
+    # A proxy set later applies from the session's next page.
+    assert real.call(
+        "PATCH", f"/browsers/{direct['session_id']}", json={"proxy": {"id": proxy["id"]}}
+    ).is_success
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(direct["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto(IP_PAGE, timeout=10_000)
+            assert json.loads(page.inner_text("body")) == {"ip": exit_ip, "country": "GB"}
+        finally:
+            browser.close()
+
+
+@pytest.mark.chromium
+def test_it_shows_chromiums_own_errors_for_a_refused_or_unreachable_proxy(real):
+    config = {"host": "egress.example.net", "port": 3128, "username": "svc"}
+    good = new_proxy(real, type="custom", protocol="http", config={**config, "password": "s3cret"})
+    refused = new_proxy(real, type="custom", protocol="http", config={**config, "password": "wrong-s3cret"})
+    down = new_proxy(real, type="custom", protocol="http", config={"host": "squid.invalid", "port": 3128})
+    session = create(real, start_url=IP_PAGE, proxy={"id": good["id"]}, telemetry=NETWORK)
+    seen = wait_for_event(real, session["session_id"], "network_response", is_ip)["data"]
+    assert seen["headers"]["via"] == f"1.1 {good['id']}"
+    real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    for proxy, error, text in (
+        (refused, "net::ERR_HTTP_RESPONSE_CODE_FAILURE", "HTTP ERROR 407"),
+        (down, "net::ERR_PROXY_CONNECTION_FAILED", "ERR_PROXY_CONNECTION_FAILED"),
+    ):
+        session = create(real, start_url=IP_PAGE, proxy={"id": proxy["id"]}, telemetry=NETWORK)
+        failed = wait_for_event(real, session["session_id"], "network_loading_failed")["data"]
+        assert failed["error_text"] == error
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+            try:
+                page = page_of(browser)
+                assert page.url == "chrome-error://chromewebdata/"
+                assert text in page.inner_text("body")
+            finally:
+                browser.close()
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
