@@ -81,6 +81,7 @@ def test_it_writes_one_file_when_processes_race(tmp_path):
 @pytest.mark.parametrize(
     "secret_key",
     ["", "dev-insecure-secret-key-change-me", "django-insecure-" + "x" * 60, secrets.token_urlsafe(20)],
+    ids=["missing", "published", "django-default", "short"],
 )
 def test_it_refuses_to_start_in_production_with_a_missing_or_default_secret_key(secret_key):
     result = load_settings(
