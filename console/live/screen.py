@@ -107,7 +107,7 @@ class Viewer:
         self.screen = screen
         self.min_interval = min_interval
         self.sent = 0  # number of the last frame sent
-        self.sent_at = 0.0
+        self.sent_at = float("-inf")
         self.skipped = 0  # frames this viewer never got because a newer one replaced them
         self.status_sent = ""
         self.wake = wake
