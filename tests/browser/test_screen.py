@@ -50,7 +50,7 @@ def sessions(real_console):
     _, sandbox_url = real_console
     made = []
 
-    def start(start_url: str) -> str:
+    def start(start_url: str, **extra) -> str:
         body = {
             "name": f"screen-{uuid.uuid4().hex[:6]}",
             "headless": True,
@@ -58,6 +58,7 @@ def sessions(real_console):
             "start_url": start_url,
             "telemetry": ALL,
             "timeout_seconds": 3600,
+            **extra,
         }
         made.append(call(sandbox_url, "POST", "/browsers", body).json()["session_id"])
         return made[-1]
@@ -163,10 +164,13 @@ def test_it_refuses_input_from_a_viewer(real_console, sessions, browser_page):
 def test_it_shows_several_sessions_on_the_wall(real_console, sessions, browser_page):
     base_url, _ = real_console
     page = browser_page
-    first = sessions("https://lab.example.com/?color=ff0000")
-    second = sessions("https://lab.example.com/?color=00ff00")
+    # Tagged: the demo organization's other sessions stay off this wall (the test sandbox runs two browsers).
+    tag = uuid.uuid4().hex[:8]
+    first = sessions("https://lab.example.com/?color=ff0000", tags={"wall": tag})
+    second = sessions("https://lab.example.com/?color=00ff00", tags={"wall": tag})
     log_in(page, base_url)
-    page.goto(f"{base_url}/o/demo/browsers/wall/")
+    page.goto(f"{base_url}/o/demo/browsers/wall/?tag=wall:{tag}")
+    expect(page.locator("[data-tile]")).to_have_count(2)
     for sid in (first, second):
         tile = page.locator(f"[data-tile='{sid}']")
         expect(tile).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
