@@ -8,13 +8,14 @@ connections per host: one stream per tile would starve the rest). Sessions the c
 (simulated, no usable ``cdp_ws_url``) show their name and status without a picture.
 
 Badges: a tile is flagged when its session's telemetry has a console error or a failed request in the
-last minute. The badges part asks the service once per tile (one page, ``since=1m``, console and network
-only) and refreshes every ``BADGE_SECONDS`` while the tab is visible.
+last minute. The badges part asks the service once per tile (one page of the newest error-like events,
+filtered by type on the service) and refreshes every ``BADGE_SECONDS`` while the tab is visible.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.http import Http404
@@ -33,6 +34,7 @@ WALL_SCAN = 100
 THUMBNAIL_FPS = 1.0
 BADGE_SECONDS = 15
 BADGE_TIMEOUT = 5.0
+RECENT_SECONDS = 60
 ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 
 
@@ -120,13 +122,15 @@ async def _flagged(svc, session_id: str) -> list[str]:
     """What went wrong in the last minute (console errors, failed requests), most recent first."""
     try:
         async with asyncio.timeout(BADGE_TIMEOUT):
+            # The newest first (the service takes no ``since`` with ``desc``): the last minute is cut here.
             page = await telemetry.list_events(
-                svc, session_id, order="desc", limit=100, since="1m", categories=["console", "network"]
+                svc, session_id, order="desc", limit=100, types=list(ERROR_TYPES)
             )
     except (TimeoutError, ServiceError):
         return []
+    recent = datetime.now(UTC) - timedelta(seconds=RECENT_SECONDS)
     rows = [presenters.row(e) for e in page.items if e.kind in ERROR_TYPES]
-    return [r.type for r in rows if r.severity == "error"]
+    return [r.type for r in rows if r.severity == "error" and r.time is not None and r.time >= recent]
 
 
 @require_http_methods(["GET"])
