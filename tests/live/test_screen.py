@@ -87,8 +87,9 @@ def source(url: str, *, key="s1", ended=None) -> relay.Source:
 
 
 async def until(condition, seconds: float = 5.0) -> None:
+    """Poll ``condition`` (state of the relay and of the endpoint) until it holds, at most ``seconds``."""
     async with asyncio.timeout(seconds):
-        while not condition():
+        while not condition():  # noqa: ASYNC110 - conditions over plain attributes have no event to wait on
             await asyncio.sleep(0.01)
 
 

@@ -1,7 +1,7 @@
 """The screen pane of a session: its mode, its stream, control and input (console/browsers/panes/screen.py).
 
-The test sandbox runs simulated sessions, whose CDP endpoint refuses connections: the pane falls back to the
-live view, and the stream says the relay is unavailable. Frames of real browsers: tests/browser/test_screen.py.
+The test sandbox runs simulated sessions, whose CDP endpoint refuses connections: the pane falls back to
+the live view, and the stream says the relay is unavailable. Real frames: tests/browser/test_screen.py.
 """
 
 import json
@@ -113,7 +113,7 @@ async def test_it_streams_that_the_relay_is_unavailable_when_the_endpoint_refuse
     response = await viewer_client.get(url(sid, "stream/"))
     assert response["Content-Type"] == "text/event-stream"
     seen = await read_stream(response, b'"unavailable"')
-    status = [json.loads(line[6:]) for line in seen.decode().splitlines() if '"unavailable"' in line][0]
+    status = next(json.loads(line[6:]) for line in seen.decode().splitlines() if '"unavailable"' in line)
     assert status["s"] == sid and "refused the connection (HTTP 403)" in status["message"]
     assert "jwt" not in seen.decode() and "_sandbox" not in seen.decode()
 

@@ -217,62 +217,59 @@ def _keys(value: str) -> list[str]:
     return combos
 
 
-def parse_input(data, size: tuple[int, int]):
-    """(the service call as a function of (svc, session_id), its audit description); ValueError if bad."""
+def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
+    """(the computer action, its fields, its audit description); ValueError when anything is off."""
     kind = data.get("kind")
     width, height = size
     if kind in ("click", "dblclick", "rightclick"):
         x, y = _int(data, "x", 0, width - 1), _int(data, "y", 0, height - 1)
-        button = "right" if kind == "rightclick" else "left"
-        clicks = 2 if kind == "dblclick" else 1
         modifiers = [m for m in data.get("hold", "").split() if m in MODIFIERS]
-
-        def click(svc, sid):
-            return computer.click_mouse(
-                svc,
-                sid,
-                x,
-                y,
-                button=button,
-                num_clicks=clicks if clicks > 1 else None,
-                hold_keys=modifiers or None,
-            )
-
-        return click, f"{kind} at ({x}, {y})" + (f" holding {'+'.join(modifiers)}" if modifiers else "")
+        fields = {
+            "x": x,
+            "y": y,
+            "button": "right" if kind == "rightclick" else "left",
+            "num_clicks": 2 if kind == "dblclick" else None,
+            "hold_keys": modifiers or None,
+        }
+        held = f" holding {'+'.join(modifiers)}" if modifiers else ""
+        return "click_mouse", fields, f"{kind} at ({x}, {y}){held}"
     if kind == "scroll":
         x, y = _int(data, "x", 0, width - 1), _int(data, "y", 0, height - 1)
         dx, dy = _int(data, "dx", -MAX_SCROLL, MAX_SCROLL), _int(data, "dy", -MAX_SCROLL, MAX_SCROLL)
         if not dx and not dy:
             raise ValueError("a scroll needs dx or dy")
-
-        def wheel(svc, sid):
-            return computer.scroll(svc, sid, x, y, delta_x=dx or None, delta_y=dy or None)
-
-        return wheel, f"scrolled at ({x}, {y}) by ({dx}, {dy})"
+        fields = {"x": x, "y": y, "delta_x": dx or None, "delta_y": dy or None}
+        return "scroll", fields, f"scrolled at ({x}, {y}) by ({dx}, {dy})"
     if kind == "type":
         text = data.get("text", "")
         if not text or len(text) > MAX_TEXT:
             raise ValueError(f"text must hold 1 to {MAX_TEXT} characters")
         if any(not (c.isprintable() or c == " ") for c in text):
             raise ValueError("text must be printable (send Return, Tab and the like as keys)")
-
-        def typing(svc, sid):
-            return computer.type_text(svc, sid, text)
-
-        return typing, f"typed {len(text)} characters"  # never the text: it may be a password
+        return "type_text", {"text": text}, f"typed {len(text)} characters"  # never the text: a password?
     if kind == "keys":
         combos = _keys(data.get("keys", ""))
-
-        def press(svc, sid):
-            return computer.press_key(svc, sid, combos)
-
         # A single character is typed text (a password's last letter), not a shortcut: counted, not named.
         shown = [
             "a character" if len(KEY.match(c).group(2)) == 1 and not KEY.match(c).group(1) else c
             for c in combos
         ]
-        return press, "pressed " + " ".join(shown)
+        return "press_key", {"keys": combos}, "pressed " + " ".join(shown)
     raise ValueError("kind must be click, dblclick, rightclick, scroll, type or keys")
+
+
+async def _send(svc, session_id: str, action: str, fields: dict) -> None:
+    """One computer action (audited by the caller)."""
+    if action == "click_mouse":
+        await computer.click_mouse(svc, session_id, **fields)
+    elif action == "scroll":
+        await computer.scroll(svc, session_id, **fields)
+    elif action == "type_text":
+        await computer.type_text(svc, session_id, **fields)
+    elif action == "press_key":
+        await computer.press_key(svc, session_id, **fields)
+    else:
+        raise ValueError(action)
 
 
 def _text(message: str, status: int) -> HttpResponse:
@@ -292,12 +289,12 @@ async def screen_input(request, session_id: str):
     if session.ended:
         return _text("The session has ended: it cannot be driven any more.", 409)
     try:
-        call, what = parse_input(request.POST, common.viewport(session))
+        action, fields, what = parse_input(request.POST, common.viewport(session))
     except ValueError as exc:
         return _text(f"Nothing was sent: {exc}.", 400)
     try:
         async with audited(request, "browser.screen.input", target_id=session_id, detail=what):
-            await call(request.service, session_id)
+            await _send(request.service, session_id, action, fields)
     except NotFound:
         return _text("The session has ended: it cannot be driven any more.", 409)
     except (Invalid, Conflict) as exc:
