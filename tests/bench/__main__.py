@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, relay
+from tests.bench import browsers, harness, pages, relay, screen
 
-SUITES = {"pages": pages.run, "relay": relay.run, "browsers": browsers.run}
+SUITES = {"pages": pages.run, "relay": relay.run, "browsers": browsers.run, "screen": screen.run}
 DOC = harness.ROOT / "docs" / "benchmarks.md"
 
 
