@@ -280,6 +280,11 @@
       if (!tile) return;
       tile.dataset.state = status.state;
       setState(tile.querySelector("[data-tile-state]"), status);
+      var over = Object.keys(tiles).every(function (id) {
+        var state = tiles[id].dataset.state;
+        return state === "ended" || state === "unavailable" || state === "no-screen";
+      });
+      if (over) source.close(); // nothing more will come: no reconnecting
     });
     source.addEventListener("frame", function (event) {
       var frame = parseFrame(event.data);

@@ -102,12 +102,15 @@ async def direct_frames(cdp_ws_url: str, seconds: float) -> list[tuple[float, fl
 
         async def call(method, params=None, session=None):
             number = next(ids)
-            await socket.send(
-                json.dumps({"id": number, "method": method, "params": params or {}, "sessionId": session})
-            )
+            message = {"id": number, "method": method, "params": params or {}}
+            if session:
+                message["sessionId"] = session
+            await socket.send(json.dumps(message))
             while True:
                 reply = json.loads(await socket.recv())
                 if reply.get("id") == number:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
                     return reply.get("result") or {}
 
         targets = await call("Target.getTargets")
