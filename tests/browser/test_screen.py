@@ -178,3 +178,23 @@ def test_it_shows_several_sessions_on_the_wall(real_console, sessions, browser_p
     page.locator(f"[data-tile='{first}'] a").click()
     expect(page).to_have_url(f"{base_url}/o/demo/browsers/{first}/#pane-screen")
     expect(page.locator("#screen-pane[data-mode='relay']")).to_be_visible(timeout=20_000)
+
+
+def test_it_falls_back_to_the_embedded_live_view_without_a_relayable_screen(
+    console_server, sandbox_url, browser_page
+):
+    # The simulated sandbox: its sessions' CDP endpoints cannot be relayed, their live view can be framed.
+    page = browser_page
+    sid = call(sandbox_url, "POST", "/browsers", {"name": "fallback", "timeout_seconds": 3600}).json()[
+        "session_id"
+    ]
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/{sid}/")
+    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=embed", timeout=20_000)
+    expect(page.locator("iframe.live-view")).to_be_visible()
+    expect(page.locator("#screen-pane [data-screen-mode]")).to_have_text("The service's live view")
+    page.get_by_role("link", name="Hide it").click()
+    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=page")
+    expect(page.locator("#screen-pane[data-mode='live-view']")).to_be_visible(timeout=20_000)
+    expect(page.locator("iframe.live-view")).to_have_count(0)
+    httpx.delete(f"{sandbox_url}/browsers/{sid}", headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"})
