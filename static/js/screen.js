@@ -76,11 +76,6 @@
   function initScreen(pane) {
     if (pane.dataset.screenReady) return;
     pane.dataset.screenReady = "1";
-    var viewChosen = new URLSearchParams(location.search).has("view");
-    if (pane.dataset.fallbackUrl && !viewChosen) {
-      location.replace(pane.dataset.fallbackUrl); // the live view needs the page's CSP to frame it
-      return;
-    }
     if (!pane.dataset.streamUrl) return;
     var image = pane.querySelector("[data-screen-image]");
     var note = pane.querySelector("[data-screen-note]");
@@ -98,9 +93,8 @@
         source.close();
         note.hidden = false;
         note.textContent = status.label + (status.message ? ": " + status.message : "") + ".";
-        if (status.state === "unavailable" && pane.dataset.embedUrl && !viewChosen) {
-          location.replace(pane.dataset.embedUrl);
-        }
+        var fallback = pane.querySelector("[data-screen-fallback]");
+        if (status.state === "unavailable" && fallback) fallback.hidden = false;
       }
     });
     source.addEventListener("frame", function (event) {

@@ -180,7 +180,7 @@ def test_it_shows_several_sessions_on_the_wall(real_console, sessions, browser_p
     expect(page.locator("#screen-pane[data-mode='relay']")).to_be_visible(timeout=20_000)
 
 
-def test_it_falls_back_to_the_embedded_live_view_without_a_relayable_screen(
+def test_it_offers_the_embedded_live_view_without_a_relayable_screen(
     console_server, sandbox_url, browser_page
 ):
     # The simulated sandbox: its sessions' CDP endpoints cannot be relayed, their live view can be framed.
@@ -190,7 +190,10 @@ def test_it_falls_back_to_the_embedded_live_view_without_a_relayable_screen(
     ]
     log_in(page, console_server)
     page.goto(f"{console_server}/o/demo/browsers/{sid}/")
-    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=embed", timeout=20_000)
+    pane = page.locator("#screen-pane[data-mode='live-view']")
+    expect(pane).to_contain_text("simulated", timeout=20_000)
+    pane.get_by_role("link", name="Show the service's live view here").click()
+    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=embed")
     expect(page.locator("iframe.live-view")).to_be_visible()
     expect(page.locator("#screen-pane [data-screen-mode]")).to_have_text("The service's live view")
     page.get_by_role("link", name="Hide it").click()

@@ -59,9 +59,9 @@ async def test_it_falls_back_to_the_live_view_for_a_session_it_cannot_relay(oper
     session = create(quiet, name="sim")
     body = (await operator_client.get(url(session["session_id"]))).content.decode()
     assert 'data-mode="live-view"' in body and "simulated" in body
-    assert f"/o/acme/browsers/{session['session_id']}/?view=embed" in body  # data-fallback-url
+    assert f'href="/o/acme/browsers/{session["session_id"]}/?view=embed"' in body
     embedded = (await operator_client.get(url(session["session_id"]), {"view": "embed"})).content.decode()
-    assert "data-fallback-url" not in embedded and "The service's live view" in embedded
+    assert "?view=embed" not in embedded and "The service's live view" in embedded
 
 
 async def test_it_chooses_the_relay_when_the_session_has_a_usable_cdp_url(viewer_client, quiet):

@@ -4,7 +4,8 @@ driven by operators who took control.
 Modes: **relay** when the session has a ``cdp_ws_url`` the console may open (the frames come from this
 process; the browser never sees the URL or its jwt); **live view** otherwise (no usable ``cdp_ws_url``, or
 the relay said the upstream refused): the service's live-view URL in the sandboxed iframe, which needs the
-page's CSP to frame its origin, so the pane asks for the page with ``?view=embed``.
+page's CSP to frame its origin: the pane offers the page with ``?view=embed`` (one click, not an automatic
+reload, which would throw away the state of the page's other panes).
 
 Input: click, double click, right click, scroll, typed text and key combinations become computer actions
 through the service client. They are refused (409) unless the operator took control: "Take control" puts
