@@ -367,7 +367,7 @@ def report(single: dict, wall: dict) -> str:
         f"of a core and {one_rss - idle_rss:+.1f} MB; per extra viewer ≈ {per_viewer_cpu:.2f} % of a core "
         f"and {per_viewer_rss:+.2f} MB.",
         f"- The wall with {wall['sessions']} sessions ({WALL_VIEWPORT['width']}x{WALL_VIEWPORT['height']}, "
-        f"one stream, at most 1 frame/s per tile; {wall['failed']} of {WALL} could not start a browser): "
+        f"one stream, at most 1 frame/s per tile; {wall['failed']} of {WALL} creates failed): "
         f"{wall['tiles_live']} tiles live, {wall['per_tile_fps']:.2f} frames/s per tile, "
         f"{wall['connects']} CDP connections opened; console {wall['cpu'] * 100:.1f} % CPU and "
         f"{wall['rss']:.0f} MB RSS (idle before: {wall['idle'][0] * 100:.1f} %, {wall['idle'][1]:.0f} MB).",
