@@ -13,8 +13,8 @@ animation frame, so Chromium sends frames as fast as it can). Interleaved rounds
 
 Then the wall: ``WALL`` sessions on one wall stream (each tile at most 1 frame/s): the console's CPU and
 RSS, upstream connections, frames per tile per second. Every process runs on the same machine, so the
-clocks agree. The 20 readers share one Python process (the bench's), so on a busy machine their own event
-loop delay counts in the console's "added" latency; the console's CPU shows whether it is the bottleneck.
+clocks agree. The console's viewers read in ``READER_PROCESSES`` child processes, so that one process's
+event-loop delay does not count as latency the console added.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import multiprocessing
 import os
 import statistics
 import time
@@ -40,6 +41,7 @@ WARMUP = 1.0
 ROUNDS = 3
 VIEWERS = 20
 WALL = 12
+READER_PROCESSES = 4
 LINGER = 3.0  # the console's default SCREEN_LINGER_SECONDS
 VIEWPORT = {"width": 1280, "height": 720}
 WALL_VIEWPORT = {"width": 800, "height": 500}
@@ -152,6 +154,26 @@ async def direct_frames(cdp_ws_url: str, seconds: float) -> list[tuple[float, fl
     return frames
 
 
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def _read_in_child(url: str, cookie: str, count: int, queue, stop) -> None:
+    """A child process: ``count`` viewers; says "ready" once each has a frame, then sends every viewer's
+    frames (arrival ms, header) once told to stop."""
+
+    async def main():
+        readers = [FrameReader(url, cookie) for _ in range(count)]
+        await asyncio.gather(*(r.open() for r in readers))
+        await asyncio.wait_for(asyncio.gather(*(r.first.wait() for r in readers)), 60)
+        queue.put("ready")
+        await asyncio.to_thread(stop.wait, 120)
+        await asyncio.gather(*(r.close() for r in readers))
+        return [r.frames for r in readers]
+
+    queue.put(asyncio.run(main()))
+
+
 class Process:
     """CPU seconds and RSS of one process, from /proc."""
 
@@ -210,16 +232,35 @@ class ScreenBench:
     async def through_console(self, sid: str, viewers: int) -> dict:
         await asyncio.sleep(LINGER + 1)  # the previous phase's upstream has closed
         before = await asyncio.to_thread(self.connects, sid)
-        readers = [FrameReader(self.stream_url(sid), self.console.cookie_header) for _ in range(viewers)]
-        await asyncio.gather(*(r.open() for r in readers))
-        await asyncio.wait_for(asyncio.gather(*(r.first.wait() for r in readers)), 60)
+        # The viewers read in child processes (READER_PROCESSES at most): their own event-loop delay must
+        # not count as latency the console added.
+        context = multiprocessing.get_context("spawn")
+        queue, stop = context.Queue(), context.Event()
+        groups = [n for n in _split(viewers, READER_PROCESSES) if n]
+        children = [
+            context.Process(
+                target=_read_in_child,
+                args=(self.stream_url(sid), self.console.cookie_header, n, queue, stop),
+                daemon=True,
+            )
+            for n in groups
+        ]
+        for child in children:
+            child.start()
+        for _ in children:
+            assert await asyncio.to_thread(queue.get, True, 90) == "ready"
         await asyncio.sleep(WARMUP)
         start_ms, cpu0, wall0 = time.time() * 1000, self.proc.cpu(), time.perf_counter()
         await asyncio.sleep(SECONDS)
         end_ms, cpu1, wall1 = time.time() * 1000, self.proc.cpu(), time.perf_counter()
         rss = self.proc.rss_mb()
-        await asyncio.gather(*(r.close() for r in readers))
-        counted = [[(at, meta) for at, meta in r.frames if start_ms <= at < end_ms] for r in readers]
+        stop.set()
+        received = []
+        for _ in children:
+            received += await asyncio.to_thread(queue.get, True, 90)
+        for child in children:
+            child.join(10)
+        counted = [[(at, meta) for at, meta in frames if start_ms <= at < end_ms] for frames in received]
         added = [at - meta["t"] for frames in counted for at, meta in frames]
         total = [at - meta["c"] for frames in counted for at, meta in frames if "c" in meta]
         return {
