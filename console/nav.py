@@ -24,6 +24,7 @@ class Section(NamedTuple):
 SECTIONS = [
     Section("Overview", "dashboard", "viewer"),
     Section("Sessions", "browsers:list", "viewer", BROWSERS),
+    Section("Session wall", "browsers:wall", "viewer", BROWSERS),
     Section("Pools", "pools:list", "viewer", BROWSERS),
     Section("Profiles", "profiles:list", "viewer", BROWSERS),
     Section("Proxies", "proxies:list", "viewer", BROWSERS),

@@ -65,6 +65,8 @@ LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
 LIVE_UPSTREAM_KEEPALIVE_SECONDS = env.float("LIVE_UPSTREAM_KEEPALIVE_SECONDS", default=15.0)
 LIVE_BUFFER_SIZE = env.int("LIVE_BUFFER_SIZE", default=2000)
 LIVE_MAX_PENDING = env.int("LIVE_MAX_PENDING", default=5000)
+# The live screen: seconds a session's CDP screencast stays open after its last viewer left.
+SCREEN_LINGER_SECONDS = env.float("SCREEN_LINGER_SECONDS", default=3.0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from console.browsers import views
+from console.browsers import views, wall
 
 app_name = "browsers"
 
@@ -8,6 +8,10 @@ urlpatterns = [
     path("", views.session_list, name="list"),
     path("new/", views.session_create, name="create"),
     path("delete-selected/", views.session_delete_selected, name="delete-selected"),
+    # Before <session_id>/: "wall" is not a session.
+    path("wall/", wall.wall, name="wall"),
+    path("wall/stream/", wall.wall_stream, name="wall-stream"),
+    path("wall/badges/", wall.wall_badges, name="wall-badges"),
     path("<str:session_id>/", views.session_detail, name="detail"),
     path("<str:session_id>/delete/", views.session_delete, name="delete"),
     path("<str:session_id>/telemetry/", views.telemetry_history, name="telemetry"),

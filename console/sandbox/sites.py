@@ -20,7 +20,9 @@ follow a fulfilled redirect by itself, past the routes.
 - ``lab.example.com``: a test bench: ``/ip`` answers the client's address and country as the site sees
   them (a session with a proxy: the proxy's exit, ``forward_proxy``); ``/?log=TEXT`` logs TEXT with
   ``console.log``, ``color=RRGGBB`` paints the page, a button at (20, 20)-(220, 80) logs
-  ``button clicked`` when clicked, and a link at (20, 100)-(220, 140) downloads ``report.csv``.
+  ``button clicked`` when clicked, and a link at (20, 100)-(220, 140) downloads ``report.csv``;
+  ``animate=1`` repaints a counter every animation frame (a screen that always changes, for the live
+  screen's benchmark).
 """
 
 from __future__ import annotations
@@ -190,6 +192,13 @@ def lab(request: Request):
         script += f"console.log({_js(params['log'])});"
     if params.get("error"):
         script += f"setTimeout(() => {{ throw new Error({_js(params['error'])}); }});"
+    if params.get("animate") == "1":
+        script += (
+            "const tick = document.createElement('p'); tick.id = 'tick';"
+            "tick.style.cssText = 'position:absolute;left:20px;top:160px;font:32px monospace';"
+            "document.body.append(tick); let n = 0;"
+            "(function frame() { tick.textContent = String(n++); requestAnimationFrame(frame); })();"
+        )
     return HTMLResponse(
         "<!doctype html><html><head><meta charset=utf-8><title>Lab</title></head>"
         f"<body style='margin:0;background:#{colour};height:3000px'>"

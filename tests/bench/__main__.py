@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, persistence, relay
+from tests.bench import browsers, harness, pages, persistence, relay, screen
 
-SUITES = {"pages": pages.run, "relay": relay.run, "browsers": browsers.run, "persistence": persistence.run}
+SUITES = {
+    "pages": pages.run,
+    "relay": relay.run,
+    "browsers": browsers.run,
+    "persistence": persistence.run,
+    "screen": screen.run,
+}
 DOC = harness.ROOT / "docs" / "benchmarks.md"
 
 

@@ -25,7 +25,10 @@ def labels(groups):
 def test_it_groups_the_sections_with_the_overview_first(sections):
     assert labels(context_processors._nav_groups("acme", "admin")) == [
         ("", ["Overview"]),
-        ("Browsers", ["Sessions", "Pools", "Profiles", "Proxies", "Extensions", "Telemetry export"]),
+        (
+            "Browsers",
+            ["Sessions", "Session wall", "Pools", "Profiles", "Proxies", "Extensions", "Telemetry export"],
+        ),
         ("Auth", ["Connections", "Credentials", "Providers", "Vaults"]),
         ("Apps", ["Apps", "Invocations", "Deployments"]),
         ("Organization", ["Projects", "Members", "API keys", "Audit", "Service audit", "Settings"]),

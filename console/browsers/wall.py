@@ -1,0 +1,148 @@
+"""The session wall: live thumbnails of many sessions at once (``/o/<org>/browsers/wall/``).
+
+Filters as in the sessions list (status, tags, search) plus pool and profile, which the service cannot
+filter on: they are applied here to the page read (``WALL_SCAN`` sessions at most). The thumbnails come
+from the same one-upstream-per-session relay as the session page's screen (console.browsers.panes.screen),
+at most ``THUMBNAIL_FPS`` frames a second each, all in ONE event stream per wall (browsers open at most six
+connections per host: one stream per tile would starve the rest). Sessions the console cannot relay
+(simulated, no usable ``cdp_ws_url``) show their name and status without a picture.
+
+Badges: a tile is flagged when its session's telemetry has a console error or a failed request in the
+last minute. The badges part asks the service once per tile (one page of the newest error-like events,
+filtered by type on the service) and refreshes every ``BADGE_SECONDS`` while the tab is visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
+
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from console.browsers import presenters
+from console.browsers.panes import screen
+from console.browsers.views import STATUSES, _tag_filters
+from console.service import ServiceError, browsers, telemetry
+from console.web.decorators import org_view
+from console.web.render import render
+
+MAX_TILES = 24
+WALL_SCAN = 100
+THUMBNAIL_FPS = 1.0
+BADGE_SECONDS = 15
+BADGE_TIMEOUT = 5.0
+RECENT_SECONDS = 60
+ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
+
+
+def _url(request, name: str, **kwargs) -> str:
+    return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
+
+
+def _matches(session: browsers.Session, pool: str, profile: str) -> bool:
+    if pool and not (session.pool and pool in (session.pool.id, session.pool.name)):
+        return False
+    return not profile or bool(session.profile and profile in (session.profile.id, session.profile.name))
+
+
+async def _sessions(request) -> tuple[list[browsers.Session], dict, bool]:
+    status = request.GET.get("status", "active")
+    if status not in STATUSES:
+        status = "active"
+    query = request.GET.get("q", "").strip()
+    pool = request.GET.get("pool", "").strip()
+    profile = request.GET.get("profile", "").strip()
+    tags = _tag_filters(request)
+    page = await browsers.list_sessions(
+        request.service, limit=WALL_SCAN, status=status, query=query or None, tags=tags
+    )
+    found = [s for s in page.items if _matches(s, pool, profile)]
+    filters = {"status": status, "q": query, "pool": pool, "profile": profile, "tags": tags}
+    return found[:MAX_TILES], filters, len(found) > MAX_TILES or page.has_more
+
+
+async def _relayable(request, session: browsers.Session) -> bool:
+    return (await screen.mode(request, session))[0] == "relay"
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def wall(request):
+    sessions, filters, more = await _sessions(request)
+    tiles = []
+    for session in sessions:
+        tiles.append(
+            {
+                "session": session,
+                "relay": await _relayable(request, session),
+                "url": _url(request, "detail", session_id=session.session_id) + "#pane-screen",
+            }
+        )
+    ids = [t["session"].session_id for t in tiles if t["relay"]]
+    stream_url = f"{_url(request, 'wall-stream')}?{urlencode([('id', i) for i in ids])}" if ids else ""
+    badges_url = _url(request, "wall-badges") + (f"?{request.GET.urlencode()}" if request.GET else "")
+    context = {
+        "tiles": tiles,
+        "filters": filters,
+        "statuses": STATUSES,
+        "more": more,
+        "max_tiles": MAX_TILES,
+        "stream_url": stream_url,
+        "badges_url": badges_url,
+        "badge_seconds": BADGE_SECONDS,
+        "tag_values": [f"{k}:{v}" for k, v in filters["tags"].items()],
+        "fps": THUMBNAIL_FPS,
+    }
+    return render(request, "browsers/wall.html", context)
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def wall_stream(request):
+    """One event stream for every tile: each session's frames at most THUMBNAIL_FPS a second."""
+    ids = list(dict.fromkeys(request.GET.getlist("id")))[:MAX_TILES]
+    if not ids:
+        raise Http404("No sessions to watch")
+    # Every id must be a session of this organization (as the one-session stream checks it).
+    found = await asyncio.gather(
+        *(browsers.get_session(request.service, i, include_deleted=True) for i in ids), return_exceptions=True
+    )
+    for result in found:
+        if isinstance(result, BaseException):
+            if isinstance(result, ServiceError) and result.status == 404:
+                raise Http404("No such browser session")
+            raise result
+    return screen.stream_response([screen.source(request, i) for i in ids], THUMBNAIL_FPS)
+
+
+async def _flagged(svc, session_id: str) -> list[str]:
+    """What went wrong in the last minute (console errors, failed requests), most recent first."""
+    try:
+        async with asyncio.timeout(BADGE_TIMEOUT):
+            # The newest first (the service takes no ``since`` with ``desc``): the last minute is cut here.
+            page = await telemetry.list_events(
+                svc, session_id, order="desc", limit=100, types=list(ERROR_TYPES)
+            )
+    except (TimeoutError, ServiceError):
+        return []
+    recent = datetime.now(UTC) - timedelta(seconds=RECENT_SECONDS)
+    rows = [presenters.row(e) for e in page.items if e.kind in ERROR_TYPES]
+    return [r.type for r in rows if r.severity == "error" and r.time is not None and r.time >= recent]
+
+
+@require_http_methods(["GET"])
+@org_view("viewer")
+async def wall_badges(request):
+    sessions, _, _ = await _sessions(request)
+    active = [s for s in sessions if not s.ended]
+    found = await asyncio.gather(*(_flagged(request.service, s.session_id) for s in active))
+    # Every tile's badge slot is swapped (out of band), so a badge also goes away after a quiet minute.
+    badges = [
+        {"session_id": s.session_id, "count": len(flags), "kinds": sorted(set(flags))}
+        for s, flags in zip(active, found, strict=True)
+    ]
+    context = {"badges": badges, "badges_url": request.get_full_path(), "badge_seconds": BADGE_SECONDS}
+    return render(request, "browsers/wall.html#wall-badges", context)

@@ -1,0 +1,313 @@
+// The live screen (templates/browsers/panes/screen.html) and the session wall (templates/browsers/wall.html).
+//
+// Frames come from the console's relay as server-sent events: "status" (JSON: s = session id, state, label,
+// message) and "frame" (a JSON line: s, n = frame number, t = when the console sent it, c = when the browser
+// captured it, both in ms since the epoch; then the base64 JPEG). The image shows the newest frame; the
+// pane shows frames/s and latency (capture to display, as far as the clocks agree).
+//
+// Input, only when the operator took control (data-control-token): clicks (a single click waits 250 ms in
+// case it becomes a double click), right clicks, wheel turns (summed over 120 ms), typed characters (sent
+// together after 400 ms without typing) and key combinations go to data-input-url in order, one at a time.
+// The server refuses input without control whatever this script does.
+(function () {
+  "use strict";
+
+  var KEYS = {
+    Enter: "Return", Tab: "Tab", Backspace: "BackSpace", Delete: "Delete", Escape: "Escape",
+    ArrowUp: "Up", ArrowDown: "Down", ArrowLeft: "Left", ArrowRight: "Right", Home: "Home", End: "End",
+    PageUp: "Page_Up", PageDown: "Page_Down", Insert: "Insert", ContextMenu: "Menu", " ": "space",
+  };
+  for (var f = 1; f <= 12; f++) KEYS["F" + f] = "F" + f;
+
+  function csrf() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function parseFrame(data) {
+    var cut = data.indexOf("\n");
+    if (cut < 0) return null;
+    try {
+      return { meta: JSON.parse(data.slice(0, cut)), jpeg: data.slice(cut + 1) };
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // Frames per second over the last second, and the median latency of the last 30 frames.
+  function Meter() {
+    this.times = [];
+    this.latencies = [];
+    this.count = 0;
+  }
+  Meter.prototype.add = function (meta) {
+    var now = Date.now();
+    this.count += 1;
+    this.times.push(now);
+    while (this.times.length && now - this.times[0] > 1000) this.times.shift();
+    var from = typeof meta.c === "number" ? meta.c : meta.t;
+    this.latencies.push(Math.max(0, now - from));
+    if (this.latencies.length > 30) this.latencies.shift();
+  };
+  Meter.prototype.fps = function () {
+    var now = Date.now();
+    while (this.times.length && now - this.times[0] > 1000) this.times.shift();
+    return this.times.length;
+  };
+  Meter.prototype.latency = function () {
+    if (!this.latencies.length) return null;
+    var sorted = this.latencies.slice().sort(function (a, b) { return a - b; });
+    return Math.round(sorted[Math.floor(sorted.length / 2)]);
+  };
+
+  function setState(chip, status) {
+    if (!chip) return;
+    chip.className = "live-status live-status--" + status.state;
+    chip.dataset.state = status.state;
+    chip.textContent = status.label;
+    chip.title = status.message || "";
+  }
+
+  // Session page -----------------------------------------------------------------------------------
+
+  function initScreen(pane) {
+    if (pane.dataset.screenReady) return;
+    pane.dataset.screenReady = "1";
+    if (!pane.dataset.streamUrl) return;
+    var image = pane.querySelector("[data-screen-image]");
+    var note = pane.querySelector("[data-screen-note]");
+    var chip = pane.querySelector("[data-screen-state]");
+    var stats = pane.querySelector("[data-screen-stats]");
+    var meter = new Meter();
+    var source = new EventSource(pane.dataset.streamUrl);
+    pane._screenSource = source;
+
+    source.addEventListener("status", function (event) {
+      var status = JSON.parse(event.data);
+      setState(chip, status);
+      pane.dataset.state = status.state;
+      if (status.state === "ended" || status.state === "unavailable") {
+        source.close();
+        note.hidden = false;
+        note.textContent = status.label + (status.message ? ": " + status.message : "") + ".";
+        var fallback = pane.querySelector("[data-screen-fallback]");
+        if (status.state === "unavailable" && fallback) fallback.hidden = false;
+      }
+    });
+    source.addEventListener("frame", function (event) {
+      var frame = parseFrame(event.data);
+      if (!frame) return;
+      image.src = "data:image/jpeg;base64," + frame.jpeg;
+      note.hidden = true;
+      meter.add(frame.meta);
+      pane.dataset.frames = String(meter.count);
+    });
+    source.onerror = function () {
+      if (source.readyState === EventSource.CONNECTING) {
+        setState(chip, { state: "reconnecting", label: "Reconnecting…" });
+      }
+    };
+    var timer = setInterval(function () {
+      if (!document.body.contains(pane)) {
+        source.close();
+        clearInterval(timer);
+        return;
+      }
+      var latency = meter.latency();
+      stats.textContent = meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms";
+    }, 500);
+
+    if (pane.dataset.controlToken) drive(pane);
+  }
+
+  function drive(pane) {
+    var stage = pane.querySelector("[data-screen-stage]");
+    var image = pane.querySelector("[data-screen-image]");
+    var pointer = pane.querySelector("[data-screen-pointer]");
+    var note = pane.querySelector("[data-screen-note]");
+    var width = Number(pane.dataset.width), height = Number(pane.dataset.height);
+    var queue = Promise.resolve();
+    var text = "", textTimer = null, clickTimer = null, wheel = null;
+
+    function at(event) {
+      var box = image.getBoundingClientRect();
+      var x = Math.floor(((event.clientX - box.left) * width) / box.width);
+      var y = Math.floor(((event.clientY - box.top) * height) / box.height);
+      return { x: Math.min(width - 1, Math.max(0, x)), y: Math.min(height - 1, Math.max(0, y)) };
+    }
+
+    function say(message) {
+      note.hidden = false;
+      note.textContent = message;
+    }
+
+    function send(fields) {
+      var body = new URLSearchParams(fields);
+      queue = queue.then(function () {
+        return fetch(pane.dataset.inputUrl, {
+          method: "POST",
+          body: body,
+          credentials: "same-origin",
+          headers: { "X-CSRFToken": csrf(), "X-Screen-Control": pane.dataset.controlToken },
+        }).then(function (response) {
+          if (response.status === 204) return;
+          return response.text().then(function (message) {
+            say(message);
+            if (response.status === 409) delete pane.dataset.controlToken;
+          });
+        }).catch(function () { say("The action could not reach the console."); });
+      });
+      return queue;
+    }
+
+    function flushText() {
+      clearTimeout(textTimer);
+      if (text) send({ kind: "type", text: text });
+      text = "";
+    }
+
+    function active() {
+      return Boolean(pane.dataset.controlToken);
+    }
+
+    stage.addEventListener("mousemove", function (event) {
+      var box = stage.getBoundingClientRect();
+      pointer.hidden = false;
+      pointer.style.transform =
+        "translate(" + (event.clientX - box.left) + "px," + (event.clientY - box.top) + "px)";
+    });
+    stage.addEventListener("mouseleave", function () { pointer.hidden = true; });
+    stage.addEventListener("click", function (event) {
+      if (!active()) return;
+      stage.focus();
+      var point = at(event);
+      flushText();
+      clearTimeout(clickTimer);
+      if (event.detail > 1) return; // the dblclick handler sends it
+      clickTimer = setTimeout(function () {
+        send({ kind: "click", x: point.x, y: point.y, hold: modifiers(event).join(" ") });
+      }, 250);
+    });
+    stage.addEventListener("dblclick", function (event) {
+      if (!active()) return;
+      clearTimeout(clickTimer);
+      var point = at(event);
+      send({ kind: "dblclick", x: point.x, y: point.y });
+    });
+    stage.addEventListener("contextmenu", function (event) {
+      if (!active()) return;
+      event.preventDefault();
+      flushText();
+      var point = at(event);
+      send({ kind: "rightclick", x: point.x, y: point.y });
+    });
+    stage.addEventListener(
+      "wheel",
+      function (event) {
+        if (!active()) return;
+        event.preventDefault();
+        var point = at(event);
+        if (!wheel) {
+          wheel = { kind: "scroll", x: point.x, y: point.y, dx: 0, dy: 0 };
+          setTimeout(function () {
+            var done = wheel;
+            wheel = null;
+            done.dx = Math.round(Math.max(-5000, Math.min(5000, done.dx)));
+            done.dy = Math.round(Math.max(-5000, Math.min(5000, done.dy)));
+            if (done.dx || done.dy) {
+              flushText();
+              send(done);
+            }
+          }, 120);
+        }
+        var scale = event.deltaMode === 1 ? 40 : event.deltaMode === 2 ? height : 1;
+        wheel.dx += event.deltaX * scale;
+        wheel.dy += event.deltaY * scale;
+      },
+      { passive: false }
+    );
+    stage.addEventListener("keydown", function (event) {
+      if (!active()) return;
+      if (["Control", "Shift", "Alt", "Meta", "AltGraph", "CapsLock"].indexOf(event.key) >= 0) return;
+      var held = modifiers(event).filter(function (m) { return m !== "Shift"; });
+      var named = KEYS[event.key];
+      event.preventDefault();
+      if (!held.length && event.key.length === 1) {
+        text += event.key;
+        clearTimeout(textTimer);
+        textTimer = setTimeout(flushText, 400);
+        return;
+      }
+      if (!named && event.key.length !== 1) return;
+      flushText();
+      var all = modifiers(event);
+      if (event.key.length === 1) all = held; // Shift is already in the character
+      send({ kind: "keys", keys: all.concat([named || event.key]).join("+") });
+    });
+  }
+
+  function modifiers(event) {
+    var held = [];
+    if (event.ctrlKey) held.push("Ctrl");
+    if (event.altKey) held.push("Alt");
+    if (event.shiftKey) held.push("Shift");
+    if (event.metaKey) held.push("Super");
+    return held;
+  }
+
+  // Session wall -----------------------------------------------------------------------------------
+
+  function initWall(wall) {
+    if (wall.dataset.wallReady || !wall.dataset.streamUrl) return;
+    wall.dataset.wallReady = "1";
+    var tiles = {};
+    wall.querySelectorAll("[data-tile]").forEach(function (tile) {
+      tiles[tile.dataset.tile] = tile;
+    });
+    var source = new EventSource(wall.dataset.streamUrl);
+    source.addEventListener("status", function (event) {
+      var status = JSON.parse(event.data);
+      var tile = tiles[status.s];
+      if (!tile) return;
+      tile.dataset.state = status.state;
+      setState(tile.querySelector("[data-tile-state]"), status);
+      var over = Object.keys(tiles).every(function (id) {
+        var state = tiles[id].dataset.state;
+        return state === "ended" || state === "unavailable" || state === "no-screen";
+      });
+      if (over) source.close(); // nothing more will come: no reconnecting
+    });
+    source.addEventListener("frame", function (event) {
+      var frame = parseFrame(event.data);
+      if (!frame || !tiles[frame.meta.s]) return;
+      var tile = tiles[frame.meta.s];
+      tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
+      tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
+    });
+    var timer = setInterval(function () {
+      if (!document.body.contains(wall)) {
+        source.close();
+        clearInterval(timer);
+      }
+    }, 1000);
+  }
+
+  function init(root) {
+    root = root || document;
+    if (root.matches && root.matches("[data-screen]")) initScreen(root);
+    if (root.matches && root.matches("[data-wall]")) initWall(root);
+    root.querySelectorAll("[data-screen]").forEach(initScreen);
+    root.querySelectorAll("[data-wall]").forEach(initWall);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+  document.addEventListener("htmx:load", function (event) { init(event.target); });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    // A pane replaced (take/release control) closes its stream; the new one opens its own.
+    var old = event.detail.target;
+    if (old && old._screenSource) old._screenSource.close();
+  });
+})();

@@ -1,0 +1,239 @@
+"""The live screen relay (console/live/screen.py) against a CDP endpoint over a real loopback websocket.
+
+The endpoint speaks the few CDP messages the relay uses (getTargets, attachToTarget, startScreencast, frame
+acks) and sends frames when the test says so, so counts are exact; the real Chromium endpoint has its own
+tests (tests/browser/test_screen.py and the benchmark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+from websockets.asyncio.server import serve
+
+from console.live import screen as relay
+
+
+class FakeCdp:
+    """A CDP websocket server with one page; ``frame()`` pushes a screencast frame to every client."""
+
+    def __init__(self):
+        self.connections = 0
+        self.open = set()
+        self.acks = 0
+        self.casting = set()
+        self.refuse = False
+
+    async def handler(self, socket):
+        self.connections += 1
+        self.open.add(socket)
+        try:
+            async for raw in socket:
+                message = json.loads(raw)
+                method, number = message.get("method"), message.get("id")
+                if method == "Target.getTargets":
+                    reply = {"targetInfos": [{"targetId": "T1", "type": "page", "url": "about:blank"}]}
+                elif method == "Target.attachToTarget":
+                    reply = {"sessionId": "S1"}
+                elif method == "Page.startScreencast":
+                    self.casting.add(socket)
+                    reply = {}
+                elif method == "Page.screencastFrameAck":
+                    self.acks += 1
+                    reply = {}
+                else:
+                    reply = {}
+                await socket.send(json.dumps({"id": number, "result": reply}))
+        finally:
+            self.open.discard(socket)
+            self.casting.discard(socket)
+
+    async def frame(self, payload: bytes, number: int) -> None:
+        message = {
+            "method": "Page.screencastFrame",
+            "sessionId": "S1",
+            "params": {
+                "data": base64.b64encode(payload).decode(),
+                "metadata": {"timestamp": 1_700_000_000.0 + number},
+                "sessionId": number,
+            },
+        }
+        for socket in list(self.casting):
+            await socket.send(json.dumps(message))
+
+    async def process_request(self, connection, request):
+        if self.refuse:
+            return connection.respond(403, "refused\n")
+        return None
+
+
+@pytest.fixture
+async def cdp():
+    fake = FakeCdp()
+    async with serve(fake.handler, "127.0.0.1", 0, process_request=fake.process_request) as server:
+        port = server.sockets[0].getsockname()[1]
+        fake.url = f"ws://127.0.0.1:{port}/devtools/browser/x?jwt=secret-jwt"
+        yield fake
+
+
+def source(url: str, *, key="s1", ended=None) -> relay.Source:
+    async def locate():
+        return relay.Target(url, 640, 480, ended=bool(ended and ended()))
+
+    return relay.Source(key=(key, 1, None), locate=locate, allow_private=True)
+
+
+async def until(condition, seconds: float = 5.0) -> None:
+    """Poll ``condition`` (state of the relay and of the endpoint) until it holds, at most ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 - conditions over plain attributes have no event to wait on
+            await asyncio.sleep(0.01)
+
+
+def events(chunk: bytes) -> list[dict]:
+    found = []
+    for block in chunk.decode().split("\n\n"):
+        event = {}
+        for line in block.splitlines():
+            name, _, value = line.partition(": ")
+            event.setdefault(name, []).append(value)
+        if "event" in event:
+            found.append(event)
+    return found
+
+
+async def test_it_opens_one_upstream_for_many_viewers_and_gives_each_the_frames(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wakes = [asyncio.Event() for _ in range(20)]
+    viewers = [hub.subscribe(source(cdp.url), wake=w) for w in wakes]
+    await until(lambda: cdp.casting)
+    await cdp.frame(b"\xff\xd8first", 1)
+    await until(lambda: viewers[0].screen.frames_in == 1)
+    for viewer, wake in zip(viewers, wakes, strict=True):
+        chunk = await relay.next_chunk([viewer], wake, 1)
+        frames = [e for e in events(chunk) if e["event"] == ["frame"]]
+        assert base64.b64decode(frames[0]["data"][1]) == b"\xff\xd8first"
+        assert json.loads(frames[0]["data"][0])["s"] == "s1"
+    assert cdp.connections == 1 and hub.upstreams() == 1 and cdp.acks == 1
+
+
+async def test_it_gives_a_slow_viewer_the_newest_frame_and_skips_the_rest(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wake = asyncio.Event()
+    viewer = hub.subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    for number in range(1, 51):
+        await cdp.frame(f"frame {number}".encode(), number)
+    await until(lambda: viewer.screen.frames_in == 50)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    frames = [e for e in events(chunk) if e["event"] == ["frame"]]
+    assert len(frames) == 1 and base64.b64decode(frames[0]["data"][1]) == b"frame 50"
+    assert cdp.acks == 50  # every frame acknowledged at once: Chromium never waits for a viewer
+    assert len(viewer.screen.frame) < 200  # one frame held, whatever the backlog was
+
+
+async def test_it_limits_a_thumbnail_viewer_to_its_rate(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    fast, slow = asyncio.Event(), asyncio.Event()
+    full = hub.subscribe(source(cdp.url), wake=fast)
+    thumb = hub.subscribe(source(cdp.url), min_interval=3600, wake=slow)
+    await until(lambda: cdp.casting)
+    await cdp.frame(b"one", 1)
+    await until(lambda: full.screen.frames_in == 1)
+    assert b"event: frame" in await relay.next_chunk([thumb], slow, 1)
+    await cdp.frame(b"two", 2)
+    await until(lambda: full.screen.frames_in == 2)
+    assert b"event: frame" in await relay.next_chunk([full], fast, 1)
+    assert await relay.next_chunk([thumb], slow, 0.2) is None  # the next one is an hour away
+    assert cdp.connections == 1
+
+
+async def test_it_closes_the_upstream_after_the_last_viewer_left(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    first = hub.subscribe(source(cdp.url))
+    second = hub.subscribe(source(cdp.url))
+    await until(lambda: cdp.casting)
+    first.screen.remove(first)
+    await asyncio.sleep(0.2)
+    assert cdp.open and hub.upstreams() == 1  # one viewer still watches
+    second.screen.remove(second)
+    await until(lambda: not cdp.open)
+    assert hub.upstreams() == 0 and hub.screens == {}
+
+
+async def test_it_keeps_the_upstream_for_a_viewer_back_within_the_linger(cdp):
+    hub = relay.ScreenHub(linger_seconds=5)
+    viewer = hub.subscribe(source(cdp.url))
+    await until(lambda: cdp.casting)
+    viewer.screen.remove(viewer)
+    again = hub.subscribe(source(cdp.url))
+    await asyncio.sleep(0.1)
+    assert again.screen is viewer.screen and cdp.connections == 1
+    again.screen.remove(again)
+    again.screen._close()
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        (None, "has no cdp_ws_url"),
+        ("http://127.0.0.1:9/devtools", "not a ws:// or wss:// URL"),
+        ("ws://169.254.169.254/devtools?jwt=x", "link-local"),
+        ("wss://user:pw@example.com/devtools", "user name or password"),
+    ],
+)
+async def test_it_refuses_a_cdp_url_it_may_not_open(url, why):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wake = asyncio.Event()
+    viewer = hub.subscribe(source(url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    status = json.loads(events(chunk)[-1]["data"][0])
+    assert status["state"] == "unavailable" and why in status["message"]
+    assert viewer.screen.connections == 0
+
+
+async def test_it_refuses_a_private_address_unless_allowed(cdp):
+    refused = relay.Source(key=("p", 1, None), locate=source(cdp.url).locate, allow_private=False)
+    viewer = relay.ScreenHub().subscribe(refused)
+    await until(lambda: viewer.screen.ended)
+    assert "loopback" in viewer.screen.status and cdp.connections == 0
+
+
+async def test_it_says_unavailable_when_the_endpoint_refuses_without_showing_the_jwt(cdp):
+    cdp.refuse = True
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(cdp.url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert b"unavailable" in chunk and b"HTTP 403" in chunk and b"secret-jwt" not in chunk
+
+
+async def test_it_says_when_the_session_ended(cdp):
+    over = []
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(cdp.url, ended=lambda: bool(over)), wake=wake)
+    await until(lambda: cdp.casting)
+    over.append(True)
+    for socket in list(cdp.open):
+        await socket.close()
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert json.loads(events(chunk)[-1]["data"][0])["state"] == "ended"
+
+
+async def test_it_reconnects_when_the_connection_drops_while_the_session_runs(cdp):
+    viewer = relay.ScreenHub().subscribe(source(cdp.url))
+    await until(lambda: cdp.casting)
+    await cdp.frame(b"before", 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    for socket in list(cdp.open):
+        await socket.close()
+    await until(lambda: cdp.connections == 2 and cdp.casting)
+    await cdp.frame(b"after", 2)
+    await until(lambda: viewer.screen.frames_in == 2)
+    assert not viewer.screen.ended
+    viewer.screen.task.cancel()

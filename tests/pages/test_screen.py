@@ -1,0 +1,220 @@
+"""The screen pane of a session: its mode, its stream, control and input (console/browsers/panes/screen.py).
+
+The test sandbox runs simulated sessions, whose CDP endpoint refuses connections: the pane falls back to
+the live view, and the stream says the relay is unavailable. Real frames: tests/browser/test_screen.py.
+"""
+
+import json
+
+import pytest
+
+from console.accounts.models import AuditLog
+
+LONG = 259_200
+
+
+def url(sid, path=""):
+    return f"/o/acme/browsers/{sid}/screen/{path}"
+
+
+@pytest.fixture
+def quiet(tenant):
+    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
+    return tenant
+
+
+def create(tenant, **body):
+    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def computer_calls(tenant):
+    return [r for r in tenant.requests() if "/computer/" in r["path"]]
+
+
+async def take(client, sid) -> str:
+    response = await client.post(url(sid, "control/"), {"action": "take"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    token = response.content.decode().split('data-control-token="')[1].split('"')[0]
+    assert len(token) > 20
+    return token
+
+
+async def read_stream(response, until: bytes, limit: int = 50) -> bytes:
+    seen = b""
+    async for chunk in response.streaming_content:
+        seen += chunk
+        if until in seen or limit == 0:
+            break
+        limit -= 1
+    await response.streaming_content.aclose()
+    return seen
+
+
+# Pane ----------------------------------------------------------------------------------------------
+
+
+async def test_it_falls_back_to_the_live_view_for_a_session_it_cannot_relay(operator_client, quiet):
+    session = create(quiet, name="sim")
+    body = (await operator_client.get(url(session["session_id"]))).content.decode()
+    assert 'data-mode="live-view"' in body and "simulated" in body
+    assert f'href="/o/acme/browsers/{session["session_id"]}/?view=embed"' in body
+    embedded = (await operator_client.get(url(session["session_id"]), {"view": "embed"})).content.decode()
+    assert "?view=embed" not in embedded and "The service's live view" in embedded
+
+
+async def test_it_chooses_the_relay_when_the_session_has_a_usable_cdp_url(viewer_client, quiet):
+    session = create(quiet, name="real")
+    sid = session["session_id"]
+    planted = {"cdp_ws_url": f"{quiet.url.replace('http', 'ws')}/_sandbox/cdp/{sid}?jwt=planted-jwt-123"}
+    quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields={**planted, "sandbox": {}}, count=None)
+    body = (await viewer_client.get(url(sid))).content.decode()
+    assert 'data-mode="relay"' in body and f'data-stream-url="/o/acme/browsers/{sid}/screen/stream/"' in body
+    assert "planted-jwt-123" not in body and "/_sandbox/cdp/" not in body
+    assert "Take control" not in body and "viewers cannot act" in body
+    page = (await viewer_client.get(f"/o/acme/browsers/{sid}/", {"wait": "1"})).content.decode()
+    assert "planted-jwt-123" not in page and "/_sandbox/cdp/" not in page
+
+
+async def test_it_falls_back_when_the_cdp_url_points_somewhere_it_may_not_go(operator_client, quiet):
+    session = create(quiet, name="metadata")
+    sid = session["session_id"]
+    planted = {"cdp_ws_url": "ws://169.254.169.254/latest?jwt=x", "sandbox": {}}
+    quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields=planted, count=None)
+    body = (await operator_client.get(url(sid))).content.decode()
+    assert 'data-mode="live-view"' in body and "link-local" in body
+
+
+async def test_it_says_an_ended_session_has_no_screen(viewer_client, quiet):
+    session = create(quiet, name="gone")
+    quiet.call("DELETE", f"/browsers/{session['session_id']}")
+    body = (await viewer_client.get(url(session["session_id"]))).content.decode()
+    assert 'data-mode="none"' in body and "The session has ended." in body
+
+
+async def test_it_answers_404_for_another_orgs_session(operator_client, other_tenant):
+    theirs = create(other_tenant, name="theirs")["session_id"]
+    assert (await operator_client.get(url(theirs))).status_code == 404
+    assert (await operator_client.get(url(theirs, "stream/"))).status_code == 404
+    assert (await operator_client.post(url(theirs, "control/"), {"action": "take"})).status_code == 404
+    assert (await operator_client.post(url(theirs, "input/"), {"kind": "click"})).status_code == 404
+
+
+# Stream --------------------------------------------------------------------------------------------
+
+
+async def test_it_streams_that_the_relay_is_unavailable_when_the_endpoint_refuses(viewer_client, quiet):
+    session = create(quiet, name="refused")
+    sid = session["session_id"]
+    # The sandbox's CDP endpoint, which refuses a simulated session (HTTP 403).
+    planted = {"cdp_ws_url": f"{quiet.url.replace('http', 'ws')}/_sandbox/cdp/{sid}?jwt=planted-jwt-123"}
+    quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields=planted, count=None)
+    response = await viewer_client.get(url(sid, "stream/"))
+    assert response["Content-Type"] == "text/event-stream"
+    seen = await read_stream(response, b'"unavailable"')
+    status = next(json.loads(line[6:]) for line in seen.decode().splitlines() if '"unavailable"' in line)
+    assert status["s"] == sid and "refused the connection (HTTP 403)" in status["message"]
+    assert "jwt" not in seen.decode() and "_sandbox" not in seen.decode()
+
+
+async def test_it_streams_that_a_cdp_url_it_cannot_resolve_is_unavailable(viewer_client, quiet):
+    sid = create(quiet, name="nowhere")["session_id"]  # simulated: its cdp_ws_url names no real host
+    seen = await read_stream(await viewer_client.get(url(sid, "stream/")), b'"unavailable"')
+    assert b"could not be resolved" in seen
+
+
+# Control and input ---------------------------------------------------------------------------------
+
+
+async def test_it_refuses_input_from_a_viewer(viewer_client, quiet):
+    sid = create(quiet, name="watch")["session_id"]
+    response = await viewer_client.post(url(sid, "input/"), {"kind": "click", "x": 10, "y": 10})
+    assert response.status_code == 403
+    assert (await viewer_client.post(url(sid, "control/"), {"action": "take"})).status_code == 403
+    assert computer_calls(quiet) == []
+
+
+async def test_it_refuses_input_until_the_operator_takes_control(operator_client, quiet):
+    sid = create(quiet, name="careful")["session_id"]
+    response = await operator_client.post(url(sid, "input/"), {"kind": "click", "x": 10, "y": 10})
+    assert response.status_code == 409 and "Take control" in response.content.decode()
+    token = await take(operator_client, sid)
+    wrong = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 10, "y": 10}, headers={"X-Screen-Control": "guess"}
+    )
+    assert wrong.status_code == 409
+    assert computer_calls(quiet) == []
+    ok = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 10, "y": 10}, headers={"X-Screen-Control": token}
+    )
+    assert ok.status_code == 204
+    assert [r["path"] for r in computer_calls(quiet)] == [f"/browsers/{sid}/computer/click_mouse"]
+
+
+async def test_it_sends_each_kind_of_input_as_a_computer_action(operator_client, quiet):
+    sid = create(quiet, name="drive", viewport={"width": 1024, "height": 768})["session_id"]
+    token = await take(operator_client, sid)
+    headers = {"X-Screen-Control": token}
+    for fields in (
+        {"kind": "dblclick", "x": 5, "y": 6},
+        {"kind": "rightclick", "x": 1023, "y": 767},
+        {"kind": "scroll", "x": 100, "y": 100, "dx": 0, "dy": 240},
+        {"kind": "type", "text": "hunter2 secret"},
+        {"kind": "keys", "keys": "Ctrl+a Return"},
+    ):
+        response = await operator_client.post(url(sid, "input/"), fields, headers=headers)
+        assert response.status_code == 204, (fields, response.content)
+    paths = [r["path"].rsplit("/", 1)[1] for r in computer_calls(quiet)]
+    assert paths == ["click_mouse", "click_mouse", "scroll", "type", "press_key"]
+    details = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input").order_by("pk")]
+    assert details[0] == "dblclick at (5, 6)" and details[3] == "typed 14 characters"
+    assert details[4] == "pressed Ctrl+a Return"
+    assert not [d async for d in AuditLog.objects.filter(detail__contains="hunter2").values_list("detail")]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"kind": "click", "x": 640, "y": 10},  # outside a 640-wide viewport
+        {"kind": "click", "x": -1, "y": 10},
+        {"kind": "click", "x": "ten", "y": 10},
+        {"kind": "scroll", "x": 1, "y": 1, "dx": 0, "dy": 0},
+        {"kind": "scroll", "x": 1, "y": 1, "dx": 0, "dy": 99999},
+        {"kind": "type", "text": ""},
+        {"kind": "type", "text": "a\x1b[2J"},
+        {"kind": "keys", "keys": "Ctrl+NotAKey"},
+        {"kind": "keys", "keys": ""},
+        {"kind": "drag"},
+    ],
+)
+async def test_it_refuses_bad_input_and_sends_nothing(operator_client, quiet, fields):
+    sid = create(quiet, name="strict", viewport={"width": 640, "height": 480})["session_id"]
+    token = await take(operator_client, sid)
+    response = await operator_client.post(url(sid, "input/"), fields, headers={"X-Screen-Control": token})
+    assert response.status_code == 400 and "Nothing was sent" in response.content.decode()
+    assert computer_calls(quiet) == []
+    assert not await AuditLog.objects.filter(action="browser.screen.input").aexists()
+
+
+async def test_it_audits_taking_and_releasing_control_and_refuses_input_after_release(operator_client, quiet):
+    sid = create(quiet, name="handover")["session_id"]
+    token = await take(operator_client, sid)
+    released = await operator_client.post(url(sid, "control/"), {"action": "release"})
+    assert released.status_code == 302
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []
+    rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.control").order_by("pk")]
+    assert rows == ["took control of the screen", "released control of the screen"]
+
+
+async def test_it_keeps_control_to_the_session_it_was_taken_for(operator_client, quiet):
+    first = create(quiet, name="one")["session_id"]
+    second = create(quiet, name="two")["session_id"]
+    token = await take(operator_client, first)
+    response = await operator_client.post(
+        url(second, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []

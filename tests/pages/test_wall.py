@@ -1,0 +1,75 @@
+"""The session wall (console/browsers/wall.py): tiles, filters, badges and its one stream."""
+
+import pytest
+
+LONG = 259_200
+ON = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
+
+
+@pytest.fixture
+def quiet(tenant):
+    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
+    return tenant
+
+
+def create(tenant, **body):
+    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def emit(tenant, sid, *events):
+    body = {"session_id": sid, "events": list(events)}
+    return tenant.control("POST", "telemetry/emit", body).json()["seqs"]
+
+
+async def test_it_shows_a_tile_per_session_linking_to_its_screen(viewer_client, quiet):
+    one = create(quiet, name="alpha")["session_id"]
+    two = create(quiet, name="beta")["session_id"]
+    body = (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
+    for sid, name in ((one, "alpha"), (two, "beta")):
+        assert f'data-tile="{sid}"' in body and name in body
+        assert f'href="/o/acme/browsers/{sid}/#pane-screen"' in body
+    assert "no relayed screen (simulated)" in body  # the test sandbox's sessions have no real screen
+    assert 'href="/o/acme/browsers/wall/"' in body  # in the sidebar
+
+
+async def test_it_filters_by_tag_status_pool_and_profile(viewer_client, quiet):
+    quiet.call("POST", "/profiles", json={"name": "shopper"})
+    tagged = create(quiet, name="tagged", tags={"team": "checkout"})["session_id"]
+    with_profile = create(quiet, name="profiled", profile={"name": "shopper"})["session_id"]
+    ended = create(quiet, name="over")["session_id"]
+    quiet.call("DELETE", f"/browsers/{ended}")
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"tag": "team:checkout"})).content.decode()
+    assert tagged in body and with_profile not in body
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"profile": "shopper"})).content.decode()
+    assert with_profile in body and tagged not in body
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"pool": "nope"})).content.decode()
+    assert "No session matches these filters." in body
+    assert ended not in (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
+    assert ended in (await viewer_client.get("/o/acme/browsers/wall/", {"status": "all"})).content.decode()
+
+
+async def test_it_badges_a_session_with_a_console_error_in_the_last_minute(viewer_client, quiet):
+    broken = create(quiet, name="broken", telemetry=ON)["session_id"]
+    fine = create(quiet, name="fine", telemetry=ON)["session_id"]
+    emit(quiet, broken, {"type": "console_error", "data": {"text": "boom", "level": "error"}})
+    emit(quiet, fine, {"type": "console_log", "data": {"text": "hello", "level": "log"}})
+    response = await viewer_client.get(
+        "/o/acme/browsers/wall/badges/", headers={"HX-Request": "true", "HX-Target": "wall-badges"}
+    )
+    body = response.content.decode()
+    broken_slot = body.split(f'id="badge-{broken}"')[1].split("</span>\n")[0]
+    fine_slot = body.split(f'id="badge-{fine}"')[1].split("</span>\n")[0]
+    assert "1 error" in broken_slot and "console_error" in broken_slot
+    assert "error" not in fine_slot
+
+
+async def test_it_refuses_a_stream_of_another_orgs_session(viewer_client, other_tenant, quiet):
+    mine = create(quiet, name="mine")["session_id"]
+    theirs = create(other_tenant, name="theirs")["session_id"]
+    before = len(other_tenant.requests())
+    response = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [mine, theirs]})
+    assert response.status_code == 404
+    assert len(other_tenant.requests()) == before
+    assert (await viewer_client.get("/o/acme/browsers/wall/stream/")).status_code == 404
