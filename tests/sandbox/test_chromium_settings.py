@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.sandbox.test_chromium import create, png_size, wait_for_event
-from tests.sandbox_fixtures import ROOT, browser_processes, new_tenant, running_sandbox
+from tests.sandbox_fixtures import ROOT, browser_processes, displays, new_tenant, running_sandbox
 
 
 @pytest.fixture
@@ -60,22 +60,6 @@ def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(re
                     page.goto(target.as_uri(), timeout=10_000)
         finally:
             browser.close()
-
-
-def displays(owner: str) -> list[int]:
-    """Xvfb servers of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
-    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            xvfb = Path(os.readlink(entry / "exe")).name == "Xvfb"
-            if xvfb and marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def page_of(browser):
