@@ -610,6 +610,16 @@ def x_sockets(pids: list[int]) -> list[Path]:
     return sorted(found)
 
 
+def stamp(path: Path) -> tuple[int, int]:
+    with contextlib.suppress(OSError):
+        return path.stat().st_ino, path.stat().st_ctime_ns
+    return (0, 0)
+
+
+def playwright_dirs(tmp: Path) -> list[str]:
+    return [path.name for path in tmp.iterdir() if path.name.startswith("playwright")]
+
+
 def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_stop():
     owner = "sandbox-test-lifecycle-" + str(time.monotonic_ns())
     with temporary_folder() as tmp:  # the sandbox's TMPDIR: what it and its Playwright leave is there
@@ -629,6 +639,11 @@ def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_st
             while browser_processes(owner) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert browser_processes(owner) == []
+            # Its last session gone, the shared process's Playwright profile and artifacts go with it.
+            deadline = time.monotonic() + 10
+            while playwright_dirs(tmp) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert playwright_dirs(tmp) == []
             # Idle past SANDBOX_BROWSER_IDLE_SECONDS: standby, and the browser process is released.
             idle = create(tenant, start_url="https://lab.example.com/")
             deadline = time.monotonic() + 15
@@ -644,7 +659,8 @@ def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_st
             servers = displays(owner)
             sockets = x_sockets(servers)
             made = {path.name.rpartition("-")[0] for path in tmp.iterdir()}
-            assert servers and sockets and all(socket.exists() for socket in sockets)
+            assert servers and sockets
+            files = {(path, *stamp(path)) for path in sockets}
             assert {"sandbox-browsers", "sandbox-etc", "playwright_chromiumdev_profile"} <= made
             ran = tenant.call(
                 "POST", f"/browsers/{headful['session_id']}/process/exec", json={"command": "true"}
@@ -662,7 +678,8 @@ def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_st
                 time.sleep(0.2)
             assert browser_processes(owner) == []
             assert displays(owner) == []
-            assert [socket for socket in sockets if socket.exists()] == []  # Xvfb ended cleanly
+            # Xvfb ended cleanly: its socket files are gone (another display may reuse a name since).
+            assert [path for path, *made in files if path.exists() and stamp(path) == tuple(made)] == []
         finally:
             stop_sandbox(process)
         # Nothing of it is left: the browsers' root, the jail's /etc, the sessions' files, Playwright's
