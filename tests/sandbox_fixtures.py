@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +45,14 @@ def wait_for(url: str, process: subprocess.Popen, seconds: float = 20) -> None:
 TEST_DEMO_KEY = "sandbox-demo-key"
 
 
-def start_sandbox(**settings: str) -> tuple[str, subprocess.Popen]:
-    """A sandbox process on a free port with extra environment settings; stop it with ``stop_sandbox``."""
+def start_sandbox(*, command: tuple[str, ...] = ("-m", "console.sandbox"), **settings: str):
+    """A sandbox process on a free port with extra environment settings, (url, process); stop it with
+    ``stop_sandbox``. ``command`` is how Python starts it (``("manage.py", "sandbox")`` for Django's)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # In memory unless a test gives SANDBOX_STATE (a developer's .env must never reach the test sandbox).
     env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, "SANDBOX_STATE": "", **settings}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "console.sandbox", "--port", str(port)], cwd=ROOT, env=env
-    )
+    process = subprocess.Popen([sys.executable, *command, "--port", str(port)], cwd=ROOT, env=env)
     try:
         wait_for(f"{url}/_sandbox/health", process)
     except RuntimeError:
@@ -67,6 +68,18 @@ def stop_sandbox(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@contextlib.contextmanager
+def temporary_folder():
+    """A fresh folder to give a sandbox as its TMPDIR (its temporary directories, its Playwright's), so a
+    test sees exactly what that sandbox leaves; the sandbox's unprivileged user can pass through it."""
+    folder = Path(tempfile.mkdtemp(prefix="test-tmpdir-"))
+    folder.chmod(0o711)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +130,22 @@ def browser_processes(owner: str) -> list[int]:
             continue
         if "chrom" in Path(executable).name and marker in environ.split(b"\0"):
             found.append(int(entry.name))
+    return found
+
+
+def displays(owner: str) -> list[int]:
+    """Xvfb servers of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
+    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            xvfb = Path(os.readlink(entry / "exe")).name == "Xvfb"
+            if xvfb and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
     return found
 
 

@@ -15,8 +15,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import cdp_proxy, control, engine, forward_proxy, live_view, store
-from console.sandbox.resources import RESOURCES
+from console.sandbox import cdp_proxy, confine, control, engine, forward_proxy, live_view, store
+from console.sandbox.resources import RESOURCES, browser_files
 from console.sandbox.state import registry
 
 # The demo tenant's key is per install (the local .env, which the console reads too); without one, the
@@ -131,11 +131,17 @@ async def lifespan(app: Starlette):
             with contextlib.suppress(Exception):
                 await browsers.standby(live)
         _save()
-    # Stopping the sandbox stops every browser it started.
-    await engine.get().shutdown()
-    if store.current is not None:
-        _save()  # profiles that kept a session's storage on the way out
-        store.current.close()
+    try:
+        # Stopping the sandbox stops every browser it started.
+        await engine.get().shutdown()
+        if store.current is not None:
+            _save()  # profiles that kept a session's storage on the way out
+            store.current.close()
+    finally:
+        # No temporary directory outlives the sandbox (uvicorn re-raises SIGTERM after this shutdown, so
+        # the process ends without running atexit).
+        browser_files.remove_temporary()
+        confine.remove_temporary()
 
 
 def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:

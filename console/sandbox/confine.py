@@ -105,7 +105,8 @@ def prepare(directory: Path) -> None:
 
 @cache
 def _etc() -> Path:
-    """The generated /etc files (once per sandbox process, removed at exit)."""
+    """The generated /etc files (once per sandbox process; ``remove_temporary`` removes them when the
+    sandbox stops, and at exit for a process that never ran the sandbox's shutdown)."""
     uid, gid = identity() or (os.getuid(), os.getgid())
     etc = Path(tempfile.mkdtemp(prefix="sandbox-etc-"))
     atexit.register(shutil.rmtree, etc, True)
@@ -123,6 +124,14 @@ def _etc() -> Path:
         (etc / name).chmod(0o644)
     etc.chmod(0o755)
     return etc
+
+
+def remove_temporary() -> None:
+    """Remove the generated /etc (the sandbox is stopping). uvicorn ends a process stopped by SIGTERM
+    by raising the signal again after its shutdown, so ``atexit`` alone never runs there."""
+    if _etc.cache_info().currsize:
+        shutil.rmtree(_etc(), ignore_errors=True)
+        _etc.cache_clear()
 
 
 def _system_binds(etc: tuple[str, ...] = (), binds: tuple[tuple[str, str], ...] = ()) -> list[str]:

@@ -9,7 +9,8 @@ session record's ``sandbox`` field). A session records the engine it was created
 How a real session lives:
 
 - One Chromium process is shared by the headless sessions, and one per viewport size by the headful ones
-  (a real window each, on that process's Xvfb display of that size); each session is its own
+  (a real window each, on that process's Xvfb display, whose page area is the viewport: the window is the
+  viewport plus the browser's UI, ``_fit_window``); each session is its own
   ``BrowserContext`` (cookies, storage, cache and permissions isolated) with the session's viewport and
   user agent, and one page on its start URL. A Playwright ``CDPSession`` on that page carries what
   Playwright does not expose (telemetry domains). A session someone connects to over CDP moves to a
@@ -33,7 +34,8 @@ How a real session lives:
   so a request never hangs on a browser.
 - Deleting a session closes its context (and its own process) and removes its temporary directory; a
   shared process (and its display) closes ``SANDBOX_BROWSER_LINGER_SECONDS`` (default 60) after its last
-  session; stopping the sandbox closes every browser.
+  session; stopping the sandbox closes every browser (and ``app.lifespan`` removes the temporary
+  directories of the jail and the sessions' files).
 - A session's profile is its starting storage (cookies and local storage kept in the profile record as
   Playwright's ``storage_state``); with ``save_changes`` the session's storage is written back when it
   ends. A session with extensions runs in a browser process of its own, started with them unpacked from
@@ -92,6 +94,9 @@ STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () =
 LAUNCH_TIMEOUT = 30.0
 OPERATION_TIMEOUT = 15.0
 NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
+# Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
+# the window is the viewport plus that UI, so its page area is the session's viewport.
+UI_ALLOWANCE = 200
 
 
 def _number(name: str, default: float) -> float:
@@ -170,6 +175,8 @@ class Engine:
         self._root_kept = False
         self._waking = 0
         self._admission = asyncio.Lock()
+        # The browser UI around a headful window's page (width, height), measured on the first window.
+        self._window_ui: tuple[int, int] | None = None
 
     @property
     def real(self) -> bool:
@@ -275,6 +282,8 @@ class Engine:
         page = context.pages[0] if context.pages else await context.new_page()
         live.page = page
         live.cdp = await context.new_cdp_session(page)
+        if self.headful(record) and not record.get("kiosk_mode"):
+            await self._fit_window(live)
         live.events = page_events.PageEvents(live)
         await live.events.attach()
         page.on("crash", lambda _page: self._crashed(live))
@@ -289,6 +298,51 @@ class Engine:
             with contextlib.suppress(Exception):
                 # Best effort, as the service's start_url: a failed navigation leaves Chromium's error page.
                 await page.goto(live.url, timeout=NAVIGATION_TIMEOUT, wait_until="domcontentloaded")
+            if self.headful(record) and not record.get("kiosk_mode"):
+                await self._fit_window(live)  # a bar the page's first load brought (one check if none)
+
+    def _window_size(self, size: dict) -> str:
+        """``--window-size`` of a headful window whose page area is ``size`` (the UI as last measured)."""
+        ui_width, ui_height = self._window_ui or (0, 0)
+        return f"--window-size={size['width'] + ui_width},{size['height'] + ui_height}"
+
+    async def _fit_window(self, live: Live) -> None:
+        """Size a headful window so that its page area is the session's viewport (the contract's
+        screenshot and coordinates): the window is the viewport plus the browser's UI, measured on the
+        page (``outerHeight - innerHeight``) and applied through CDP's ``Browser.setWindowBounds``."""
+        try:
+            await self._fitting(live)
+        except Exception as exc:  # the page went away or the window did not answer: the page keeps its size
+            log.warning(
+                "session %s: its window could not be fitted to its viewport: %s", live.session_id, exc
+            )
+
+    async def _fitting(self, live: Live) -> None:
+        size = _size(live.record)
+        wanted = [size["width"], size["height"]]
+        measure = "[outerWidth, outerHeight, innerWidth, innerHeight]"
+        for _ in range(3):
+            outer_w, outer_h, inner_w, inner_h = await live.page.evaluate(measure)
+            if [inner_w, inner_h] == wanted:
+                return
+            ui = (max(0, outer_w - inner_w), max(0, outer_h - inner_h))
+            if ui[1] > UI_ALLOWANCE:
+                log.warning("the browser's UI takes %s px, more than the display leaves", ui[1])
+            self._window_ui = ui
+            window = await live.cdp.send("Browser.getWindowForTarget")
+            bounds = {"left": 0, "top": 0, "width": wanted[0] + ui[0], "height": wanted[1] + ui[1]}
+            await live.cdp.send("Browser.setWindowBounds", {"windowId": window["windowId"], "bounds": bounds})
+            with contextlib.suppress(Exception):
+                await live.page.wait_for_function(
+                    "([width, height]) => innerWidth === width && innerHeight === height",
+                    arg=wanted,
+                    timeout=2_000,
+                )
+        outer_w, outer_h, inner_w, inner_h = await live.page.evaluate(measure)
+        if [inner_w, inner_h] != wanted:
+            log.warning(
+                "session %s: page area %sx%s, not its viewport %s", live.session_id, inner_w, inner_h, wanted
+            )
 
     async def _egress(self, live: Live):
         """The session's proxy listener (``forward_proxy``), or None for a session without a proxy."""
@@ -319,7 +373,7 @@ class Engine:
     def _context_options(self, record: dict) -> dict:
         options = {"viewport": _size(record), "device_scale_factor": 1, "accept_downloads": True}
         if self.headful(record):
-            # A real window on a display of the viewport's size: the page gets what the window leaves it.
+            # A real window whose page area is the viewport (``_fit_window``): no emulated viewport.
             options = {"no_viewport": True, "accept_downloads": True}
         if record.get("stealth"):
             # Stealth where Chromium allows it: no "HeadlessChrome" in the user agent.
@@ -539,8 +593,9 @@ class Engine:
                 if key[0] == "headful":
                     await self._stop_display(key)
                     size = {"width": key[1], "height": key[2]}
-                    display = self._displays[key] = await Display.start(size)
-                    args += ["--window-position=0,0", f"--window-size={key[1]},{key[2]}"]
+                    room = {"width": key[1], "height": key[2] + UI_ALLOWANCE}
+                    display = self._displays[key] = await Display.start(room)
+                    args += ["--window-position=0,0", self._window_size(size)]
                 options = self._launch_options(
                     [], downloads, headless=display is None, display=display.name if display else None
                 )
@@ -571,10 +626,14 @@ class Engine:
         headful = self.headful(record)
         if headful:
             size = _size(record)
-            live.display = await Display.start(size)
-            args += ["--window-position=0,0", f"--window-size={size['width']},{size['height']}"]
             if record.get("kiosk_mode"):
+                # A kiosk window is the whole display: its page area is the display's size.
+                live.display = await Display.start(size)
+                args += ["--window-position=0,0", f"--window-size={size['width']},{size['height']}"]
                 args.append("--kiosk")
+            else:
+                live.display = await Display.start({**size, "height": size["height"] + UI_ALLOWANCE})
+                args += ["--window-position=0,0", self._window_size(size)]
         extensions = self._unpack_extensions(live)
         if extensions:
             joined = ",".join(str(path) for path in extensions)
@@ -808,7 +867,8 @@ def _size(record: dict) -> dict:
 
 
 class Display:
-    """An Xvfb server of the viewport's size for one headful browser process, as the commands' user."""
+    """An Xvfb server for one headful browser process, as the commands' user: of the viewport's size for a
+    kiosk window, taller by ``UI_ALLOWANCE`` for a window with the browser's UI."""
 
     def __init__(self, process: asyncio.subprocess.Process, number: int):
         self.process = process

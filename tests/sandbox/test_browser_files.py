@@ -3,11 +3,14 @@ safety, directory zips, and watches reporting real create/write/delete/rename ev
 
 import io
 import json
+import signal
 import time
 import zipfile
 
 import httpx
 import pytest
+
+from tests.sandbox_fixtures import new_tenant, start_sandbox, stop_sandbox, temporary_folder
 
 LONG = 259_200
 
@@ -709,3 +712,25 @@ def test_it_answers_at_once_for_a_fifo_a_command_left(tenant, session):
         timeout=5,
     )
     assert response.status_code == 400 and "regular file" in details(response)["path"]
+
+
+@pytest.mark.parametrize(
+    "command, stop",
+    [(("manage.py", "sandbox"), signal.SIGINT), (("-m", "console.sandbox"), signal.SIGTERM)],
+    ids=["manage-sigint", "module-sigterm"],
+)
+def test_it_leaves_no_temporary_directory_once_stopped(command, stop):
+    with temporary_folder() as tmp:
+        url, process = start_sandbox(command=command, SANDBOX_ENGINE="simulated", TMPDIR=str(tmp))
+        try:
+            tenant = new_tenant(url)
+            created = tenant.call("POST", "/browsers", json={"name": "files"}).json()["session_id"]
+            write(tenant, created, "/home/kernel/note.txt", b"kept until the sandbox stops")
+            run(tenant, created, "true")  # a confined command: the generated /etc of the jail
+            made = sorted(path.name.rpartition("-")[0] for path in tmp.iterdir())
+            assert made == ["sandbox-etc", "sandbox-fs"]
+            process.send_signal(stop)
+            process.wait(timeout=15)
+        finally:
+            stop_sandbox(process)
+        assert list(tmp.iterdir()) == []

@@ -7,14 +7,17 @@ the sessions it creates.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
+import os
 import struct
 import subprocess
 import time
 import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,7 +25,14 @@ from playwright.sync_api import sync_playwright
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
+from tests.sandbox_fixtures import (
+    browser_processes,
+    displays,
+    new_tenant,
+    start_sandbox,
+    stop_sandbox,
+    temporary_folder,
+)
 
 pytestmark = pytest.mark.chromium
 
@@ -582,43 +592,99 @@ def test_it_ends_a_live_view_whose_page_goes_away(real):
         assert socket.recv(timeout=20)[:2] == b"\xff\xd8"
 
 
-def test_it_leaves_no_chromium_process_after_delete_or_stop():
+def x_sockets(pids: list[int]) -> list[Path]:
+    """The socket files of the X displays these Xvfb processes serve (/tmp/.X11-unix/X<n>)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[6] in inodes and fields[7].startswith("/tmp/.X11-unix/"):
+            found.add(Path(fields[7]))
+    return sorted(found)
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    with contextlib.suppress(OSError):
+        return path.stat().st_ino, path.stat().st_ctime_ns
+    return (0, 0)
+
+
+def playwright_dirs(tmp: Path) -> list[str]:
+    return [path.name for path in tmp.iterdir() if path.name.startswith("playwright")]
+
+
+def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_stop():
     owner = "sandbox-test-lifecycle-" + str(time.monotonic_ns())
-    url, process = start_sandbox(
-        SANDBOX_ENGINE="chromium",
-        SANDBOX_BROWSER_LINGER_SECONDS="0",
-        SANDBOX_BROWSER_IDLE_SECONDS="2",
-        SANDBOX_BROWSER_OWNER=owner,
-    )
-    try:
-        tenant = new_tenant(url)
-        session = create(tenant, start_url="https://lab.example.com/")
-        assert browser_processes(owner)
-        assert tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30).status_code == 204
-        deadline = time.monotonic() + 10
-        while browser_processes(owner) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert browser_processes(owner) == []
-        # Idle past SANDBOX_BROWSER_IDLE_SECONDS: standby, and the browser process is released.
-        idle = create(tenant, start_url="https://lab.example.com/")
-        deadline = time.monotonic() + 15
-        while browser_processes(owner) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert browser_processes(owner) == []
-        assert tenant.call("GET", f"/browsers/{idle['session_id']}").json()["sandbox"]["browser"] == "standby"
-        create(tenant, start_url="https://lab.example.com/")
-        with sync_playwright() as playwright:  # a session with a process of its own, connected
-            playwright.chromium.connect_over_cdp(
-                create(tenant, start_url="https://docs.example.com/")["cdp_ws_url"], timeout=20_000
-            )
+    with temporary_folder() as tmp:  # the sandbox's TMPDIR: what it and its Playwright leave is there
+        url, process = start_sandbox(
+            SANDBOX_ENGINE="chromium",
+            SANDBOX_BROWSER_LINGER_SECONDS="0",
+            SANDBOX_BROWSER_IDLE_SECONDS="4",
+            SANDBOX_BROWSER_OWNER=owner,
+            TMPDIR=str(tmp),
+        )
+        try:
+            tenant = new_tenant(url)
+            session = create(tenant, start_url="https://lab.example.com/")
             assert browser_processes(owner)
+            assert tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30).status_code == 204
+            deadline = time.monotonic() + 10
+            while browser_processes(owner) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert browser_processes(owner) == []
+            # Its last session gone, the shared process's Playwright profile and artifacts go with it.
+            deadline = time.monotonic() + 10
+            while playwright_dirs(tmp) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert playwright_dirs(tmp) == []
+            # Idle past SANDBOX_BROWSER_IDLE_SECONDS: standby, and the browser process is released.
+            idle = create(tenant, start_url="https://lab.example.com/")
+            deadline = time.monotonic() + 15
+            while browser_processes(owner) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert browser_processes(owner) == []
+            state = tenant.call("GET", f"/browsers/{idle['session_id']}").json()["sandbox"]["browser"]
+            assert state == "standby"
+            create(tenant, start_url="https://lab.example.com/")
+            # A headful session (the shared headful process, its display) and a confined command: what
+            # they put in the TMPDIR is seen at once (the session goes idle after a few seconds).
+            headful = create(tenant, start_url="https://lab.example.com/", headless=False)
+            servers = displays(owner)
+            sockets = x_sockets(servers)
+            made = {path.name.rpartition("-")[0] for path in tmp.iterdir()}
+            assert servers and sockets
+            files = {(path, *stamp(path)) for path in sockets}
+            assert {"sandbox-browsers", "sandbox-etc", "playwright_chromiumdev_profile"} <= made
+            ran = tenant.call(
+                "POST", f"/browsers/{headful['session_id']}/process/exec", json={"command": "true"}
+            )
+            assert ran.status_code == 200 and ran.json()["exit_code"] == 0, ran.text
+            assert "sandbox-fs" in {path.name.rpartition("-")[0] for path in tmp.iterdir()}
+            with sync_playwright() as playwright:  # a session with a process of its own, connected
+                playwright.chromium.connect_over_cdp(
+                    create(tenant, start_url="https://docs.example.com/")["cdp_ws_url"], timeout=20_000
+                )
+                assert browser_processes(owner)
+                stop_sandbox(process)  # SIGTERM: the sandbox's own shutdown
+            deadline = time.monotonic() + 10
+            while browser_processes(owner) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert browser_processes(owner) == []
+            assert displays(owner) == []
+            # Xvfb ended cleanly: its socket files are gone (another display may reuse a name since).
+            assert [path for path, *made in files if path.exists() and stamp(path) == tuple(made)] == []
+        finally:
             stop_sandbox(process)
-        deadline = time.monotonic() + 10
-        while browser_processes(owner) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert browser_processes(owner) == []
-    finally:
-        stop_sandbox(process)
+        # Nothing of it is left: the browsers' root, the jail's /etc, the sessions' files, Playwright's
+        # profiles and artifacts.
+        assert sorted(path.name for path in tmp.iterdir()) == []
 
 
 def test_it_leaves_no_chromium_process_when_the_sandbox_is_killed():

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.sandbox.test_chromium import create, png_size, wait_for_event
-from tests.sandbox_fixtures import ROOT, browser_processes, new_tenant, running_sandbox
+from tests.sandbox_fixtures import ROOT, browser_processes, displays, new_tenant, running_sandbox
 
 
 @pytest.fixture
@@ -60,22 +60,6 @@ def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(re
                     page.goto(target.as_uri(), timeout=10_000)
         finally:
             browser.close()
-
-
-def displays(owner: str) -> list[int]:
-    """Xvfb servers of one sandbox (they carry its SANDBOX_BROWSER_OWNER in their environment)."""
-    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            xvfb = Path(os.readlink(entry / "exe")).name == "Xvfb"
-            if xvfb and marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def page_of(browser):
@@ -126,13 +110,31 @@ def test_it_refuses_a_chrome_policy_of_the_wrong_shape(tenant, policy, message):
     assert tenant.call("GET", "/browsers").json() == []
 
 
+def window_of(session) -> list:
+    """The session's window and page area and user agent, as its page sees them (over its CDP URL)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            return page_of(browser).evaluate(
+                "[outerWidth, outerHeight, innerWidth, innerHeight, navigator.userAgent]"
+            )
+        finally:
+            browser.close()
+
+
+def shot_size(tenant, session) -> tuple[int, int]:
+    shot = tenant.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
+    assert shot.status_code == 200, shot.text
+    return png_size(shot.content)
+
+
 @pytest.mark.chromium
 def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browser_chrome(
     real, chromium_sandbox
 ):
     assert httpx.get(chromium_sandbox[0] + "/").json()["browsers"]["display"] == "Xvfb"
     viewport = {"width": 800, "height": 600}
-    sizes = {}
+    seen = {}
     for name, options in {
         "headful": {"headless": False},
         "kiosk": {"headless": False, "kiosk_mode": True},
@@ -140,37 +142,38 @@ def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browse
     }.items():
         session = create(real, start_url="https://lab.example.com/", viewport=viewport, **options)
         assert "window" not in session["sandbox"]
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
-            try:
-                sizes[name] = page_of(browser).evaluate(
-                    "[outerWidth, outerHeight, innerWidth, innerHeight, navigator.userAgent]"
-                )
-            finally:
-                browser.close()
-        shot = real.call("POST", f"/browsers/{session['session_id']}/computer/screenshot", json={})
-        assert shot.status_code == 200
-        sizes[name].append(png_size(shot.content))
+        # The screenshot is of the viewport: first from the shared process (kiosk has its own), then
+        # from the process of its own a CDP client moves the session to.
+        shared = shot_size(real, session)
+        window = window_of(session)
+        seen[name] = {"shared": shared, "window": window, "own": shot_size(real, session)}
         if name != "headless":
             assert displays(chromium_sandbox[1])
             assert all(0 not in uids(pid) for pid in displays(chromium_sandbox[1]))
+        if name == "headful":
+            # A new viewport keeps the page area equal to it.
+            larger = {"width": 1024, "height": 700}
+            patched = real.call("PATCH", f"/browsers/{session['session_id']}", json={"viewport": larger})
+            assert patched.status_code == 200, patched.text
+            seen["patched"] = {"own": shot_size(real, session), "window": window_of(session)}
         real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
         deadline = time.monotonic() + 10
         while displays(chromium_sandbox[1]) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert displays(chromium_sandbox[1]) == []  # the display ends with its browser
-    outer_w, outer_h, inner_w, inner_h, agent, shot = sizes["headful"]
-    # A window on an 800x600 display, its tabs and address bar above the page.
-    assert (outer_w, outer_h) == (800, 600)
-    assert inner_w == 800 and inner_h < outer_h - 30
+    for name in ("headful", "kiosk", "headless"):
+        assert seen[name]["shared"] == seen[name]["own"] == (800, 600), name
+        assert seen[name]["window"][2:4] == [800, 600], name
+    # A real window: its tabs and address bar above a page area of the viewport's size.
+    outer_w, outer_h, _, _, agent = seen["headful"]["window"]
+    assert outer_w == 800 and outer_h > 600 + 30
     assert "HeadlessChrome" not in agent
-    assert shot == (inner_w, inner_h)
+    assert seen["patched"]["own"] == (1024, 700)
+    assert seen["patched"]["window"][2:4] == [1024, 700] and seen["patched"]["window"][1] > 700 + 30
     # Kiosk: the page is the whole display.
-    assert sizes["kiosk"][:4] == [800, 600, 800, 600]
-    assert sizes["kiosk"][5] == (800, 600)
-    assert "HeadlessChrome" not in sizes["kiosk"][4]
-    assert "HeadlessChrome" in sizes["headless"][4]
-    assert sizes["headless"][5] == (800, 600)
+    assert seen["kiosk"]["window"][:4] == [800, 600, 800, 600]
+    assert "HeadlessChrome" not in seen["kiosk"]["window"][4]
+    assert "HeadlessChrome" in seen["headless"]["window"][4]
 
 
 @pytest.mark.chromium

@@ -96,12 +96,13 @@ CHUNK = 64 * 1024
 BUFFERED_READ = 4 * 1024 * 1024  # files up to this size are read whole before they are sent
 
 _temp_root: Path | None = None
+_temporary = False  # whether _temp_root is this process's own temporary directory (no SANDBOX_STATE)
 
 
 def temp_root() -> Path:
     """The directory holding every session's filesystem: a temporary one removed at exit, or beside the
     state file with ``SANDBOX_STATE``."""
-    global _temp_root
+    global _temp_root, _temporary
     if _temp_root is None:
         kept = store.files_root()  # with SANDBOX_STATE, sessions' files outlive the process
         if kept is not None:
@@ -112,10 +113,20 @@ def temp_root() -> Path:
                 store.warn_if_unreachable(kept)
         else:
             _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
+            _temporary = True
             atexit.register(shutil.rmtree, _temp_root, True)
         if confine.identity() is not None:
             _temp_root.chmod(0o711)  # the commands' identity reaches its session directory, lists nothing
     return _temp_root
+
+
+def remove_temporary() -> None:
+    """Remove the sessions' files when they live in a temporary directory (the sandbox is stopping;
+    with ``SANDBOX_STATE`` they stay beside the state file)."""
+    global _temp_root, _temporary
+    if _temp_root is not None and _temporary:
+        shutil.rmtree(_temp_root, ignore_errors=True)
+        _temp_root, _temporary = None, False
 
 
 def session_root(record: dict) -> Path:
