@@ -792,6 +792,7 @@ class Engine:
                 self._root = kept / "browsers"
                 self._root.mkdir(mode=0o700, exist_ok=True)
                 kept.chmod(0o711)  # jailed browsers (another user) pass through to their own directories
+                store.warn_if_unreachable(kept)
             else:
                 self._root = Path(tempfile.mkdtemp(prefix="sandbox-browsers-"))
             # Jailed browsers (another user) reach their own directories in it, never list it.

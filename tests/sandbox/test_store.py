@@ -452,10 +452,11 @@ def test_it_keeps_everything_in_memory_without_a_state_file(tmp_path):
 
 
 @pytest.mark.chromium
-def test_it_wakes_a_real_session_on_its_kept_url_and_storage_after_a_restart(tmp_path):
+def test_it_wakes_a_real_session_on_its_kept_url_and_storage_after_a_restart(reachable_path):
     from playwright.sync_api import sync_playwright
 
-    state = tmp_path / "sandbox.sqlite3"
+    # The jailed browsers run as another user: their directories beside the file must be reachable.
+    state = reachable_path / "sandbox.sqlite3"
     settings = {
         "SANDBOX_ENGINE": "chromium",
         "SANDBOX_STATE": str(state),
