@@ -237,3 +237,72 @@ async def test_it_reconnects_when_the_connection_drops_while_the_session_runs(cd
     await until(lambda: viewer.screen.frames_in == 2)
     assert not viewer.screen.ended
     viewer.screen.task.cancel()
+
+
+# An attacker's upstream (docs/security.md, "The live screen relay") ---------------------------------
+
+
+async def test_it_drops_a_frame_that_is_not_base64_so_no_event_can_be_injected(cdp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url, key="mine"), wake=wake)
+    await until(lambda: cdp.casting)
+    forged = json.dumps({"s": "other", "state": "live", "label": "x", "message": "forged"})
+    message = {
+        "method": "Page.screencastFrame",
+        "sessionId": "S1",
+        "params": {"data": f"AAAA\n\nevent: status\ndata: {forged}", "sessionId": 1},
+    }
+    for socket in list(cdp.casting):
+        await socket.send(json.dumps(message))
+    await until(lambda: cdp.acks == 1)  # read and acknowledged
+    chunk = await relay.next_chunk([viewer], wake, 0.2) or b""
+    assert b"forged" not in chunk and b"event: frame" not in chunk
+    assert viewer.screen.frames_in == 0
+    await cdp.frame(b"good", 2)
+    await until(lambda: viewer.screen.frames_in == 1)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [b"good"]
+    viewer.screen.task.cancel()
+
+
+async def test_it_refuses_an_upstream_message_larger_than_a_frame_can_be(cdp):
+    viewer = relay.ScreenHub().subscribe(source(cdp.url))
+    await until(lambda: cdp.casting)
+    socket = next(iter(cdp.casting))
+    await socket.send("x" * (relay.MAX_MESSAGE + 1))
+    await until(lambda: socket.close_code is not None)
+    assert socket.close_code == 1009  # message too big: the relay closed rather than hold it
+    assert viewer.screen.frames_in == 0
+    viewer.screen.task.cancel()
+
+
+async def test_it_follows_no_redirect_from_the_cdp_endpoint(cdp):
+    inner = FakeCdp()
+    async with serve(inner.handler, "127.0.0.1", 0) as elsewhere:
+        port = elsewhere.sockets[0].getsockname()[1]
+
+        async def redirect(connection, request):
+            response = connection.respond(302, "moved\n")
+            response.headers["Location"] = f"ws://127.0.0.1:{port}/devtools/browser/y"
+            return response
+
+        async with serve(cdp.handler, "127.0.0.1", 0, process_request=redirect) as mover:
+            url = f"ws://127.0.0.1:{mover.sockets[0].getsockname()[1]}/devtools/browser/x?jwt=secret-jwt"
+            wake = asyncio.Event()
+            viewer = relay.ScreenHub().subscribe(source(url), wake=wake)
+            await until(lambda: viewer.screen.ended)
+    assert inner.connections == 0
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert b"unavailable" in chunk and b"secret-jwt" not in chunk
+
+
+async def test_it_never_logs_the_jwt_of_a_url_the_websocket_client_rejects(cdp, caplog):
+    caplog.set_level("DEBUG")
+    url = cdp.url + "#fragment"  # the checks pass, websockets refuses it (quoting the URL)
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert b"unavailable" in chunk and b"secret-jwt" not in chunk
+    assert "secret-jwt" not in caplog.text
+    assert cdp.connections == 0
