@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from console.service import targets
 from console.service.errors import ServiceError
+from console.web.text import visible
 
 log = logging.getLogger("console.live.screen")
 
@@ -106,7 +107,9 @@ def frame_event(number: int, data: str, meta: dict) -> bytes:
 
 
 def status_event(state: str, message: str = "", screen_id: str = "") -> bytes:
-    body = json.dumps({"s": screen_id, "state": state, "label": STATES.get(state, state), "message": message})
+    # The message may quote the upstream (a CDP error): its control and bidi characters are made visible.
+    label = STATES.get(state, state)
+    body = json.dumps({"s": screen_id, "state": state, "label": label, "message": visible(message)})
     return f"event: status\ndata: {body}\n\n".encode()
 
 

@@ -26,6 +26,7 @@ class FakeCdp:
         self.acks = 0
         self.casting = set()
         self.refuse = False
+        self.fail = ""  # a method answered with a CDP error (its message)
 
     async def handler(self, socket):
         self.connections += 1
@@ -34,6 +35,9 @@ class FakeCdp:
             async for raw in socket:
                 message = json.loads(raw)
                 method, number = message.get("method"), message.get("id")
+                if self.fail and method == "Page.startScreencast":
+                    await self.error_reply(socket, number)
+                    continue
                 if method == "Target.getTargets":
                     reply = {"targetInfos": [{"targetId": "T1", "type": "page", "url": "about:blank"}]}
                 elif method == "Target.attachToTarget":
@@ -68,6 +72,9 @@ class FakeCdp:
         if self.refuse:
             return connection.respond(403, "refused\n")
         return None
+
+    async def error_reply(self, socket, number: int) -> None:
+        await socket.send(json.dumps({"id": number, "error": {"code": -32000, "message": self.fail}}))
 
 
 @pytest.fixture
@@ -306,3 +313,14 @@ async def test_it_never_logs_the_jwt_of_a_url_the_websocket_client_rejects(cdp, 
     assert b"unavailable" in chunk and b"secret-jwt" not in chunk
     assert "secret-jwt" not in caplog.text
     assert cdp.connections == 0
+
+
+async def test_it_shows_an_upstream_error_message_with_its_control_characters_visible(cdp):
+    cdp.fail = "no\u202escreen\x1b[2J here"
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(cdp.url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    message = json.loads(events(chunk)[-1]["data"][0])["message"]
+    assert "\u202e" not in message and "\x1b" not in message
+    assert "[U+202E]" in message and "screen" in message
