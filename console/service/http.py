@@ -66,6 +66,9 @@ BACKOFF_BASE = 0.2
 BACKOFF_CAP = 2.0
 MAX_RETRY_AFTER = 10.0
 ERROR_BODY_PREVIEW = 200
+# The largest answer ``request`` reads into memory (JSON pages, a screenshot, an audit export chunk); more
+# is a BadResponse, not a console process filled by a hostile or broken service. Downloads stream.
+MAX_BODY = 64 * 1024 * 1024
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
@@ -463,7 +466,7 @@ async def request(
     request_id = response.headers.get("x-request-id")
     try:
         # Read even a body we discard: an answer cut short must not pass for a success.
-        body = await response.aread()
+        body = await _read_bounded(response, request_id)
         if expect == "none":
             body = b""
     except httpx.TransportError as exc:
@@ -484,6 +487,25 @@ async def request(
                 request_id=request_id,
             ) from None
     return reply
+
+
+async def _read_bounded(response: httpx.Response, request_id: str | None) -> bytes:
+    def too_large() -> errors.BadResponse:
+        return errors.BadResponse(
+            f"the service sent an answer larger than the console reads ({MAX_BODY // (1024 * 1024)} MiB)",
+            status=response.status_code,
+            request_id=request_id,
+        )
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_large()
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise too_large()
+    return bytes(body)
 
 
 @asynccontextmanager

@@ -304,3 +304,14 @@ async def test_it_gives_a_change_longer_than_the_read_timeout(service, tenant, s
     tenant.fault(method="POST", path="^/org/projects$", latency_ms=800, count=1)
     reply = await service_http.request(service, "POST", "/org/projects", json={"name": "slow-but-fine"})
     assert reply.data["name"] == "slow-but-fine"
+
+
+async def test_it_refuses_an_answer_larger_than_it_reads(service, tenant, monkeypatch):
+    monkeypatch.setattr(service_http, "MAX_BODY", 4096)
+    big = '["' + "x" * 8000 + '"]'
+    tenant.control("POST", "faults", {"method": "GET", "path": "^/org/projects$", "status": 200, "body": big})
+    with pytest.raises(errors.BadResponse) as caught:
+        await projects.list_projects(service)
+    assert "larger than" in caught.value.message and "x" * 100 not in caught.value.message
+    small = await projects.list_projects(service)  # the fault was used once: a normal answer fits
+    assert isinstance(small.items, list)
