@@ -31,7 +31,7 @@ from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepF
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
 from console.service import auth_connections as auth
-from console.web import deferred
+from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
@@ -234,7 +234,10 @@ def _header_context(connection, tab: str) -> dict:
 
 def replay_url(org_slug: str, event: auth.TimelineEvent) -> str:
     """The console's player of a login's recording (its browser session's replay), or ""."""
-    if not (event.browser_session_id and event.replay_id):
+    ids = (event.browser_session_id or "", event.replay_id or "")
+    # Ids from the service, made into a path: only id tokens (an id with "/" broke the page, ".." linked
+    # elsewhere in the console).
+    if not all(bulk.ID.fullmatch(i) and i.strip(".") for i in ids):
         return ""
     kwargs = {"org_slug": org_slug, "session_id": event.browser_session_id, "replay_id": event.replay_id}
     return reverse("browsers:panes:replay", kwargs=kwargs)

@@ -15,8 +15,11 @@ soon as it arrives, so Chromium's pace never depends on the slowest viewer. The 
 passed through to the browsers as it came (no decoding, no re-encoding).
 
 The URL (it carries the session's ``jwt``) never leaves this process: it is checked like the service's
-base URL (``ws``/``wss`` only, the same public-address rule, the address actually reached checked again)
-and is neither logged nor shown. The upstream closes ``linger`` seconds after the last viewer left.
+base URL (``ws``/``wss`` only, the same public-address rule), the address actually connected to is checked
+again before the handshake is written, no redirect is followed, and it is neither logged nor shown (nor is
+any websockets error text, which may quote it). What the upstream sends is bounded (``MAX_MESSAGE``) and a
+frame is relayed only if it is plain base64 (an SSE line cannot be ended from upstream). The upstream
+closes ``linger`` seconds after the last viewer left.
 
 Never imports Django.
 """
@@ -28,6 +31,8 @@ import contextlib
 import itertools
 import json
 import logging
+import re
+import socket
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Hashable
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 
 from console.service import targets
 from console.service.errors import ServiceError
+from console.web.text import visible
 
 log = logging.getLogger("console.live.screen")
 
@@ -48,6 +54,11 @@ STATES = {
 OPEN_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 10.0
 MAX_RECONNECTS = 5
+# The largest CDP message the relay reads: a screencast frame of the largest viewport (a few hundred KB of
+# base64 JPEG) with room to spare; a bigger message closes the connection (1009) instead of filling memory.
+MAX_MESSAGE = 8 * 1024 * 1024
+# A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
+BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 class ScreenUnavailable(Exception):
@@ -96,7 +107,9 @@ def frame_event(number: int, data: str, meta: dict) -> bytes:
 
 
 def status_event(state: str, message: str = "", screen_id: str = "") -> bytes:
-    body = json.dumps({"s": screen_id, "state": state, "label": STATES.get(state, state), "message": message})
+    # The message may quote the upstream (a CDP error): its control and bidi characters are made visible.
+    label = STATES.get(state, state)
+    body = json.dumps({"s": screen_id, "state": state, "label": label, "message": visible(message)})
     return f"event: status\ndata: {body}\n\n".encode()
 
 
@@ -264,19 +277,27 @@ class Screen:
 
     async def _read(self, target: Target) -> None:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake
+        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+        # The TCP connection is opened (and its address checked) here, before a byte of the handshake is
+        # written; websockets follows no redirect over a socket it was given.
+        sock = await _open_socket(target.cdp_ws_url, allow_private=self.source.allow_private)
         try:
             upstream = await connect(
-                target.cdp_ws_url, max_size=None, open_timeout=OPEN_TIMEOUT, compression=None
+                target.cdp_ws_url,
+                sock=sock,
+                max_size=MAX_MESSAGE,
+                open_timeout=OPEN_TIMEOUT,
+                compression=None,
             )
-        except InvalidHandshake as exc:
+        except (InvalidHandshake, InvalidURI, ValueError) as exc:
+            # Never the exception's text: websockets quotes the URL (and so the jwt) in some of them.
+            sock.close()
             raise ScreenUnavailable(f"the CDP endpoint refused the connection ({_short(exc)})") from None
+        except BaseException:
+            sock.close()
+            raise
         async with upstream:
-            peer = upstream.transport.get_extra_info("peername") if upstream.transport else None
-            reason = targets.refusal(str(peer[0]), allow_private=self.source.allow_private) if peer else None
-            if reason:
-                raise ScreenUnavailable(f"the session's cdp_ws_url reached {reason}")
             cdp = _Cdp(upstream)
             reader = asyncio.get_running_loop().create_task(cdp.read(self))
             try:
@@ -303,6 +324,37 @@ class Screen:
 
 class _Closed(Exception):
     pass
+
+
+async def _open_socket(url: str, *, allow_private: bool) -> socket.socket:
+    """A TCP connection to ``url``'s host, to an address the relay may reach (checked on the address
+    connected to, so a name that resolves elsewhere a moment after ``check_cdp_url`` gets nothing)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "wss" else 80)
+    except ValueError:
+        raise ScreenUnavailable("the session's cdp_ws_url has an invalid port") from None
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(OPEN_TIMEOUT):
+        infos = await loop.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        failed: OSError | None = None
+        for family, kind, proto, _, address in infos:
+            reason = targets.refusal(str(address[0]), allow_private=allow_private)
+            if reason:
+                raise ScreenUnavailable(f"the session's cdp_ws_url reached {reason}")
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await loop.sock_connect(sock, address)
+            except OSError as exc:
+                sock.close()
+                failed = exc
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+    raise failed or OSError("the session's cdp_ws_url's host has no address")
 
 
 def _short(exc: Exception) -> str:
@@ -381,7 +433,7 @@ class _Cdp:
                 }
                 await self.socket.send(json.dumps(ack))
                 data = params.get("data")
-                if isinstance(data, str) and data:
+                if isinstance(data, str) and BASE64.fullmatch(data):
                     stamp = (params.get("metadata") or {}).get("timestamp")
                     screen.publish(data, stamp * 1000 if isinstance(stamp, int | float) else None)
             elif _ends_page(message, self.page):

@@ -900,7 +900,11 @@ class Display:
                 "KILL",
                 "--",
                 cls.binary(),
-                *("-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp", "-noreset"),
+                *("-displayfd", str(write), "-screen", "0", screen, "-noreset"),
+                # Only the socket file, which a jail binds for its own display alone: no TCP, and not the
+                # abstract socket, which every jailed browser could reach (they share the host's network
+                # namespace, and with it the abstract Unix socket namespace).
+                *("-nolisten", "tcp", "-nolisten", "local"),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,

@@ -349,13 +349,13 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict) -> bytes:
         body = b""
         while True:
             size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+            if len(body) + size > BODY_LIMIT:  # before reading (and holding) the chunk
+                raise ConnectionError("request body too large")
             if size == 0:
                 await reader.readuntil(b"\r\n")
                 return body
             body += await reader.readexactly(size)
             await reader.readexactly(2)
-            if len(body) > BODY_LIMIT:
-                raise ConnectionError("request body too large")
     length = int(headers.get("content-length") or 0)
     if length > BODY_LIMIT:
         raise ConnectionError("request body too large")

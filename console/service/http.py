@@ -66,6 +66,13 @@ BACKOFF_BASE = 0.2
 BACKOFF_CAP = 2.0
 MAX_RETRY_AFTER = 10.0
 ERROR_BODY_PREVIEW = 200
+# The largest answer ``request`` reads into memory (JSON pages, a screenshot, an audit export chunk); more
+# is a BadResponse, not a console process filled by a hostile or broken service. Downloads stream.
+MAX_BODY = 64 * 1024 * 1024
+# The largest event an event stream may send (bytes between two blank lines): the SSE parser keeps an
+# event's lines until its blank line, so an event that never ends would otherwise grow without end.
+MAX_EVENT = 16 * 1024 * 1024
+EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
@@ -463,7 +470,7 @@ async def request(
     request_id = response.headers.get("x-request-id")
     try:
         # Read even a body we discard: an answer cut short must not pass for a success.
-        body = await response.aread()
+        body = await _read_bounded(response, request_id)
         if expect == "none":
             body = b""
     except httpx.TransportError as exc:
@@ -484,6 +491,25 @@ async def request(
                 request_id=request_id,
             ) from None
     return reply
+
+
+async def _read_bounded(response: httpx.Response, request_id: str | None) -> bytes:
+    def too_large() -> errors.BadResponse:
+        return errors.BadResponse(
+            f"the service sent an answer larger than the console reads ({MAX_BODY // (1024 * 1024)} MiB)",
+            status=response.status_code,
+            request_id=request_id,
+        )
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_large()
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise too_large()
+    return bytes(body)
 
 
 @asynccontextmanager
@@ -545,8 +571,7 @@ async def sse(
                 status=response.status_code,
                 request_id=response.headers.get("x-request-id"),
             )
-        if on_bytes is not None:
-            response.stream = _Heard(response.stream, on_bytes)
+        response.stream = _Bounded(response.stream, on_bytes)
         source = httpx_sse.EventSource(response)
 
         async def frames() -> AsyncIterator[Any]:
@@ -569,16 +594,27 @@ async def sse(
         await response.aclose()
 
 
-class _Heard(httpx.AsyncByteStream):
-    """A response body that reports each chunk as it arrives (before any SSE parsing)."""
+class _Bounded(httpx.AsyncByteStream):
+    """An event stream's body before any SSE parsing: each chunk reported (``heard``), and cut (a
+    ``StreamDropped``) once an event grows past ``MAX_EVENT`` without its blank line."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, heard: Callable[[], None]):
+    def __init__(self, stream: httpx.AsyncByteStream, heard: Callable[[], None] | None):
         self.stream = stream
         self.heard = heard
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        since, tail = 0, b""  # bytes since the last event's end; the previous chunk's last bytes
         async for chunk in self.stream:
-            self.heard()
+            if self.heard is not None:
+                self.heard()
+            seen = tail + chunk
+            end = max((seen.rfind(mark) + len(mark) for mark in EVENT_ENDS if mark in seen), default=-1)
+            since = len(seen) - end if end >= 0 else since + len(chunk)
+            if since > MAX_EVENT:
+                raise errors.StreamDropped(
+                    f"the service sent an event larger than the console reads ({MAX_EVENT} bytes)"
+                )
+            tail = seen[-3:]
             yield chunk
 
     async def aclose(self) -> None:

@@ -26,6 +26,7 @@ class FakeCdp:
         self.acks = 0
         self.casting = set()
         self.refuse = False
+        self.fail = ""  # a method answered with a CDP error (its message)
 
     async def handler(self, socket):
         self.connections += 1
@@ -34,6 +35,9 @@ class FakeCdp:
             async for raw in socket:
                 message = json.loads(raw)
                 method, number = message.get("method"), message.get("id")
+                if self.fail and method == "Page.startScreencast":
+                    await self.error_reply(socket, number)
+                    continue
                 if method == "Target.getTargets":
                     reply = {"targetInfos": [{"targetId": "T1", "type": "page", "url": "about:blank"}]}
                 elif method == "Target.attachToTarget":
@@ -68,6 +72,9 @@ class FakeCdp:
         if self.refuse:
             return connection.respond(403, "refused\n")
         return None
+
+    async def error_reply(self, socket, number: int) -> None:
+        await socket.send(json.dumps({"id": number, "error": {"code": -32000, "message": self.fail}}))
 
 
 @pytest.fixture
@@ -237,3 +244,83 @@ async def test_it_reconnects_when_the_connection_drops_while_the_session_runs(cd
     await until(lambda: viewer.screen.frames_in == 2)
     assert not viewer.screen.ended
     viewer.screen.task.cancel()
+
+
+# An attacker's upstream (docs/security.md, "The live screen relay") ---------------------------------
+
+
+async def test_it_drops_a_frame_that_is_not_base64_so_no_event_can_be_injected(cdp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url, key="mine"), wake=wake)
+    await until(lambda: cdp.casting)
+    forged = json.dumps({"s": "other", "state": "live", "label": "x", "message": "forged"})
+    message = {
+        "method": "Page.screencastFrame",
+        "sessionId": "S1",
+        "params": {"data": f"AAAA\n\nevent: status\ndata: {forged}", "sessionId": 1},
+    }
+    for socket in list(cdp.casting):
+        await socket.send(json.dumps(message))
+    await until(lambda: cdp.acks == 1)  # read and acknowledged
+    chunk = await relay.next_chunk([viewer], wake, 0.2) or b""
+    assert b"forged" not in chunk and b"event: frame" not in chunk
+    assert viewer.screen.frames_in == 0
+    await cdp.frame(b"good", 2)
+    await until(lambda: viewer.screen.frames_in == 1)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [b"good"]
+    viewer.screen.task.cancel()
+
+
+async def test_it_refuses_an_upstream_message_larger_than_a_frame_can_be(cdp):
+    viewer = relay.ScreenHub().subscribe(source(cdp.url))
+    await until(lambda: cdp.casting)
+    socket = next(iter(cdp.casting))
+    await socket.send("x" * (relay.MAX_MESSAGE + 1))
+    await until(lambda: socket.close_code is not None)
+    assert socket.close_code == 1009  # message too big: the relay closed rather than hold it
+    assert viewer.screen.frames_in == 0
+    viewer.screen.task.cancel()
+
+
+async def test_it_follows_no_redirect_from_the_cdp_endpoint(cdp):
+    inner = FakeCdp()
+    async with serve(inner.handler, "127.0.0.1", 0) as elsewhere:
+        port = elsewhere.sockets[0].getsockname()[1]
+
+        async def redirect(connection, request):
+            response = connection.respond(302, "moved\n")
+            response.headers["Location"] = f"ws://127.0.0.1:{port}/devtools/browser/y"
+            return response
+
+        async with serve(cdp.handler, "127.0.0.1", 0, process_request=redirect) as mover:
+            url = f"ws://127.0.0.1:{mover.sockets[0].getsockname()[1]}/devtools/browser/x?jwt=secret-jwt"
+            wake = asyncio.Event()
+            viewer = relay.ScreenHub().subscribe(source(url), wake=wake)
+            await until(lambda: viewer.screen.ended)
+    assert inner.connections == 0
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert b"unavailable" in chunk and b"secret-jwt" not in chunk
+
+
+async def test_it_never_logs_the_jwt_of_a_url_the_websocket_client_rejects(cdp, caplog):
+    caplog.set_level("DEBUG")
+    url = cdp.url + "#fragment"  # the checks pass, websockets refuses it (quoting the URL)
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    assert b"unavailable" in chunk and b"secret-jwt" not in chunk
+    assert "secret-jwt" not in caplog.text
+    assert cdp.connections == 0
+
+
+async def test_it_shows_an_upstream_error_message_with_its_control_characters_visible(cdp):
+    cdp.fail = "no\u202escreen\x1b[2J here"
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(cdp.url), wake=wake)
+    await until(lambda: viewer.screen.ended)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    message = json.loads(events(chunk)[-1]["data"][0])["message"]
+    assert "\u202e" not in message and "\x1b" not in message
+    assert "[U+202E]" in message and "screen" in message

@@ -51,3 +51,23 @@ async def test_it_offers_no_replay_when_the_connection_does_not_record(viewer_cl
     assert "Last login attempt" not in overview and "/replays/" not in overview
     history = (await viewer_client.get(url(f"{cid}/history/"))).content.decode()
     assert "watch the recording" not in history
+
+
+@pytest.mark.parametrize(
+    ("session_id", "replay_id"),
+    [("a/b", "rep_1"), ("..", "rep_1"), ("bs_1", "../../api-keys"), ("bs 1", "rep_1"), ("bs_1", "")],
+)
+def test_it_links_no_player_for_ids_that_are_not_service_ids(session_id, replay_id):
+    from console.auth.views import replay_url
+    from console.service.auth_connections import TimelineEvent
+
+    event = TimelineEvent(id="e1", browser_session_id=session_id, replay_id=replay_id)
+    assert replay_url("acme", event) == ""  # not a broken page, not a link elsewhere in the console
+
+
+def test_it_links_the_player_of_a_login_recording():
+    from console.auth.views import replay_url
+    from console.service.auth_connections import TimelineEvent
+
+    event = TimelineEvent(id="e1", browser_session_id="bs_1", replay_id="rep_1")
+    assert replay_url("acme", event) == "/o/acme/browsers/bs_1/replays/rep_1/"

@@ -189,3 +189,64 @@ def test_it_reads_one_range_and_refuses_the_rest():
     assert pane._asked_range(Request("bytes=-")) is None
     assert pane._resolve((None, 0), 10) is None
     assert pane._resolve((3, 100), 10) == (3, 9)
+
+
+# A service that lies about the range it sent ---------------------------------------------------------
+
+
+@pytest.fixture
+def lying_service(org):
+    """A loopback service whose 206 answers do not match their bodies (``answers`` by replay id)."""
+    video = bytes(range(256)) * 40
+    answers = {
+        # Says bytes 100-199, sends (and declares) the whole file.
+        "rep_whole": ("bytes 100-199/10240", video, True),
+        # A Content-Range that is no range at all.
+        "rep_garbage": ("bytes lol", video[100:200], True),
+        # Says 100-199 without a length, then keeps sending.
+        "rep_endless": ("bytes 100-199/10240", video, False),
+        # Another range than the one asked.
+        "rep_elsewhere": ("bytes 0-99/10240", video[:100], True),
+    }
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_GET(self):
+            content_range, body, declared = answers[self.path.rsplit("/", 1)[-1]]
+            self.send_response(206)
+            self.send_header("Content-Type", "video/mp4")
+            self.send_header("Content-Range", content_range)
+            if declared:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    org.service_base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    org.save()
+    yield video
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("replay", ["rep_whole", "rep_garbage", "rep_elsewhere"])
+async def test_it_refuses_a_range_answer_that_does_not_add_up(viewer_client, lying_service, replay):
+    response = await viewer_client.get(
+        url("bs_1", f"replays/{replay}/video/"), headers={"Range": "bytes=100-199"}
+    )
+    assert response.status_code == 502
+    assert "video" not in response["Content-Type"] and not response.has_header("Content-Range")
+
+
+async def test_it_sends_no_more_than_the_range_the_service_named(viewer_client, lying_service):
+    response = await viewer_client.get(
+        url("bs_1", "replays/rep_endless/video/"), headers={"Range": "bytes=100-199"}
+    )
+    assert response.status_code == 206 and response["Content-Range"] == "bytes 100-199/10240"
+    assert response["Content-Length"] == "100"
+    assert await body_of(response) == lying_service[:100]  # what the service sent, cut to its length

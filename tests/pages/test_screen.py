@@ -218,3 +218,26 @@ async def test_it_keeps_control_to_the_session_it_was_taken_for(operator_client,
         url(second, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
     )
     assert response.status_code == 409 and computer_calls(quiet) == []
+
+
+async def test_it_keeps_typed_text_out_of_the_audit_log_when_the_service_quotes_it(operator_client, quiet):
+    sid = create(quiet, name="echo")["session_id"]
+    token = await take(operator_client, sid)
+    quiet.control(
+        "POST",
+        "faults",
+        {
+            "path": ".*/computer/type",
+            "status": 400,
+            "code": "invalid",
+            "message": "cannot type hunter2 secret",
+        },
+    )
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "type", "text": "hunter2 secret"}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 400
+    assert [r["path"].rsplit("/", 1)[1] for r in computer_calls(quiet)] == ["type"]
+    rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input")]
+    assert len(rows) == 1 and rows[0].startswith("typed 14 characters")
+    assert "hunter2" not in rows[0] and "hunter2" not in response.content.decode()

@@ -304,3 +304,54 @@ async def test_it_gives_a_change_longer_than_the_read_timeout(service, tenant, s
     tenant.fault(method="POST", path="^/org/projects$", latency_ms=800, count=1)
     reply = await service_http.request(service, "POST", "/org/projects", json={"name": "slow-but-fine"})
     assert reply.data["name"] == "slow-but-fine"
+
+
+async def test_it_refuses_an_answer_larger_than_it_reads(service, tenant, monkeypatch):
+    monkeypatch.setattr(service_http, "MAX_BODY", 4096)
+    big = '["' + "x" * 8000 + '"]'
+    tenant.control("POST", "faults", {"method": "GET", "path": "^/org/projects$", "status": 200, "body": big})
+    with pytest.raises(errors.BadResponse) as caught:
+        await projects.list_projects(service)
+    assert "larger than" in caught.value.message and "x" * 100 not in caught.value.message
+    small = await projects.list_projects(service)  # the fault was used once: a normal answer fits
+    assert isinstance(small.items, list)
+
+
+@pytest.fixture
+def endless_event():
+    """A loopback service whose event stream sends one event that never ends (no blank line)."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b"event: message\ndata: {}\n\n")  # one normal event first
+            try:
+                for _ in range(2000):
+                    self.wfile.write(b"data: " + b"x" * 1000 + b"\n")
+            except OSError:
+                pass  # the client gave up: what it should do
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Service(base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key="k", allow_private=True)
+    server.shutdown()
+    server.server_close()
+
+
+async def test_it_drops_a_stream_whose_event_grows_past_the_bound(endless_event, monkeypatch):
+    monkeypatch.setattr(service_http, "MAX_EVENT", 64 * 1024)
+    got = []
+    with pytest.raises(errors.StreamDropped) as caught:
+        async with service_http.sse(endless_event, "/stream") as frames:
+            async for frame in frames:
+                got.append(frame.data)
+    assert got == ["{}"] and "larger than" in caught.value.message

@@ -43,6 +43,7 @@ WINDOW_SLACK = timedelta(seconds=1)
 WINDOW_CATEGORIES = tuple(c for c in telemetry.CATEGORIES if c != "screenshot")
 NAVIGATION = ("page_navigation",)
 RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+CONTENT_RANGE = re.compile(r"bytes (\d{1,15})-(\d{1,15})/(\d{1,15}|\*)")
 CHUNK = 64 * 1024
 
 
@@ -229,6 +230,34 @@ async def _cut(chunks, first: int, last: int):
             break
 
 
+def _sent_range(value: str, asked: tuple[int | None, int | None] | None, length: int | None):
+    """The (first, last) of a service's 206 if its Content-Range is one range that starts where the
+    range asked for does and agrees with its Content-Length; else None (the service's word is not passed
+    on to a browser when it does not add up)."""
+    match = CONTENT_RANGE.fullmatch(value.strip())
+    if match is None or asked is None:
+        return None
+    first, last = int(match.group(1)), int(match.group(2))
+    total = None if match.group(3) == "*" else int(match.group(3))
+    if last < first or (total is not None and last >= total):
+        return None
+    if asked[0] is not None and first != asked[0]:
+        return None
+    if length is not None and length != last - first + 1:
+        return None
+    return first, last
+
+
+async def _at_most(chunks, length: int):
+    """No more than ``length`` bytes of ``chunks`` (a service may send more than it declared)."""
+    left = length
+    async for chunk in chunks:
+        if left <= 0:
+            break
+        yield chunk[:left]
+        left -= len(chunk)
+
+
 def _filename(replay_id: str) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]+", "-", replay_id).strip("-") or "replay") + ".mp4"
 
@@ -260,8 +289,16 @@ async def video(request, session_id: str, replay_id: str):
         raise
 
     status, length, content_range, chunks = 200, clip.content_length, None, clip.chunks
-    if clip.status == 206 and clip.content_range:
-        status, content_range = 206, clip.content_range
+    if clip.status == 206:
+        sent = _sent_range(clip.content_range or "", asked, clip.content_length)
+        if sent is None:
+            await stack.aclose()
+            return HttpResponse(
+                "The service sent a part of the replay other than the one asked for.",
+                status=502,
+                content_type="text/plain; charset=utf-8",
+            )
+        status, content_range, length = 206, clip.content_range.strip(), sent[1] - sent[0] + 1
     elif asked is not None and clip.content_length is not None:
         # The service sent the whole file: the range is cut here.
         span = _resolve(asked, clip.content_length)
@@ -274,6 +311,9 @@ async def video(request, session_id: str, replay_id: str):
         status, length = 206, last - first + 1
         content_range = f"bytes {first}-{last}/{clip.content_length}"
         chunks = _cut(clip.chunks, first, last)
+
+    if length is not None:
+        chunks = _at_most(chunks, length)
 
     async def body():
         try:

@@ -293,8 +293,17 @@ async def screen_input(request, session_id: str):
         action, fields, what = parse_input(request.POST, common.viewport(session))
     except ValueError as exc:
         return _text(f"Nothing was sent: {exc}.", 400)
+    # Typed text may be a password: should the service quote it (or a word of it) back in an error, the
+    # audit row and the answer get it blanked out.
+    typed = fields["text"] if action == "type_text" else ""
     try:
-        async with audited(request, "browser.screen.input", target_id=session_id, detail=what):
+        async with audited(
+            request,
+            "browser.screen.input",
+            target_id=session_id,
+            detail=what,
+            secrets=[typed, *typed.split()],
+        ):
             await _send(request.service, session_id, action, fields)
     except NotFound:
         return _text("The session has ended: it cannot be driven any more.", 409)
