@@ -21,6 +21,21 @@ import os
 import sys
 
 
+def give(directory: str, uid: int, gid: int) -> None:
+    """Hand ``directory`` and everything in it to the browser's user, by descriptor and never following a
+    symlink: the user wrote in it before (a browser woken from standby), and a path swapped for a symlink
+    while root walks it must not hand root's files over (fwalk opens each directory relative to its
+    parent's descriptor and checks it is the one it listed)."""
+    top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchown(top, uid, gid)
+    finally:
+        os.close(top)
+    for _root, dirs, files, root_fd in os.fwalk(directory, follow_symlinks=False):
+        for name in dirs + files:
+            os.chown(name, uid, gid, dir_fd=root_fd, follow_symlinks=False)
+
+
 def main(argv: list[str]) -> None:
     jail = json.loads(os.environ["SANDBOX_BROWSER_JAIL"])
     writable = list(jail["writable"])
@@ -32,9 +47,7 @@ def main(argv: list[str]) -> None:
     for directory in writable:
         os.makedirs(directory, exist_ok=True)
         if uid is not None:
-            for root, dirs, files in os.walk(directory):
-                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                    os.lchown(name, uid, gid)
+            give(directory, uid, gid)
         binds += ["--bind", directory, directory]
     command = [*jail["bwrap"], *binds, *jail.get("after", []), "--", jail["chromium"], *argv]
     if uid is not None:
