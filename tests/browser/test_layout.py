@@ -103,12 +103,8 @@ def test_it_draws_no_page_wider_than_a_phone(console_server, sandbox_url, new_pa
     long_name = "x" * 255  # the longest project name the service accepts
     project = demo_call(sandbox_url, "POST", "/org/projects", {"name": long_name})
     sessions = demo_call(sandbox_url, "GET", "/browsers")
-    paths = [
-        *MAIN_PAGES.values(),
-        f"projects/{project['id']}/",
-        f"browsers/{sessions[0]['session_id']}/",
-        "browsers/wall/",
-    ]
+    # (The wall, whose streams never let the network idle, has its own test below.)
+    paths = [*MAIN_PAGES.values(), f"projects/{project['id']}/", f"browsers/{sessions[0]['session_id']}/"]
     page = new_page(PHONE)
     log_in(page, console_server)
     widths = {}
