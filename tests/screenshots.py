@@ -158,7 +158,10 @@ def take_states(
 
     if real:
         page.goto(f"{base_url}/o/{ORG}/{real['wall']}")
-        page.wait_for_selector("[data-tile][data-frames]:not([data-frames='0'])", timeout=30_000)
+        page.wait_for_function(  # every tile showing its first frame
+            "() => [...document.querySelectorAll('[data-tile]')].every(t => Number(t.dataset.frames) > 0)",
+            timeout=60_000,
+        )
         time.sleep(1)
         shoot("wall", full_page=True)
         page.goto(f"{base_url}/o/{ORG}/{real['screen']}")
@@ -195,6 +198,10 @@ def take(out: Path, *, dark: bool = False) -> list[Path]:
         session = first_session_path(sandbox_url)
         if session:
             pages["session"] = session
+        connections = demo_call(sandbox_url, "GET", "/auth/connections")
+        connections = connections.get("items", []) if isinstance(connections, dict) else connections
+        if connections:  # its "last login attempt"
+            pages["connection"] = f"auth/{connections[0]['id']}/"
         real = real_sessions(sandbox_url)
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for width in WIDTHS:
