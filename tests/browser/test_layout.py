@@ -260,3 +260,13 @@ def test_it_puts_the_events_below_the_video_on_a_phone_and_beside_it_on_a_deskto
         else:
             assert events_box["x"] >= video_box["x"] + video_box["width"], (video_box, events_box)
         assert page.errors == []
+
+
+def test_it_gives_the_selection_boxes_a_finger_size_on_a_phone(console_server, new_page):
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/{ORG}/browsers/")
+    box = page.locator('tbody input[form="sessions-bulk"]').first
+    expect(box).to_be_visible()
+    size = box.bounding_box()
+    assert size["width"] >= 24 and size["height"] >= 24, size
