@@ -2,7 +2,10 @@
 
 Starts a sandbox and a console with demo data the way the browser tests do (tests/browser/conftest.py),
 logs in as the demo admin and visits every section of the sidebar, a session's page, the palette and a
-missing page. The files are for people to look at: screenshots/ is git-ignored.
+missing page; then the states that need more than a visit: a list loading and a list that failed (through
+the sandbox's faults), the bulk delete's confirmation, and, when the sandbox runs real Chromium, the session
+wall, a session's live screen and a recorded replay in its player. The files are for people to look at:
+screenshots/ is git-ignored.
 
     python -m tests.screenshots [--out screenshots] [--dark]
 """
@@ -10,7 +13,9 @@ missing page. The files are for people to look at: screenshots/ is git-ignored.
 from __future__ import annotations
 
 import argparse
+import secrets
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -20,6 +25,7 @@ from tests.browser.conftest import CHROMIUM_ARGS, DEMO_PASSWORD, running_console
 from tests.sandbox_fixtures import TEST_DEMO_KEY, running_sandbox
 
 ORG = "demo"
+CHROMIUM = Path("/usr/bin/chromium")
 WIDTHS = (1440, 400)
 # Every section of the sidebar (console/nav.py), as paths under /o/<org>/.
 MAIN_PAGES = {
@@ -65,11 +71,125 @@ def first_session_path(sandbox_url: str) -> str | None:
     return f"browsers/{items[0]['session_id']}/" if items else None
 
 
+def demo_call(sandbox_url: str, method: str, path: str, body: dict | None = None, **options):
+    reply = httpx.request(
+        method,
+        f"{sandbox_url}{path}",
+        json=body,
+        headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"},
+        timeout=120,
+        **options,
+    )
+    reply.raise_for_status()
+    return reply.json() if reply.content else None
+
+
+LAB = "https://lab.example.com/?color={}"
+LOGIN = [
+    {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+    {"type": "type_text", "type_text": {"text": "jo@example.com"}},
+    {"type": "press_key", "press_key": {"keys": ["Tab"]}},
+    {"type": "type_text", "type_text": {"text": "hunter22"}},
+    {"type": "press_key", "press_key": {"keys": ["Return"]}},
+]
+TELEMETRY = {name: {"enabled": True} for name in ("console", "network", "page", "interaction")}
+
+
+def real_sessions(sandbox_url: str) -> dict[str, str] | None:
+    """Two tagged real sessions and a replay of one: the paths of the wall, the screen and the player;
+    None (with a message) when the sandbox runs simulated sessions."""
+    engine = httpx.get(f"{sandbox_url}/", timeout=10).json()
+    if engine.get("engine") != "chromium":
+        print(f"No wall, live screen or replay screenshots: {engine.get('engine_reason', 'no Chromium')}")
+        return None
+    tag = secrets.token_hex(4)
+    sids = []
+    for colour, start_url in (("1f6feb", LAB.format("1f6feb")), ("login", "https://plain.example.com/login")):
+        body = {
+            "name": f"shot-{colour}",
+            "headless": True,
+            "viewport": {"width": 1024, "height": 640},
+            "start_url": start_url,
+            "timeout_seconds": 3600,
+            "tags": {"shot": tag},
+            "telemetry": {"enabled": True, "browser": TELEMETRY},
+        }
+        sids.append(demo_call(sandbox_url, "POST", "/browsers", body)["session_id"])
+    recorded = sids[1]
+    replay = demo_call(sandbox_url, "POST", f"/browsers/{recorded}/replays", {"framerate": 10})
+    time.sleep(1)
+    demo_call(sandbox_url, "POST", f"/browsers/{recorded}/computer/batch", {"actions": LOGIN})
+    time.sleep(2)
+    demo_call(sandbox_url, "POST", f"/browsers/{recorded}/replays/{replay['replay_id']}/stop")
+    return {
+        "wall": f"browsers/wall/?tag=shot:{tag}",
+        "screen": f"browsers/{sids[0]}/",
+        "replay": f"browsers/{recorded}/replays/{replay['replay_id']}/",
+    }
+
+
+def take_states(
+    page: Page, out: Path, base_url: str, sandbox_url: str, real: dict | None, suffix: str
+) -> list[Path]:
+    """The states a plain visit does not show, as files in ``out``."""
+    shots = []
+
+    def shoot(name: str, **options) -> None:
+        shots.append(out / f"{name}-{suffix}.png")
+        page.screenshot(path=shots[-1], **options)
+
+    # A list still loading (the service answers after 8 s), and one that failed (three 503s in a row).
+    fault(sandbox_url, method="GET", path="^/proxies$", latency_ms=8000, count=1)
+    page.goto(f"{base_url}/o/{ORG}/proxies/")
+    page.wait_for_selector("#proxies-table.deferred-loading")
+    shoot("list-loading", full_page=True)
+    fault(sandbox_url, method="GET", path="^/profiles$", status=503, count=3)
+    page.goto(f"{base_url}/o/{ORG}/profiles/")
+    page.wait_for_selector("#profiles-table.deferred-failed", timeout=20_000)
+    shoot("list-failed", full_page=True)
+
+    # The bulk delete's confirmation (not confirmed).
+    page.goto(f"{base_url}/o/{ORG}/browsers/")
+    page.wait_for_selector('tbody input[form="sessions-bulk"]', timeout=20_000)
+    page.get_by_label("Select every active session on this page").check()
+    page.get_by_role("button", name="Delete selected…").click()
+    page.wait_for_selector("#sessions-bulk-delete button", timeout=20_000)
+    shoot("bulk-confirm", full_page=True)
+
+    if real:
+        page.goto(f"{base_url}/o/{ORG}/{real['wall']}")
+        page.wait_for_function(  # every tile showing its first frame
+            "() => [...document.querySelectorAll('[data-tile]')].every(t => Number(t.dataset.frames) > 0)",
+            timeout=60_000,
+        )
+        time.sleep(1)
+        shoot("wall", full_page=True)
+        page.goto(f"{base_url}/o/{ORG}/{real['screen']}")
+        page.wait_for_selector(
+            "#screen-pane[data-mode='relay'] [data-screen-state][data-state='live']", timeout=30_000
+        )
+        page.wait_for_selector("#screen-pane:not([data-frames='0'])", timeout=30_000)
+        time.sleep(1)
+        shoot("session-screen", full_page=True)
+        page.goto(f"{base_url}/o/{ORG}/{real['replay']}")
+        page.wait_for_function(
+            "() => { const v = document.querySelector('#replay-video'); return v && v.readyState >= 2; }",
+            timeout=30_000,
+        )
+        page.wait_for_load_state("networkidle")
+        shoot("replay-player", full_page=True)
+    return shots
+
+
+def fault(sandbox_url: str, **body) -> None:
+    demo_call(sandbox_url, "POST", "/_sandbox/faults", body)
+
+
 def take(out: Path, *, dark: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with (
-        running_sandbox() as sandbox_url,
+        running_sandbox(SANDBOX_ENGINE="chromium" if CHROMIUM.exists() else "simulated") as sandbox_url,
         tempfile.TemporaryDirectory() as db_dir,
         running_console(sandbox_url, Path(db_dir)) as base_url,
         sync_playwright() as playwright,
@@ -78,7 +198,12 @@ def take(out: Path, *, dark: bool = False) -> list[Path]:
         session = first_session_path(sandbox_url)
         if session:
             pages["session"] = session
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        connections = demo_call(sandbox_url, "GET", "/auth/connections")
+        connections = connections.get("items", []) if isinstance(connections, dict) else connections
+        if connections:  # its "last login attempt"
+            pages["connection"] = f"auth/{connections[0]['id']}/"
+        real = real_sessions(sandbox_url)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for width in WIDTHS:
             context = browser.new_context(
                 viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light"
@@ -98,6 +223,8 @@ def take(out: Path, *, dark: bool = False) -> list[Path]:
             page.wait_for_load_state("networkidle")
             written.append(out / f"palette-{suffix}.png")
             page.screenshot(path=written[-1])
+            page.keyboard.press("Escape")
+            written += take_states(page, out, base_url, sandbox_url, real, suffix)
             context.close()
         browser.close()
     return written

@@ -1,15 +1,18 @@
 """The layout in a real browser: sidebar and menu at desktop and phone widths, nothing wider than a phone,
 the command palette by keyboard, dark mode."""
 
+import itertools
 import re
 import secrets
+import time
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import running_console
 from tests.sandbox_fixtures import TEST_DEMO_KEY
-from tests.screenshots import MAIN_PAGES, ORG, log_in
+from tests.screenshots import LOGIN, MAIN_PAGES, ORG, TELEMETRY, log_in
 
 pytestmark = pytest.mark.browser
 
@@ -100,6 +103,7 @@ def test_it_draws_no_page_wider_than_a_phone(console_server, sandbox_url, new_pa
     long_name = "x" * 255  # the longest project name the service accepts
     project = demo_call(sandbox_url, "POST", "/org/projects", {"name": long_name})
     sessions = demo_call(sandbox_url, "GET", "/browsers")
+    # (The wall, whose streams never let the network idle, has its own test below.)
     paths = [*MAIN_PAGES.values(), f"projects/{project['id']}/", f"browsers/{sessions[0]['session_id']}/"]
     page = new_page(PHONE)
     log_in(page, console_server)
@@ -190,3 +194,79 @@ def test_it_sorts_a_table_by_a_column(console_server, sandbox_url, new_page):
     expect(header).to_have_attribute("aria-sort", "descending")
     names = page.locator("#profiles-table tbody td:first-child").all_inner_texts()
     assert [n[:6] for n in names] == ["sort-c", "sort-b", "sort-a"]
+
+
+def test_it_lays_the_wall_out_in_one_column_on_a_phone(console_server, sandbox_url, new_page):
+    tag = secrets.token_hex(4)
+    made = [
+        demo_call(sandbox_url, "POST", "/browsers", {"name": f"wall-{i}", "tags": {"layout": tag}})
+        for i in range(3)
+    ]
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/{ORG}/browsers/wall/?tag=layout:{tag}")
+    tiles = page.locator("[data-tile]")
+    expect(tiles).to_have_count(3)
+    boxes = [tiles.nth(i).bounding_box() for i in range(3)]
+    assert len({round(box["x"]) for box in boxes}) == 1, boxes  # one column
+    assert all(box["y"] >= above["y"] + above["height"] for above, box in itertools.pairwise(boxes)), boxes
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], page.evaluate(WIDEST)
+    # No broken-image icon nor alt text over a tile that has no frame yet (these are simulated sessions).
+    assert tiles.first.locator("img").evaluate("img => getComputedStyle(img).visibility") == "hidden"
+    for session in made:
+        demo_call(sandbox_url, "DELETE", f"/browsers/{session['session_id']}")
+
+
+@pytest.fixture(scope="module")
+def replay_path(chromium_sandbox, tmp_path_factory):
+    """A console over the real-browser sandbox and the path of a recorded replay, in which a login form is
+    filled (so that its window has telemetry events)."""
+    sandbox = chromium_sandbox[0]
+    with running_console(sandbox, tmp_path_factory.mktemp("layout-replay")) as base_url:
+        body = {
+            "headless": True,
+            "viewport": {"width": 640, "height": 480},
+            "start_url": "https://plain.example.com/login",
+            "timeout_seconds": 600,
+            "telemetry": {"enabled": True, "browser": TELEMETRY},
+        }
+        sid = demo_call(sandbox, "POST", "/browsers", body)["session_id"]
+        replay = demo_call(sandbox, "POST", f"/browsers/{sid}/replays", {"framerate": 10})
+        demo_call(sandbox, "POST", f"/browsers/{sid}/computer/batch", {"actions": LOGIN})
+        time.sleep(1)  # a recording of at least a second
+        demo_call(sandbox, "POST", f"/browsers/{sid}/replays/{replay['replay_id']}/stop")
+        yield base_url, f"browsers/{sid}/replays/{replay['replay_id']}/"
+        demo_call(sandbox, "DELETE", f"/browsers/{sid}")
+
+
+@pytest.mark.chromium
+def test_it_puts_the_events_below_the_video_on_a_phone_and_beside_it_on_a_desktop(replay_path, new_page):
+    base_url, path = replay_path
+    for viewport in (PHONE, DESKTOP):
+        page = new_page(viewport)
+        log_in(page, base_url)
+        page.goto(f"{base_url}/o/{ORG}/{path}")
+        video, events = page.locator("#replay-video"), page.locator("#replay-events")
+        expect(events.locator("li.revent").first).to_be_visible()
+        page.wait_for_function("() => document.querySelector('#replay-video').readyState >= 1")
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"], page.evaluate(
+            WIDEST
+        )
+        video_box, events_box = video.bounding_box(), events.bounding_box()
+        if viewport is PHONE:
+            assert events_box["y"] >= video_box["y"] + video_box["height"], (video_box, events_box)
+            # An event row is a finger's target.
+            assert events.locator("li.revent a").first.bounding_box()["height"] >= 32
+        else:
+            assert events_box["x"] >= video_box["x"] + video_box["width"], (video_box, events_box)
+        assert page.errors == []
+
+
+def test_it_gives_the_selection_boxes_a_finger_size_on_a_phone(console_server, new_page):
+    page = new_page(PHONE)
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/{ORG}/browsers/")
+    box = page.locator('tbody input[form="sessions-bulk"]').first
+    expect(box).to_be_visible()
+    size = box.bounding_box()
+    assert size["width"] >= 24 and size["height"] >= 24, size
