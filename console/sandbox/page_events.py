@@ -33,7 +33,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
+from urllib.parse import parse_qsl, urlencode
 
 log = logging.getLogger("console.sandbox.engine")
 
@@ -62,9 +64,14 @@ INTERACTIONS_JS = """
     report({type: 'interaction_click', x: Math.round(e.clientX), y: Math.round(e.clientY),
             selector: d.selector, tag: d.tag, text: (e.target.innerText || '').trim().slice(0, 200)});
   }, true);
+  // A character typed into a password or one-time-code field is a secret: the event says a key was
+  // pressed there, never which (named keys such as Enter or Tab are kept).
+  const secret = (el) => !!el && el.tagName === 'INPUT' &&
+    (el.type === 'password' || /password|one-time-code/.test(el.autocomplete || ''));
   addEventListener('keydown', (e) => {
     const d = describe(e.target);
-    report({type: 'interaction_key', key: e.key, selector: d.selector, tag: d.tag});
+    const key = secret(e.target) && e.key.length === 1 ? '\u2022' : e.key;
+    report({type: 'interaction_key', key, selector: d.selector, tag: d.tag});
   }, true);
   let from = null, timer = null;
   addEventListener('scroll', (e) => {
@@ -267,7 +274,7 @@ class PageEvents:
         data.update(
             request_id=request_id,
             method=request.get("method"),
-            headers=request.get("headers") or {},
+            headers=_headers(request.get("headers") or {}),
             resource_type=params.get("type"),
             initiator_type=(params.get("initiator") or {}).get("type"),
             document_url=params.get("documentURL"),
@@ -277,7 +284,7 @@ class PageEvents:
         if params.get("redirectResponse"):
             data["redirect_url"] = request.get("url")
         if request.get("postData"):
-            data["post_data"] = request["postData"][:JSON_LIMIT]
+            data["post_data"] = _post_data(request["postData"], data["headers"])[:JSON_LIMIT]
         self.emit("network_request", data)
 
     def _response(self, params: dict) -> None:
@@ -499,3 +506,36 @@ def _body_limit(mime: str) -> int:
     if mime.startswith("text/") or "javascript" in mime:
         return TEXT_LIMIT
     return 0
+
+
+# What the page sends is recorded, but not its secrets: a form's password or code fields, a JSON body's
+# secret-named keys, and the credential headers (a teammate reading telemetry must not read a login).
+REDACTED = "[redacted]"
+SECRET_NAME = re.compile(r"pass|pwd|secret|token|otp|code|totp|cvc|cvv|card|auth|session|key", re.I)
+SECRET_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-api-key"}
+
+
+def _headers(headers: dict) -> dict:
+    return {k: (REDACTED if str(k).lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def _post_data(body: str, headers: dict) -> str:
+    kind = next((str(v).lower() for k, v in headers.items() if str(k).lower() == "content-type"), "")
+    if "json" in kind:
+        with contextlib.suppress(ValueError, RecursionError):
+            return json.dumps(_redact_json(json.loads(body)))
+        return REDACTED
+    if "x-www-form-urlencoded" in kind or (not kind and "=" in body and " " not in body):
+        pairs = parse_qsl(body, keep_blank_values=True)
+        return urlencode([(k, REDACTED if SECRET_NAME.search(k) else v) for k, v in pairs])
+    if "multipart/form-data" in kind:
+        return REDACTED  # a file or a field of any name: nothing to tell apart cheaply
+    return body
+
+
+def _redact_json(value):
+    if isinstance(value, dict):
+        return {k: (REDACTED if SECRET_NAME.search(str(k)) else _redact_json(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v) for v in value]
+    return value

@@ -177,6 +177,22 @@ def test_it_types_and_presses_keys_in_the_page(real):
     wait_for_event(real, sid, "page_navigation", lambda d: d["url"] == "https://plain.example.com/home")
     key = wait_for_event(real, sid, "interaction_key", lambda d: d["key"] == "Enter")
     assert key["data"]["tag"] == "INPUT"
+    keys = [e for e in events_of(real, sid) if e["type"] == "interaction_key"]
+    typed_in = {}
+    for event in keys:
+        typed_in.setdefault(event["data"]["selector"], []).append(event["data"]["key"])
+    # The e-mail field's keys are recorded as typed; the password's characters never are.
+    assert "".join(k for k in typed_in["input#email"] if len(k) == 1) == "jo@example.com"
+    password = [k for k in typed_in["input#password"] if k not in ("Enter", "Tab")]
+    assert password == ["•"] * len("hunter22")
+    assert [e["type"] for e in events_of(real, sid) if "hunter22" in json.dumps(e)] == []
+    posted = [
+        e["data"]
+        for e in events_of(real, sid)
+        if e["type"] == "network_request" and e["data"].get("post_data")
+    ]
+    assert posted and "password=%5Bredacted%5D" in posted[0]["post_data"]
+    assert "jo%40example.com" in posted[0]["post_data"]  # what is not a secret stays readable
 
 
 def test_it_screenshots_the_page_at_the_viewport_size(real):
