@@ -252,6 +252,10 @@ def _summary(kind: str, d: dict) -> str:
 def _severity(kind: str, d: dict) -> str:
     level = str(d.get("level") or "").lower()
     status = d.get("status")
+    if kind == "network_loading_failed" and d.get("canceled") is True:
+        # Given up on by the page or the browser (a navigation away, a favicon headless Chromium drops, an
+        # abort()): shown, but not a failed request for the wall's badge, the overview or the player.
+        return "info"
     if kind in (
         "console_error",
         "network_loading_failed",

@@ -119,12 +119,21 @@ async def test_it_gathers_console_errors_and_failed_requests_of_recent_sessions(
             "type": "network_loading_failed",
             "data": {"url": "https://shop.example/api", "error_text": "refused"},
         },
+        {  # given up on by the browser (a favicon headless Chromium drops): not a failure
+            "type": "network_loading_failed",
+            "data": {
+                "url": "https://shop.example/favicon.ico",
+                "error_text": "net::ERR_ABORTED",
+                "canceled": True,
+            },
+        },
     ]
     tenant.control("POST", "telemetry/emit", {"session_id": session["session_id"], "events": events})
     html = await card(viewer_client, "telemetry")
     assert "TypeError: cart is undefined" in html
     assert "shop.example/api" in html
     assert "all fine" not in html
+    assert "favicon.ico" not in html
     assert f'href="/o/acme/browsers/{session["session_id"]}/?type=console_error' in html
 
 

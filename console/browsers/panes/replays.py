@@ -372,8 +372,9 @@ def _marker(row: presenters.Row) -> str:
         return "error"
     if row.type in NAVIGATION:
         return "navigation"
-    if row.type in ("network_loading_failed", "proxy_error") or (
-        row.type == "network_response" and row.severity in ("warn", "error")
+    if row.type in ("network_loading_failed", "proxy_error", "network_response") and row.severity in (
+        "warn",
+        "error",
     ):
         return "failed"
     return ""
