@@ -901,10 +901,12 @@ class Display:
                 "--",
                 cls.binary(),
                 *("-displayfd", str(write), "-screen", "0", screen, "-noreset"),
-                # Only the socket file, which a jail binds for its own display alone: no TCP, and not the
-                # abstract socket, which every jailed browser could reach (they share the host's network
-                # namespace, and with it the abstract Unix socket namespace).
-                *("-nolisten", "tcp", "-nolisten", "local"),
+                # No TCP. The abstract socket stays: with it off (-nolisten local) a display's socket file
+                # went missing when a session woke on a new display (bwrap could not bind it). Jails share
+                # the host's network namespace and so its abstract sockets; Chromium's own sandbox keeps
+                # pages from opening sockets, so only a compromised browser process could reach another
+                # display (docs/security.md).
+                *("-nolisten", "tcp"),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
