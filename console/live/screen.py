@@ -277,7 +277,7 @@ class Screen:
 
     async def _read(self, target: Target) -> None:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
         # The TCP connection is opened (and its address checked) here, before a byte of the handshake is
         # written; websockets follows no redirect over a socket it was given.
@@ -290,6 +290,13 @@ class Screen:
                 open_timeout=OPEN_TIMEOUT,
                 compression=None,
             )
+        except InvalidStatus as exc:
+            sock.close()
+            status = exc.response.status_code
+            if status >= 500 or status == 429:
+                # Busy (a browser still starting, a rate limit): try again like a dropped connection.
+                raise _Closed(f"the CDP endpoint answered {status}") from None
+            raise ScreenUnavailable(f"the CDP endpoint refused the connection ({_short(exc)})") from None
         except (InvalidHandshake, InvalidURI, ValueError) as exc:
             # Never the exception's text: websockets quotes the URL (and so the jwt) in some of them.
             sock.close()

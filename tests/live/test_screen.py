@@ -26,6 +26,7 @@ class FakeCdp:
         self.acks = 0
         self.casting = set()
         self.refuse = False
+        self.busy = 0  # answer this many handshakes 503 (a browser still starting)
         self.fail = ""  # a method answered with a CDP error (its message)
 
     async def handler(self, socket):
@@ -71,6 +72,9 @@ class FakeCdp:
     async def process_request(self, connection, request):
         if self.refuse:
             return connection.respond(403, "refused\n")
+        if self.busy:
+            self.busy -= 1
+            return connection.respond(503, "busy\n")
         return None
 
     async def error_reply(self, socket, number: int) -> None:
@@ -217,6 +221,16 @@ async def test_it_says_unavailable_when_the_endpoint_refuses_without_showing_the
     await until(lambda: viewer.screen.ended)
     chunk = await relay.next_chunk([viewer], wake, 1)
     assert b"unavailable" in chunk and b"HTTP 403" in chunk and b"secret-jwt" not in chunk
+
+
+async def test_it_tries_again_when_the_endpoint_is_busy_at_first(cdp):
+    cdp.busy = 2
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub().subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    await cdp.frame(b"\xff\xd8 first", 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    assert cdp.busy == 0 and not viewer.screen.ended
 
 
 async def test_it_says_when_the_session_ended(cdp):
