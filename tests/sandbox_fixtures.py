@@ -216,3 +216,13 @@ def demo_tenant(sandbox_url) -> SandboxTenant:
 @pytest.fixture
 def service(tenant) -> Service:
     return Service(base_url=tenant.url, api_key=tenant.api_key, allow_private=True)
+
+
+LONG_SESSION = 259_200  # three days: a test's session never times out under it
+
+
+def create_session(tenant: SandboxTenant, **body) -> dict:
+    """A browser session of ``tenant`` (the record the service answered), living as long as the test."""
+    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG_SESSION, **body})
+    assert response.status_code == 201, response.text
+    return response.json()

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from console.accounts.models import AuditLog
+from tests.sandbox_fixtures import create_session as create
 
-LONG = 259_200
 ON = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
 
 
@@ -25,18 +25,6 @@ def mutations(tenant):
         for r in tenant.requests()
         if r["method"] in ("POST", "PATCH", "DELETE") and r["path"].startswith("/browsers")
     ]
-
-
-@pytest.fixture
-def quiet(tenant):
-    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
-    return tenant
-
-
-def create(tenant, **body):
-    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def emit(tenant, sid, *events):

@@ -1,10 +1,8 @@
 """Deleting several browser sessions from the list: selection, one confirmation, one audit row each."""
 
-import pytest
-
 from console.accounts.models import AuditLog
+from tests.sandbox_fixtures import create_session
 
-LONG = 259_200
 URL = "/o/acme/browsers/delete-selected/"
 
 
@@ -12,16 +10,8 @@ def hx(target):
     return {"HX-Request": "true", "HX-Target": target}
 
 
-@pytest.fixture
-def quiet(tenant):
-    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
-    return tenant
-
-
 def create(tenant, **body):
-    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
-    assert response.status_code == 201, response.text
-    return response.json()["session_id"]
+    return create_session(tenant, **body)["session_id"]
 
 
 def deletes(tenant):

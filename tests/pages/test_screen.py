@@ -9,24 +9,11 @@ import json
 import pytest
 
 from console.accounts.models import AuditLog
-
-LONG = 259_200
+from tests.sandbox_fixtures import create_session as create
 
 
 def url(sid, path=""):
     return f"/o/acme/browsers/{sid}/screen/{path}"
-
-
-@pytest.fixture
-def quiet(tenant):
-    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
-    return tenant
-
-
-def create(tenant, **body):
-    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def computer_calls(tenant):

@@ -1,21 +1,8 @@
 """The session wall (console/browsers/wall.py): tiles, filters, badges and its one stream."""
 
-import pytest
+from tests.sandbox_fixtures import create_session as create
 
-LONG = 259_200
 ON = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
-
-
-@pytest.fixture
-def quiet(tenant):
-    tenant.control("POST", "settings", {"telemetry_rate_per_second": 0})
-    return tenant
-
-
-def create(tenant, **body):
-    response = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG, **body})
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def emit(tenant, sid, *events):
