@@ -275,6 +275,15 @@ async def _send(
                 attempt += 1
                 continue
             raise error from None
+        except httpx.RemoteProtocolError as exc:
+            # A kept-alive connection the server closed as the request went out ("disconnected without
+            # sending a response"): an idempotent request is safe to send again on a new connection.
+            if may_retry and attempt < MAX_RETRIES:
+                log.debug("%s %s: %s; retrying", method, path, type(exc).__name__)
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            raise _transport_error(svc, exc, httpx_timeout) from None
         except httpx.TransportError as exc:
             raise _transport_error(svc, exc, httpx_timeout) from None
 

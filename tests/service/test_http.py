@@ -355,3 +355,47 @@ async def test_it_drops_a_stream_whose_event_grows_past_the_bound(endless_event,
             async for frame in frames:
                 got.append(frame.data)
     assert got == ["{}"] and "larger than" in caught.value.message
+
+
+@pytest.fixture
+def hangs_up_once():
+    """A loopback service that closes the first connection without answering (a kept-alive connection
+    closed as a request goes out), then answers every request."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                seen.append(1)
+                if len(seen) > 1:
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]"
+                    )
+
+    threading.Thread(target=serve, daemon=True).start()
+    svc = Service(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", api_key="k", allow_private=True)
+    yield svc, seen
+    listener.close()
+
+
+async def test_it_sends_a_read_again_when_the_server_hung_up_without_answering(hangs_up_once):
+    svc, seen = hangs_up_once
+    reply = await service_http.request(svc, "GET", "/projects")
+    assert reply.status == 200 and reply.content == b"[]"
+    assert len(seen) == 2
+
+
+async def test_it_never_sends_a_change_again_when_the_server_hung_up(hangs_up_once):
+    svc, seen = hangs_up_once
+    with pytest.raises(errors.NoAnswer):
+        await service_http.request(svc, "POST", "/projects", json={"name": "x"})
+    assert len(seen) == 1
