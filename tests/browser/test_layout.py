@@ -142,12 +142,13 @@ def test_it_finds_a_session_by_part_of_its_id_and_opens_it_by_keyboard(console_s
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowUp")
     expect(hit).to_have_attribute("aria-selected", "true")
-    assert page.errors == []
+    # Typing on while a search is in flight replaces it (hx-sync="this:replace"), and htmx logs the
+    # replaced request as aborted; leaving the page aborts whatever is still loading the same way.
+    # Those are the only errors allowed: anything else is a defect.
+    aborted = ("htmx:afterRequest", "htmx:sendAbort", "htmx:sendError")
+    assert [e for e in page.errors if not e.startswith(aborted)] == []
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{console_server}/o/{ORG}/browsers/{session_id}/")
-    # Leaving the page aborts its requests still in flight (a list loading after its frame, a poll):
-    # htmx reports those as failed requests. Anything else is a defect.
-    aborted = ("htmx:afterRequest", "htmx:sendError")
     assert [e for e in page.errors if not e.startswith(aborted)] == []
 
 
