@@ -57,15 +57,17 @@ _TEXT_WORDS = (
 _TEXT_NAME = re.compile(_TEXT_WORDS, re.I)
 # One pass over the text, so that what a rule wrote (a redacted URL) is not read again by another.
 _TEXT = re.compile(
-    r"(?P<url>(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+)"
+    r"(?P<url>(?<![A-Za-z0-9+.-])(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+)"
     r"|(?P<jwt>\beyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]+)"
     r"|(?P<cookie>(?<![\w-])(?i:(?:set-)?cookie)\s*:\s*)[^\r\n]+"
-    rf"|(?<![\w-])(?P<name>(?i:[\w.-]*?{_TEXT_WORDS}[\w.-]*))(?P<sep>\s*[:=]\s*[\"']?)"
+    rf"|(?<![\w.-])(?P<name>(?i:[\w.-]*?{_TEXT_WORDS}[\w.-]*))(?P<sep>\s*[:=]\s*[\"']?)"
     r"(?P<scheme>(?i:bearer|basic|digest|token)\s+)?(?P<value>[^\s&;,\"'<>]+)"
     r'|"(?P<key>[^"\\\n]{1,100})"(?P<colon>\s*:\s*)(?P<quoted>"(?:[^"\\]|\\.)*"|-?[\w.+-]+)'
 )
-# A cheap test first: most strings of an event (ids, types, selectors) hold nothing to redact.
+# Cheap tests first: most strings of an event (ids, types, selectors, plain messages) hold nothing to
+# redact, and many are one URL.
 _HINT = re.compile(r"[=:]|eyJ")
+_WHOLE_URL = re.compile(r"(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+")
 
 
 def secret_name(name: Any) -> bool:
@@ -127,6 +129,11 @@ def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
     quoted keys are secrets; a body's are SECRET_NAME's, free text's narrower)."""
     if not _HINT.search(value):
         return value
+    if _WHOLE_URL.fullmatch(value) and "eyJ" not in value:
+        return url(value)
+    plain = "://" not in value and "eyJ" not in value and not _TEXT_NAME.search(value)
+    if plain and (names is _TEXT_NAME or not names.search(value)):
+        return value
     return _TEXT.sub(lambda match: _replace(match, names), value)
 
 
@@ -146,27 +153,38 @@ def walk(value: Any) -> Any:
     other string as free text."""
     if isinstance(value, str):
         return text(value)
+    if isinstance(value, dict):
+        return _fields(value)
     if isinstance(value, list):
         return [walk(item) for item in value]
-    if not isinstance(value, dict):
-        return value
+    return value
+
+
+def _fields(value: dict) -> dict:
+    # Scalars are handled inline: this runs on every field of every event the relay renders.
     sent = value.get("headers") if isinstance(value.get("headers"), dict) else None
     mime = value.get("mime_type") if isinstance(value.get("mime_type"), str) else ""
     # {name, value} pairs (cookies, header lists): the value goes with a secret name.
     named = isinstance(value.get("name"), str) and secret_name(value["name"])
     result = {}
     for key, item in value.items():
-        lower = str(key).lower()
-        if named and lower == "value":
+        if named and key == "value":
             result[key] = REDACTED
-        elif lower.endswith("headers") and isinstance(item, dict):
-            result[key] = headers(item)
-        elif lower in BODY_KEYS and isinstance(item, str):
-            result[key] = post_data(item, sent, mime_type=mime)
-        elif lower in OPAQUE_KEYS:
-            result[key] = item
+        elif isinstance(item, str):
+            lower = key.lower() if isinstance(key, str) else ""
+            if lower in BODY_KEYS:
+                result[key] = post_data(item, sent, mime_type=mime)
+            elif lower in OPAQUE_KEYS:
+                result[key] = item
+            else:
+                result[key] = text(item)
+        elif isinstance(item, dict):
+            is_headers = isinstance(key, str) and key.lower().endswith("headers")
+            result[key] = headers(item) if is_headers else _fields(item)
+        elif isinstance(item, list):
+            result[key] = [walk(v) for v in item]
         else:
-            result[key] = walk(item)
+            result[key] = item
     return result
 
 
