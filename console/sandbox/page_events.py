@@ -8,6 +8,8 @@ paging and stream).
 - ``network`` (``Network`` domain): ``network_request``, ``network_response`` once the body has loaded
   (text bodies truncated to 8 KB for JSON, XML and form data, 4 KB for other text; binary excluded),
   ``network_loading_failed``, and ``network_idle`` after 500 ms with nothing in flight.
+  Headers and bodies are recorded without their secrets, by the rules the console applies to whatever a
+  service sends (``console.redaction``): credential headers, secret-named form and JSON fields.
 - ``page`` (``Page`` and ``PerformanceTimeline`` domains): ``page_navigation``, DOMContentLoaded and load,
   ``page_lcp``, ``page_layout_shift``, ``page_layout_settled`` (1 s after load without a shift),
   ``page_navigation_settled``, and ``page_tab_opened`` for a page the session's page opens.
