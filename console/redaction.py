@@ -16,7 +16,8 @@ The rules:
   any depth, a form body the values of its secret-named fields, a multipart body everything (a file or a
   field of any name: nothing to tell apart cheaply); any other text (or a body that does not parse) is
   kept with the secret-looking pairs in it redacted (``password=…``, ``"token": "…"``,
-  ``Authorization: Bearer …``);
+  ``Authorization: Bearer …``), and an HTML body's secret or hidden form fields and secret-named meta tags
+  (a CSRF token) lose their value;
 - URLs: a secret-named query or fragment parameter (``?token=``, ``#access_token=``) loses its value, a
   password in the user info too; the URL stays a URL;
 - any other string of an event (console text, stack frames, titles…): the URLs and secret-looking pairs in
@@ -64,6 +65,12 @@ _TEXT = re.compile(
     r"(?P<scheme>(?i:bearer|basic|digest|token)\s+)?(?P<value>[^\s&;,\"'<>]+)"
     r'|"(?P<key>[^"\\\n]{1,100})"(?P<colon>\s*:\s*)(?P<quoted>"(?:[^"\\]|\\.)*"|-?[\w.+-]+)'
 )
+# In an HTML body: a form field or meta tag (a CSRF token, a prefilled password) whose name or type says
+# secret loses its value.
+_HTML_FIELD = re.compile(r"<(?:input|meta)\b[^>]*>", re.I)
+_HTML_NAME = re.compile(r"\b(?:name|id)\s*=\s*[\"']?([^\"'\s>]*)", re.I)
+_HTML_SECRET_TYPE = re.compile(r"\btype\s*=\s*[\"']?(?:password|hidden)\b", re.I)
+_HTML_VALUE = re.compile(r"(\b(?:value|content)\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s>]+)", re.I)
 # Cheap tests first: most strings of an event (ids, types, selectors, plain messages) hold nothing to
 # redact, and many are one URL.
 _HINT = re.compile(r"[=:]|eyJ")
@@ -103,6 +110,8 @@ def post_data(body: str, values: dict | None = None, *, mime_type: str = "") -> 
         return text(body, names=SECRET_NAME)  # cut short (bodies are truncated) or not JSON after all
     if "x-www-form-urlencoded" in kind or (not kind and "=" in body and not any(c.isspace() for c in body)):
         return _pairs(body, "&")
+    if "html" in kind:
+        body = _HTML_FIELD.sub(_html_field, body)
     return text(body)
 
 
@@ -222,6 +231,14 @@ def _replace(match: re.Match, names: re.Pattern) -> str:
     if not names.search(found["key"]):
         return match.group()
     return f'"{found["key"]}"{found["colon"]}"{REDACTED}"'
+
+
+def _html_field(match: re.Match) -> str:
+    tag = match.group()
+    named = _HTML_NAME.search(tag)
+    if not (named and SECRET_NAME.search(named.group(1))) and not _HTML_SECRET_TYPE.search(tag):
+        return tag
+    return _HTML_VALUE.sub(lambda m: f'{m.group(1)}"{REDACTED}"', tag)
 
 
 def _each(value: Any, rule) -> Any:

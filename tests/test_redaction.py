@@ -60,6 +60,11 @@ def test_it_keeps_header_names_and_drops_credential_values():
         ('--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', "multipart/form-data; boundary=x", R),
         ("log in: password=hunter2 user=jo", "text/plain", f"log in: password={R} user=jo"),
         ("<p>no secret here</p>", "text/html", "<p>no secret here</p>"),
+        # HTML: hidden and secret-named fields and meta tags lose their values, others keep them.
+        ('<input type="hidden" name="next" value="/a"><input name="email" value="jo@x">'
+         '<input type=password name=p value=hunter2><meta name="csrf-token" content="abc">', "text/html",
+         f'<input type="hidden" name="next" value="{R}"><input name="email" value="jo@x">'
+         f'<input type=password name=p value="{R}"><meta name="csrf-token" content="{R}">'),
     ],
 )  # fmt: skip
 def test_it_redacts_each_kind_of_body(body, content_type, expected):
