@@ -19,7 +19,7 @@ The rules:
   ``Authorization: Bearer …``), and an HTML body's secret or hidden form fields and secret-named meta tags
   (a CSRF token) lose their value;
 - URLs: a secret-named query or fragment parameter (``?token=``, ``#access_token=``) loses its value, a
-  password in the user info too; the URL stays a URL;
+  password in the user info and a JSON Web Token anywhere in it too; the URL stays a URL;
 - any other string of an event (console text, stack frames, titles…): the URLs and secret-looking pairs in
   it as above, and JSON Web Tokens wherever they appear;
 - a key pressed in a field whose selector reads like a secret (``input#password``) is ``•`` (named keys
@@ -74,6 +74,7 @@ _HTML_VALUE = re.compile(r"(\b(?:value|content)\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s>
 # Cheap tests first: most strings of an event (ids, types, selectors, plain messages) hold nothing to
 # redact, and many are one URL.
 _HINT = re.compile(r"[=:]|eyJ")
+_JWT = re.compile(r"\beyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]+")
 _WHOLE_URL = re.compile(r"(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+")
 
 
@@ -130,7 +131,7 @@ def url(value: str) -> str:
         rest += "?" + _pairs(query, "&")
     if hash_:
         rest += "#" + (_pairs(fragment, "&") if "=" in fragment else fragment)
-    return rest
+    return _JWT.sub(REDACTED_ENCODED, rest) if "eyJ" in rest else rest  # a token in a path (/verify/eyJ…)
 
 
 def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
@@ -138,7 +139,7 @@ def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
     quoted keys are secrets; a body's are SECRET_NAME's, free text's narrower)."""
     if not _HINT.search(value):
         return value
-    if _WHOLE_URL.fullmatch(value) and "eyJ" not in value:
+    if _WHOLE_URL.fullmatch(value):
         return url(value)
     plain = "://" not in value and "eyJ" not in value and not _TEXT_NAME.search(value)
     if plain and (names is _TEXT_NAME or not names.search(value)):

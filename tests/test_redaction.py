@@ -85,6 +85,8 @@ def test_it_reads_the_type_of_a_response_body_from_its_mime_type():
         ("https://jo:pw@x.test/", f"https://jo:{E}@x.test/"),
         ("https://jo@x.test/#section", "https://jo@x.test/#section"),
         ("https://x.test/path/only", "https://x.test/path/only"),
+        ("https://x.test/verify/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig?next=/a",
+         f"https://x.test/verify/{E}?next=/a"),
     ],
 )  # fmt: skip
 def test_it_keeps_a_url_a_url_without_its_secret_values(url, expected):
