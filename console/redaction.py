@@ -29,6 +29,7 @@ The rules:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from typing import Any
@@ -79,20 +80,33 @@ _WHOLE_URL = re.compile(r"(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+")
 
 
 def secret_name(name: Any) -> bool:
-    return bool(SECRET_NAME.search(str(name)))
+    return _secret_name(name if isinstance(name, str) else str(name))
+
+
+# Names repeat from event to event (the same headers, the same fields): each is judged once. Bounded, as
+# the names come from the service.
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    return bool(SECRET_NAME.search(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _header_rule(name: str) -> str:
+    lower = name.lower()
+    if lower in SECRET_HEADERS or (lower not in PLAIN_HEADERS and SECRET_NAME.search(lower)):
+        return "secret"
+    return "url" if lower in URL_HEADERS else "text"
 
 
 def headers(values: dict) -> dict:
     """Headers with every secret value replaced; the names stay."""
     result = {}
     for name, value in values.items():
-        lower = str(name).lower()
-        if lower in SECRET_HEADERS or (lower not in PLAIN_HEADERS and SECRET_NAME.search(lower)):
+        rule = _header_rule(name if isinstance(name, str) else str(name))
+        if rule == "secret":
             result[name] = REDACTED
-        elif lower in URL_HEADERS:
-            result[name] = _each(value, url)
         else:
-            result[name] = _each(value, text)
+            result[name] = _each(value, url if rule == "url" else text)
     return result
 
 
