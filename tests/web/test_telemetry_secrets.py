@@ -144,14 +144,16 @@ def assert_debuggable(body: str) -> None:
     text = html.unescape(body)
     for kept in (
         "POST https://shop.example.com/login?token=%5Bredacted%5D&step=2",
-        "Authorization",
-        "X-CSRF-Token",
-        "Cookie",
+        '"Authorization": "[redacted]"',
+        '"X-CSRF-Token": "[redacted]"',
+        '"Cookie": "[redacted]"',
+        '"set-cookie": "[redacted]"',
+        '"Accept": "text/html"',
         "https://shop.example.com/start?session=%5Bredacted%5D&lang=en",
         "email=jo%40example.com&password=%5Bredacted%5D&remember=on",
-        "gold",
+        '\\"password\\": \\"[redacted]\\", \\"plan\\": \\"gold\\"',  # the JSON body, inside the event's JSON
         "not a form: password=[redacted] and more",
-        "expires_in",
+        '\\"expires_in\\": 3600',
         "retrying with Authorization: Bearer [redacted]",
         "https://jo:%5Bredacted%5D@files.example.com/upload",
         "key \u2022 in input#password",
