@@ -8,6 +8,8 @@ paging and stream).
 - ``network`` (``Network`` domain): ``network_request``, ``network_response`` once the body has loaded
   (text bodies truncated to 8 KB for JSON, XML and form data, 4 KB for other text; binary excluded),
   ``network_loading_failed``, and ``network_idle`` after 500 ms with nothing in flight.
+  Headers and bodies are recorded without their secrets, by the rules the console applies to whatever a
+  service sends (``console.redaction``): credential headers, secret-named form and JSON fields.
 - ``page`` (``Page`` and ``PerformanceTimeline`` domains): ``page_navigation``, DOMContentLoaded and load,
   ``page_lcp``, ``page_layout_shift``, ``page_layout_settled`` (1 s after load without a shift),
   ``page_navigation_settled``, and ``page_tab_opened`` for a page the session's page opens.
@@ -33,9 +35,9 @@ import hashlib
 import json
 import logging
 import os
-import re
 import time
-from urllib.parse import parse_qsl, urlencode
+
+from console import redaction
 
 log = logging.getLogger("console.sandbox.engine")
 
@@ -274,7 +276,7 @@ class PageEvents:
         data.update(
             request_id=request_id,
             method=request.get("method"),
-            headers=_headers(request.get("headers") or {}),
+            headers=redaction.headers(request.get("headers") or {}),
             resource_type=params.get("type"),
             initiator_type=(params.get("initiator") or {}).get("type"),
             document_url=params.get("documentURL"),
@@ -284,7 +286,7 @@ class PageEvents:
         if params.get("redirectResponse"):
             data["redirect_url"] = request.get("url")
         if request.get("postData"):
-            data["post_data"] = _post_data(request["postData"], data["headers"])[:JSON_LIMIT]
+            data["post_data"] = redaction.post_data(request["postData"], data["headers"])[:JSON_LIMIT]
         self.emit("network_request", data)
 
     def _response(self, params: dict) -> None:
@@ -319,7 +321,7 @@ class PageEvents:
             status=response.get("status"),
             status_text=response.get("statusText") or "",
             mime_type=response.get("mimeType"),
-            headers=response.get("headers") or {},
+            headers=redaction.headers(response.get("headers") or {}),
             resource_type=response.get("type") or request.get("type"),
             url=response.get("url"),
         )
@@ -335,7 +337,8 @@ class PageEvents:
                 body = await self.live.cdp.send("Network.getResponseBody", {"requestId": request_id})
             if not body.get("base64Encoded"):
                 text = body.get("body") or ""
-                data["body"] = text[:limit]
+                mime = data.get("mime_type") or ""
+                data["body"] = redaction.post_data(text[:limit], data["headers"], mime_type=mime)
                 data["_truncated"] = len(text) > limit
         self.emit("network_response", data)
 
@@ -506,36 +509,3 @@ def _body_limit(mime: str) -> int:
     if mime.startswith("text/") or "javascript" in mime:
         return TEXT_LIMIT
     return 0
-
-
-# What the page sends is recorded, but not its secrets: a form's password or code fields, a JSON body's
-# secret-named keys, and the credential headers (a teammate reading telemetry must not read a login).
-REDACTED = "[redacted]"
-SECRET_NAME = re.compile(r"pass|pwd|secret|token|otp|code|totp|cvc|cvv|card|auth|session|key", re.I)
-SECRET_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-api-key"}
-
-
-def _headers(headers: dict) -> dict:
-    return {k: (REDACTED if str(k).lower() in SECRET_HEADERS else v) for k, v in headers.items()}
-
-
-def _post_data(body: str, headers: dict) -> str:
-    kind = next((str(v).lower() for k, v in headers.items() if str(k).lower() == "content-type"), "")
-    if "json" in kind:
-        with contextlib.suppress(ValueError, RecursionError):
-            return json.dumps(_redact_json(json.loads(body)))
-        return REDACTED
-    if "x-www-form-urlencoded" in kind or (not kind and "=" in body and " " not in body):
-        pairs = parse_qsl(body, keep_blank_values=True)
-        return urlencode([(k, REDACTED if SECRET_NAME.search(k) else v) for k, v in pairs])
-    if "multipart/form-data" in kind:
-        return REDACTED  # a file or a field of any name: nothing to tell apart cheaply
-    return body
-
-
-def _redact_json(value):
-    if isinstance(value, dict):
-        return {k: (REDACTED if SECRET_NAME.search(str(k)) else _redact_json(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_json(v) for v in value]
-    return value

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+from console import redaction
 from console.service.http import Service, path_segment
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
@@ -93,6 +94,12 @@ class TelemetryEvent(Record):
     data: dict[str, Any] | None = None
     truncated: bool = False
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> TelemetryEvent:
+        # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
+        # credentials included, and every pane, stream frame and card is built from this record.
+        return super().from_json(redaction.event(data) if isinstance(data, dict) else data)
+
     @property
     def time(self) -> datetime | None:
         if not isinstance(self.ts, int | float):
@@ -107,6 +114,12 @@ class TelemetryEvent(Record):
 class Envelope(Record):
     seq: int | None = None
     event: TelemetryEvent | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Envelope:
+        if isinstance(data, dict):  # the event redacts itself; fields the service adds are shown raw too
+            data = {k: (v if k == "event" else redaction.walk(v)) for k, v in data.items()}
+        return super().from_json(data)
 
     @property
     def kind(self) -> str:

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import DEMO_PASSWORD
+from tests.web.test_telemetry_secrets import EVENTS, SECRETS
 
 pytestmark = pytest.mark.browser
 
@@ -142,3 +143,19 @@ def test_it_trims_the_oldest_rows_beyond_the_bounded_buffer(console_server, sand
     expect(page.locator("[data-telemetry-trimmed]")).to_be_visible()
     assert rows.locator("li.trow").count() == 1000
     expect(rows.locator("#telemetry-older")).to_have_count(0)
+
+
+def test_it_shows_live_events_without_the_secrets_they_carried(console_server, sandbox_url, browser_page):
+    page = browser_page
+    log_in(page, console_server)
+    sid = new_session(sandbox_url)
+    rows = open_pane(page, console_server, sid)
+    emit(sandbox_url, sid, *EVENTS)
+    expect(rows.locator(".trow__summary", has_text="end-of-planted-events")).to_be_visible()
+
+    login = rows.locator("li.trow", has_text="POST https://shop.example.com/login")
+    login.locator("summary").click()  # telemetry.js indents the row's JSON when it opens
+    expect(login.locator(".trow__json pre")).to_contain_text('"Authorization": "[redacted]"')
+    expect(login.locator(".trow__json pre")).to_contain_text("password=%5Bredacted%5D&remember=on")
+    html = page.content()
+    assert [name for name, secret in SECRETS.items() if secret in html] == []
