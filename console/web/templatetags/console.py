@@ -62,3 +62,39 @@ def reltime(value, empty="—"):
 def copy_id(value, label="id"):
     """An id in ``<code>`` with a button that copies it (console.js)."""
     return {"value": value, "label": label}
+
+
+@register.inclusion_tag("web/field.html")
+def field(bound, label=None, help="", optional=False, required_mark=False, css=""):
+    """One form field, the only place its markup is written (templates/web/field.html): a ``<div>`` holding
+    the label, the control, its help and its errors, the control pointing at the help and the errors
+    (``aria-describedby``) and marked ``aria-invalid`` when it has errors.
+
+    ``label`` replaces the field's label, ``help`` is said after the field's own help text, ``optional``
+    marks a field that is not required "(optional)", ``required_mark`` marks a required one "*", ``css``
+    adds classes to the ``<div>``.
+    """
+    ident = bound.auto_id
+    helps = [text for text in (bound.help_text, help) if text]
+    described = [f"{ident}_helptext"] * bool(helps) + [f"{ident}_error"] * bool(bound.errors)
+    attrs = {"aria-describedby": " ".join(described)} if ident and described else None
+    grouped = bound.field.widget.use_fieldset
+    if grouped:
+        # A group of radios or checkboxes: each has its own label; the group is named by its heading.
+        control = bound.as_widget()
+    else:
+        control = bound.as_widget(attrs=attrs)
+    return {
+        "field": bound,
+        "ident": ident,
+        "label": bound.label if label is None else label,
+        "helps": helps,
+        "control": control,
+        "described": " ".join(described),
+        "grouped": grouped,
+        "checkbox": bound.widget_type == "checkbox",
+        "optional": optional and not bound.field.required,
+        "required": required_mark and bound.field.required,
+        "css": css,
+        "hidden": bound.is_hidden,
+    }
