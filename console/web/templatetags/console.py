@@ -76,14 +76,13 @@ def field(bound, label=None, help="", optional=False, required_mark=False, css="
     """
     ident = bound.auto_id
     helps = [text for text in (bound.help_text, help) if text]
-    described = [f"{ident}_helptext"] * bool(helps) + [f"{ident}_error"] * bool(bound.errors)
-    attrs = {"aria-describedby": " ".join(described)} if ident and described else None
+    described = [f"{ident}_helptext"] * bool(helps) + [f"{ident}_error"] * bool(bound.errors) if ident else []
+    # What a form set on its widget itself is kept (Django does the same).
+    own = bound.field.widget.attrs.get("aria-describedby")
+    attrs = {"aria-describedby": " ".join(described)} if described and not own else None
     grouped = bound.field.widget.use_fieldset
-    if grouped:
-        # A group of radios or checkboxes: each has its own label; the group is named by its heading.
-        control = bound.as_widget()
-    else:
-        control = bound.as_widget(attrs=attrs)
+    # A group of radios or checkboxes is described as a group (its <div>), each choice has its own label.
+    control = bound.as_widget(attrs=None if grouped else attrs)
     return {
         "field": bound,
         "ident": ident,
