@@ -1,6 +1,7 @@
 """Template filters every page may use (registered as builtins in settings.TEMPLATES)."""
 
 from django import template
+from django.forms import BoundField
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
@@ -74,6 +75,9 @@ def field(bound, label=None, help="", optional=False, required_mark=False, css="
     marks a field that is not required "(optional)", ``required_mark`` marks a required one "*", ``css``
     adds classes to the ``<div>``.
     """
+    if not isinstance(bound, BoundField):
+        # No such form in this render: nothing, as {{ form.x }} shows.
+        return {"hidden": True, "control": ""}
     ident = bound.auto_id
     helps = [text for text in (bound.help_text, help) if text]
     described = [f"{ident}_helptext"] * bool(helps) + [f"{ident}_error"] * bool(bound.errors) if ident else []
