@@ -185,7 +185,10 @@ def take_states(
 
 # Forms sent with bad input (field label → value typed): each comes back with its errors under the fields.
 FORMS_WITH_ERRORS = {
-    "pool-form-errors": ("pools/new/", {"Size *": "-1", "Chrome policy (JSON)": "{not json", "Start URL": "x"}),
+    "pool-form-errors": (
+        "pools/new/",
+        {"Size *": "-1", "Chrome policy (JSON)": "{not json", "Start URL": "x"},
+    ),
     "session-form-errors": ("browsers/new/", {"Inactivity timeout (seconds)": "1", "Start URL": "not a url"}),
     "credential-form-errors": ("credentials/new/", {"Name": "", "Domain": ""}),
 }
