@@ -148,6 +148,8 @@ def take_states(
     page.wait_for_selector("#profiles-table.deferred-failed", timeout=20_000)
     shoot("list-failed", full_page=True)
 
+    shots += take_forms_with_errors(page, out, base_url, suffix)
+
     # The bulk delete's confirmation (not confirmed).
     page.goto(f"{base_url}/o/{ORG}/browsers/")
     page.wait_for_selector('tbody input[form="sessions-bulk"]', timeout=20_000)
@@ -178,6 +180,32 @@ def take_states(
         )
         page.wait_for_load_state("networkidle")
         shoot("replay-player", full_page=True)
+    return shots
+
+
+# Forms sent with bad input (field label → value typed): each comes back with its errors under the fields.
+FORMS_WITH_ERRORS = {
+    "pool-form-errors": (
+        "pools/new/",
+        {"Size *": "-1", "Chrome policy (JSON)": "{not json", "Start URL": "x"},
+    ),
+    "session-form-errors": ("browsers/new/", {"Inactivity timeout (seconds)": "1", "Start URL": "not a url"}),
+    "credential-form-errors": ("credentials/new/", {"Name": "", "Domain": ""}),
+}
+
+
+def take_forms_with_errors(page: Page, out: Path, base_url: str, suffix: str) -> list[Path]:
+    shots = []
+    for name, (path, values) in FORMS_WITH_ERRORS.items():
+        page.goto(f"{base_url}/o/{ORG}/{path}")
+        for label, value in values.items():
+            page.get_by_label(label, exact=True).fill(value)
+        field = page.get_by_label(next(iter(values)), exact=True)
+        field.evaluate("input => input.form.requestSubmit()")
+        page.wait_for_selector('[aria-invalid="true"]', timeout=20_000)
+        page.wait_for_load_state("networkidle")
+        shots.append(out / f"{name}-{suffix}.png")
+        page.screenshot(path=shots[-1], full_page=True)
     return shots
 
 

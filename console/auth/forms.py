@@ -132,6 +132,8 @@ class ConnectionForm(IntervalFields):
         max_length=255,
         label="Credential",
         help_text="A credential of the vault, by name, to log in and re-authenticate with.",
+        # The names come from a <datalist> of that id in templates/auth/new.html.
+        widget=forms.TextInput(attrs={"list": "auth-credential-names", "autocomplete": "off"}),
     )
     credential_item = forms.CharField(
         required=False,

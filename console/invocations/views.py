@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
@@ -123,6 +123,12 @@ async def invocation_detail(request, invocation_id: str):
 @org_view("viewer")
 async def invocation_browsers(request, invocation_id: str):
     """The browsers partial, refreshed when the run finishes (and by its Refresh link)."""
+    if not (request.htmx and request.htmx.target == "invocation-browsers"):
+        # The Refresh link followed without htmx: the partial alone is no page, the invocation's is.
+        detail = reverse(
+            "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": invocation_id}
+        )
+        return HttpResponseRedirect(f"{detail}#invocation-browsers")
     invocation = await _get(request, invocation_id)
     context = {"inv": invocation, "browsers": await _browsers(request, invocation_id)}
     return render(request, "invocations/detail.html", context, partial="invocation-browsers")

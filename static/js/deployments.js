@@ -56,7 +56,7 @@
     if (!current || !fresh) return;
     current.replaceWith(fresh);
     bind(fresh.querySelector("form[data-upload-progress]"));
-    var invalid = fresh.querySelector(".has-error input, .has-error textarea, .has-error select");
+    var invalid = fresh.querySelector("[aria-invalid=\"true\"]");
     if (invalid) invalid.focus();
   }
 

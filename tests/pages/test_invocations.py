@@ -153,6 +153,13 @@ async def test_it_lists_and_deletes_the_browsers_it_created(operator_client, ten
     assert "No active browser session" in partial.content.decode()
 
 
+async def test_it_answers_the_browsers_refresh_link_without_htmx_with_the_invocation(viewer_client, tenant):
+    invocation_id = start(tenant)
+    response = await viewer_client.get(url(f"{invocation_id}/browsers/"))
+    assert response.status_code == 302
+    assert response["Location"] == url(f"{invocation_id}/#invocation-browsers")
+
+
 async def test_it_forbids_viewers_to_cancel_or_delete_browsers(viewer_client, tenant):
     invocation_id = start(tenant, duration_seconds=600)
     for path in (f"{invocation_id}/cancel/", f"{invocation_id}/browsers/delete/"):

@@ -134,6 +134,10 @@ class KillForm(forms.Form):
 class DirectoryForm(forms.Form):
     path = PathField(label="New directory", label_text="The directory")
 
+    # Its ids differ from the other path form's on the files pane (each id once per page).
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, auto_id="mkdir_%s", **kwargs)
+
 
 class MoveForm(forms.Form):
     src_path = PathField(widget=forms.HiddenInput, label_text="The source")
@@ -231,6 +235,10 @@ class ZipUploadForm(forms.Form):
 class WatchForm(forms.Form):
     path = PathField(label="Watch directory", label_text="The directory")
     recursive = forms.BooleanField(required=False, initial=True, label="Include subdirectories")
+
+    # Its ids differ from the other path form's on the files pane (each id once per page).
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, auto_id="watch_%s", **kwargs)
 
 
 # Computer ------------------------------------------------------------------------------------------

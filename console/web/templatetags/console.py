@@ -1,6 +1,7 @@
 """Template filters every page may use (registered as builtins in settings.TEMPLATES)."""
 
 from django import template
+from django.forms import BoundField
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
@@ -62,3 +63,41 @@ def reltime(value, empty="—"):
 def copy_id(value, label="id"):
     """An id in ``<code>`` with a button that copies it (console.js)."""
     return {"value": value, "label": label}
+
+
+@register.inclusion_tag("web/field.html")
+def field(bound, label=None, help="", optional=False, required_mark=False, css=""):
+    """One form field, the only place its markup is written (templates/web/field.html): a ``<div>`` holding
+    the label, the control, its help and its errors, the control pointing at the help and the errors
+    (``aria-describedby``) and marked ``aria-invalid`` when it has errors.
+
+    ``label`` replaces the field's label, ``help`` is said after the field's own help text, ``optional``
+    marks a field that is not required "(optional)", ``required_mark`` marks a required one "*", ``css``
+    adds classes to the ``<div>``.
+    """
+    if not isinstance(bound, BoundField):
+        # No such form in this render: nothing, as {{ form.x }} shows.
+        return {"hidden": True, "control": ""}
+    ident = bound.auto_id
+    helps = [text for text in (bound.help_text, help) if text]
+    described = [f"{ident}_helptext"] * bool(helps) + [f"{ident}_error"] * bool(bound.errors) if ident else []
+    # What a form set on its widget itself is kept (Django does the same).
+    own = bound.field.widget.attrs.get("aria-describedby")
+    attrs = {"aria-describedby": " ".join(described)} if described and not own else None
+    grouped = bound.field.widget.use_fieldset
+    # A group of radios or checkboxes is described as a group (its <div>), each choice has its own label.
+    control = bound.as_widget(attrs=None if grouped else attrs)
+    return {
+        "field": bound,
+        "ident": ident,
+        "label": bound.label if label is None else label,
+        "helps": helps,
+        "control": control,
+        "described": " ".join(described),
+        "grouped": grouped,
+        "checkbox": bound.widget_type == "checkbox",
+        "optional": optional and not bound.field.required,
+        "required": required_mark and bound.field.required,
+        "css": css,
+        "hidden": bound.is_hidden,
+    }
