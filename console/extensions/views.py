@@ -61,6 +61,8 @@ async def extension_list(request):
     uploaded = None
     if request.method == "POST":
         require_role(request, "admin")
+        # The upload form swaps itself (static/js/upload.js); any other request gets the whole page.
+        in_place = request.htmx and request.htmx.target == "extensions-upload"
         form = UploadForm(request.POST, request.FILES)
         if form.is_valid():
             uploaded = await _upload(request, form)
@@ -69,10 +71,10 @@ async def extension_list(request):
                 messages.success(
                     request, f"Extension “{label}” uploaded ({filesizeformat(uploaded.size_bytes)})."
                 )
-                if not request.htmx:
+                if not in_place:
                     return HttpResponseRedirect(_url(request, "list"))
                 form = UploadForm()
-        if request.htmx:
+        if in_place:
             context = {"form": form, "max_bytes": UploadForm.max_bytes()}
             response = render(request, "extensions/list.html", context, partial="extensions-upload")
             if uploaded is not None:

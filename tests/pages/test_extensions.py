@@ -91,6 +91,20 @@ async def test_it_answers_an_htmx_upload_with_the_form_and_a_refresh_event(admin
     assert len(tenant.call("GET", "/extensions").json()) == 1
 
 
+@pytest.mark.parametrize("target", ["main", "extensions-table", None])
+async def test_it_answers_an_upload_aimed_elsewhere_with_the_whole_page(admin_client, tenant, target):
+    # Only the upload form swaps itself; an htmx POST aimed at anything else (a hand-made request, a
+    # future button) gets the page with its errors, or the redirect after a success, never a 500.
+    headers = hx(target) if target else {"HX-Request": "true"}
+    bad = await admin_client.post(url(), {"name": "no-file"}, headers=headers)
+    assert bad.status_code == 200
+    assert "Upload an extension" in bad.content.decode() and "extensions-table" in bad.content.decode()
+    assert tenant.requests() == [] or all(r["method"] == "GET" for r in tenant.requests())
+    good = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {}))}, headers=headers)
+    assert good.status_code == 302 and good["Location"] == url()
+    assert len(tenant.call("GET", "/extensions").json()) == 1
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

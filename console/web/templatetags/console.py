@@ -37,6 +37,8 @@ def deferred(context, part_id: str):
             "web/deferred.html#deferred-loading",
             {"part_id": part_id, "wait_url": context.get("deferred_wait_url", ""), **placeholder},
         )
+    if not part_id:  # "page.html#" would be the page itself, rendered inside itself until the stack ends
+        raise ValueError("{% deferred %} needs the id of a part of the page")
     # The page's own template (a view rendering the page whole need not say which it is).
     name = context.get("deferred_template") or context.template.origin.template_name
     template = context.template.engine.get_template(f"{name}#{part_id}")
