@@ -175,6 +175,8 @@ def command(root: Path, cwd: str, argv: list[str], *, info_fd: int | None = None
 BROWSER_ETC = ("chromium.d", "chromium/master_preferences", "chromium/initial_preferences")
 # Chromium's managed policies on Linux (Debian's build reads this directory).
 POLICY_DIR = "/etc/chromium/policies/managed"
+# Where a jailed headful browser finds its display's Xauthority file (its jail's /tmp is its own).
+XAUTHORITY = "/tmp/.Xauthority"
 
 
 def browser_jail(
@@ -184,12 +186,14 @@ def browser_jail(
     owner: str,
     policy: Path | None = None,
     display: str | None = None,
+    authority: Path | None = None,
 ) -> dict:
     """How ``browser_jail.py`` starts one Chromium process: bwrap's command line (new user, PID, IPC,
     UTS and cgroup namespaces, the host's network shared with the browser so it reaches the sandbox's
     loopback proxy, nothing of the host but the system, a generated ``/etc``, the ``writable``
-    directories and, for a headful browser, its X display's socket), the user to run it as and, with a
-    ``policy`` directory, that directory as Chromium's managed policies."""
+    directories and, for a headful browser, its X display's socket and the Xauthority file holding that
+    display's cookie, read-only), the user to run it as and, with a ``policy`` directory, that directory
+    as Chromium's managed policies."""
     ids = identity()
     binds = ((str(policy), POLICY_DIR),) if policy is not None else ()
     args = [bwrap(), "--unshare-all", "--share-net", "--unshare-user", "--die-with-parent"]
@@ -206,6 +210,9 @@ def browser_jail(
         socket = f"/tmp/.X11-unix/X{display.lstrip(':')}"
         after += ["--ro-bind", socket, socket]
         environment["DISPLAY"] = display
+        if authority is not None:
+            after += ["--ro-bind", str(authority), XAUTHORITY]
+            environment["XAUTHORITY"] = XAUTHORITY
     after.append("--clearenv")
     for key, value in environment.items():
         after += ["--setenv", key, value]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import time
 from pathlib import Path
 
@@ -14,7 +16,8 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.sandbox.test_chromium import create, png_size, wait_for_event
+from tests.sandbox.test_chromium import create, pixel, png_size, wait_for_event, x_sockets
+from tests.sandbox.test_displays import cookie_of, x11_setup, x11_windows
 from tests.sandbox_fixtures import ROOT, browser_processes, displays, new_tenant, running_sandbox
 
 
@@ -174,6 +177,59 @@ def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browse
     assert seen["kiosk"]["window"][:4] == [800, 600, 800, 600]
     assert "HeadlessChrome" not in seen["kiosk"]["window"][4]
     assert "HeadlessChrome" in seen["headless"]["window"][4]
+
+
+def authority_of(xvfb: int) -> Path:
+    """The Xauthority file an Xvfb server was started with (its ``-auth``)."""
+    arguments = Path(f"/proc/{xvfb}/cmdline").read_bytes().decode().split("\0")
+    return Path(arguments[arguments.index("-auth") + 1])
+
+
+@pytest.mark.chromium
+def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_sandbox):
+    owner = chromium_sandbox[1]
+    viewport = {"width": 800, "height": 600}
+    kiosk = create(
+        real, start_url="https://lab.example.com/", headless=False, kiosk_mode=True, viewport=viewport
+    )
+    headful = create(real, start_url="https://lab.example.com/", headless=False, viewport=viewport)
+    servers = displays(owner)
+    assert len(servers) == 2  # the kiosk's process and the shared headful one, each on a display of its own
+    authorities = [authority_of(xvfb) for xvfb in servers]
+    for xvfb, authority in zip(servers, authorities, strict=True):
+        cookie = cookie_of(authority)
+        info = authority.stat()
+        assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o600, uids(xvfb)[0])
+        (address,) = x_sockets([xvfb])
+        for target in (str(address), "@" + str(address)):
+            assert x11_setup(target) == 0, target
+            assert x11_setup(target, b"MIT-MAGIC-COOKIE-1", secrets.token_bytes(16)) == 0, target
+            # The browser reached it with the cookie: its window is there.
+            assert x11_windows(target, cookie) >= 1, target
+    # One display's cookie is no key to another.
+    (address,) = x_sockets([servers[0]])
+    assert x11_setup(str(address), b"MIT-MAGIC-COOKIE-1", cookie_of(authorities[1])) == 0
+    # The browsers were given the file at their jail's own path, and show their pages.
+    environments = [
+        Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") for pid in browser_processes(owner)
+    ]
+    windowed = [entry for entry in environments if any(item.startswith(b"DISPLAY=") for item in entry)]
+    assert windowed and all(b"XAUTHORITY=/tmp/.Xauthority" in entry for entry in windowed)
+    shots = [
+        real.call("POST", f"/browsers/{s['session_id']}/computer/screenshot", json={})
+        for s in (headful, kiosk)
+    ]
+    for shot in shots:
+        assert shot.status_code == 200, shot.text
+        # Not blank: the page's grey button on its white page.
+        assert pixel(shot.content, 100, 30) != pixel(shot.content, 400, 300)
+    for session in (headful, kiosk):
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    deadline = time.monotonic() + 10
+    while displays(owner) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert displays(owner) == []
+    assert [path for path in authorities if path.parent.exists()] == []  # the cookies go with the displays
 
 
 @pytest.mark.chromium
