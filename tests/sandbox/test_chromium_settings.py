@@ -5,6 +5,8 @@ forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import secrets
@@ -67,6 +69,71 @@ def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(re
 
 def page_of(browser):
     return next(page for context in browser.contexts for page in context.pages)
+
+
+def listening_ports(pids: list[int]) -> set[int]:
+    """The TCP ports on 127.0.0.1 these processes listen on (state 0A in /proc/net/tcp)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        address, _, port = fields[1].partition(":")
+        if fields[3] == "0A" and fields[9] in inodes and address == "0100007F":
+            ports.add(int(port, 16))
+    return ports
+
+
+# Run in a session's command (python3 from the jail's /usr): its own loopback works, the port does not answer,
+# and it has no network interface but its loopback.
+REACH = """
+import socket, sys
+own = socket.create_server(("127.0.0.1", 0))
+socket.create_connection(own.getsockname(), timeout=5).close()
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).close()
+    print("reached")
+except OSError as error:
+    print("unreachable", type(error).__name__)
+print(*sorted(line.partition(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]))
+"""
+
+
+@pytest.mark.chromium
+def test_it_keeps_a_browsers_raw_cdp_port_out_of_reach_of_every_sessions_commands(real, chromium_sandbox):
+    owner = chromium_sandbox[1]
+    own = create(real, start_url="https://lab.example.com/")
+    with sync_playwright() as playwright:
+        # A CDP client moves the session to a browser process of its own, its raw port on 127.0.0.1.
+        browser = playwright.chromium.connect_over_cdp(own["cdp_ws_url"], timeout=20_000)
+        try:
+            (port,) = listening_ports(browser_processes(owner))
+            # It is the browser's unauthenticated endpoint: a host process reaches it (docs/security.md).
+            version = httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=10).json()
+            assert version["webSocketDebuggerUrl"].startswith(f"ws://127.0.0.1:{port}/devtools/browser/")
+            other = new_tenant(chromium_sandbox[0])
+            neighbour = create(other, start_url="https://lab.example.com/")
+            for tenant, session in ((other, neighbour), (real, own)):
+                ran = tenant.call(
+                    "POST",
+                    f"/browsers/{session['session_id']}/process/exec",
+                    json={"command": "python3", "args": ["-c", REACH, str(port)]},
+                    timeout=30,
+                )
+                assert ran.status_code == 200, ran.text
+                reply = ran.json()
+                stdout = base64.b64decode(reply["stdout_b64"]).decode()
+                assert reply["exit_code"] == 0, base64.b64decode(reply["stderr_b64"])
+                assert stdout.splitlines() == ["unreachable ConnectionRefusedError", "lo"]
+            other.call("DELETE", f"/browsers/{neighbour['session_id']}", timeout=30)
+        finally:
+            browser.close()
 
 
 @pytest.mark.chromium
