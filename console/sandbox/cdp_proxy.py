@@ -11,9 +11,9 @@
   session is ``DELETE``); everything else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service.
 - The process's own debugging port listens on 127.0.0.1 only; pages cannot reach it (their requests are
-  routed, meet the dead proxy, or go to the session's proxy, which serves the demo sites only), but
-  another local user of the machine could: run the sandbox on a machine of its own, as for
-  ``SANDBOX_EXEC``.
+  routed, meet the dead proxy, or go to the session's proxy, which serves the demo sites only), nor can
+  sessions' commands (a network namespace of their own, unless ``SANDBOX_EXEC_NETWORK=on``), but another
+  local user of the machine could: run the sandbox on a machine of its own (docs/security.md).
 - A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
   ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
   session closes its browser, which ends the connection.
