@@ -36,6 +36,21 @@ def give(directory: str, uid: int, gid: int) -> None:
             os.chown(name, uid, gid, dir_fd=root_fd, follow_symlinks=False)
 
 
+def join_network(path: str) -> None:
+    """Move into the network namespace the engine made for this browser (``confine.Network``), still as
+    root: bwrap then shares it (``--share-net``) and the browser's debugging port listens there alone."""
+    import ctypes
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            error = ctypes.get_errno()
+            raise OSError(error, f"setns {path}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> None:
     jail = json.loads(os.environ["SANDBOX_BROWSER_JAIL"])
     writable = list(jail["writable"])
@@ -50,6 +65,8 @@ def main(argv: list[str]) -> None:
             give(directory, uid, gid)
         binds += ["--bind", directory, directory]
     command = [*jail["bwrap"], *binds, *jail.get("after", []), "--", jail["chromium"], *argv]
+    if jail.get("network"):
+        join_network(jail["network"])
     if uid is not None:
         os.setgroups([])
         os.setgid(gid)

@@ -95,7 +95,11 @@ async def cdp(websocket: WebSocket):
     browser_computer.emit(tenant, record, [("cdp_connect", {})])
     started, counted, reason = time.monotonic(), 0, "upstream_error"
     try:
-        async with connect(live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10) as upstream:
+        # Into the browser's own network namespace where it has one (its port is nowhere else).
+        into = {"sock": sock} if (sock := browsers_engine.cdp_socket(live)) is not None else {}
+        async with connect(
+            live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10, **into
+        ) as upstream:
 
             async def from_client() -> str:
                 nonlocal counted

@@ -148,6 +148,7 @@ class Live:
     own_browser: bool = False  # a browser process of its own (CDP clients, extensions, policy, headful)
     display: object | None = None  # the Xvfb of a headful session's process (``Display``)
     egress: object | None = None  # the session's proxy (``forward_proxy.Listener``), while running
+    network: object | None = None  # its own process's network namespace (``confine.Network``), if any
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -265,6 +266,9 @@ class Engine:
 
         await self._make_room(live)
         record = live.record
+        if live.own_browser and self.confinement() is None and confine.Network.available():
+            # A process of its own has a CDP port: in a network namespace of its own, the sandbox's alone.
+            live.network = confine.Network.create()
         live.egress = await self._egress(live)
         if live.own_browser:
             context = await self._launch_own(live)
@@ -353,7 +357,7 @@ class Engine:
         proxy = live.tenant.table("proxies").get(proxy_id or "")
         if proxy is None:
             return None
-        return await forward_proxy.Listener(live.record, proxy).start()
+        return await forward_proxy.Listener(live.record, proxy).start(live.network)
 
     async def proxy_changed(self, record: dict) -> None:
         """A new proxy applies from the session's next wake: a running one goes to standby now."""
@@ -497,6 +501,9 @@ class Engine:
         egress, live.egress = live.egress, None
         if egress is not None:
             await egress.stop()
+        network, live.network = live.network, None
+        if network is not None:
+            network.close()
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
@@ -614,7 +621,8 @@ class Engine:
             await display.stop()
 
     async def _launch_own(self, live: Live):
-        """A browser process for this session alone, its CDP port on loopback (for the CDP proxy)."""
+        """A browser process for this session alone, its CDP port on loopback (for the CDP proxy): the
+        loopback of its own network namespace when the sandbox can make one (``confine.Network``)."""
         playwright = await self._driver()
         live.directory = live.directory or Path(tempfile.mkdtemp(prefix="browser-", dir=self.root()))
         profile = live.directory / "profile"
@@ -649,6 +657,7 @@ class Engine:
                 headless=not headful,
                 policy=self._policy(live),
                 display=live.display,
+                network=live.network,
             ),
             **self._context_options(live.record),
         )
@@ -671,6 +680,7 @@ class Engine:
         headless: bool = True,
         policy: Path | None = None,
         display: Display | None = None,
+        network: confine.Network | None = None,
     ) -> dict:
         """Playwright's launch options for one browser process: jailed (``browser_jail``) when bubblewrap
         can confine it, as an unprivileged user when the sandbox is root; the sandbox's own user otherwise
@@ -690,6 +700,7 @@ class Engine:
             policy=policy,
             display=display.name if display else None,
             authority=display.authority if display else None,
+            network=network,
         )
         return {
             "executable_path": str(self._wrapper()),
@@ -781,6 +792,14 @@ class Engine:
         if live.cdp_endpoint is None:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
         return live
+
+    def cdp_socket(self, live: Live):
+        """A socket connected to the session's own browser's CDP port where that port is in a network
+        namespace of its own (``cdp_proxy`` relays through it), else None (the port is the host's)."""
+        if live.network is None or live.cdp_endpoint is None:
+            return None
+        port = int(live.cdp_endpoint.split("/")[2].rpartition(":")[2])
+        return live.network.connect(port)
 
     def root(self) -> Path:
         if self._root is None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import json
 import os
 import secrets
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -71,8 +73,9 @@ def page_of(browser):
     return next(page for context in browser.contexts for page in context.pages)
 
 
-def listening_ports(pids: list[int]) -> set[int]:
-    """The TCP ports on 127.0.0.1 these processes listen on (state 0A in /proc/net/tcp)."""
+def listening_ports(pids: list[int], table: str = "/proc/net/tcp") -> set[int]:
+    """The TCP ports on 127.0.0.1 these processes listen on (state 0A) in a network namespace's table:
+    the host's, or ``/proc/<pid>/net/tcp`` for that process's own."""
     inodes = set()
     for pid in pids:
         with contextlib.suppress(OSError):
@@ -82,7 +85,7 @@ def listening_ports(pids: list[int]) -> set[int]:
                     if target.startswith("socket:["):
                         inodes.add(target[len("socket:[") : -1])
     ports = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+    for line in Path(table).read_text().splitlines()[1:]:
         fields = line.split()
         address, _, port = fields[1].partition(":")
         if fields[3] == "0A" and fields[9] in inodes and address == "0100007F":
@@ -90,8 +93,34 @@ def listening_ports(pids: list[int]) -> set[int]:
     return ports
 
 
-# Run in a session's command (python3 from the jail's /usr): its own loopback works, the port does not answer,
-# and it has no network interface but its loopback.
+def get_inside(pid: int, url: str) -> dict:
+    """GET ``url`` from inside process ``pid``'s network namespace (a root test joins it on a thread of
+    its own, as the sandbox does)."""
+    outcome = {}
+
+    def run() -> None:
+        fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:
+                outcome["error"] = OSError(ctypes.get_errno(), "setns")
+                return
+        finally:
+            os.close(fd)
+        try:
+            outcome["value"] = httpx.get(url, timeout=10, trust_env=False).json()
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+# Run in a session's command (python3 from the jail's /usr): its own loopback works, the port does not
+# answer; it prints the interfaces it has.
 REACH = """
 import socket, sys
 own = socket.create_server(("127.0.0.1", 0))
@@ -105,79 +134,80 @@ print(*sorted(line.partition(":")[0].strip() for line in open("/proc/net/dev").r
 """
 
 
+def reach_from(tenant, session, port: int) -> list[str]:
+    ran = tenant.call(
+        "POST",
+        f"/browsers/{session['session_id']}/process/exec",
+        json={"command": "python3", "args": ["-c", REACH, str(port)]},
+        timeout=30,
+    )
+    assert ran.status_code == 200, ran.text
+    reply = ran.json()
+    assert reply["exit_code"] == 0, base64.b64decode(reply["stderr_b64"])
+    return base64.b64decode(reply["stdout_b64"]).decode().splitlines()
+
+
+def own_cdp_port(owner: str) -> tuple[int, int]:
+    """(pid, port): the browser process that has a debugging port (a session's own, where a CDP client
+    moved it) and that port, in the process's network namespace."""
+    for pid in browser_processes(owner):
+        with contextlib.suppress(OSError):
+            ports = listening_ports([pid], f"/proc/{pid}/net/tcp")
+            if ports:
+                (port,) = ports
+                return pid, port
+    raise AssertionError("no browser process listens on a port")
+
+
 @pytest.mark.chromium
-def test_it_keeps_a_browsers_raw_cdp_port_out_of_reach_of_every_sessions_commands(real, chromium_sandbox):
-    owner = chromium_sandbox[1]
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per browser needs a root sandbox")
+def test_it_keeps_a_browsers_raw_cdp_port_out_of_reach_of_everything_but_the_sandbox(real, chromium_sandbox):
+    url, owner = chromium_sandbox
     own = create(real, start_url="https://lab.example.com/")
+    other = new_tenant(url)
+    neighbour = create(other, start_url="https://lab.example.com/")
     with sync_playwright() as playwright:
-        # A CDP client moves the session to a browser process of its own, its raw port on 127.0.0.1.
+        # A CDP client (through the sandbox's guarded relay) moves the session to a process of its own.
         browser = playwright.chromium.connect_over_cdp(own["cdp_ws_url"], timeout=20_000)
         try:
-            (port,) = listening_ports(browser_processes(owner))
-            # It is the browser's unauthenticated endpoint: a host process reaches it (docs/security.md).
-            version = httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=10).json()
+            assert page_of(browser).evaluate("location.href") == "https://lab.example.com/"
+            pid, port = own_cdp_port(owner)
+            # The raw, unauthenticated endpoint is there, in the browser's own network namespace...
+            version = get_inside(pid, f"http://127.0.0.1:{port}/json/version")
             assert version["webSocketDebuggerUrl"].startswith(f"ws://127.0.0.1:{port}/devtools/browser/")
-            other = new_tenant(chromium_sandbox[0])
-            neighbour = create(other, start_url="https://lab.example.com/")
+            assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+            # ...and nowhere else: not on the host's loopback, not in another session's command, nor in
+            # a command of the browser's own session.
+            assert listening_ports(browser_processes(owner)) == set()
+            with pytest.raises(httpx.TransportError):
+                httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=5, trust_env=False)
             for tenant, session in ((other, neighbour), (real, own)):
-                ran = tenant.call(
-                    "POST",
-                    f"/browsers/{session['session_id']}/process/exec",
-                    json={"command": "python3", "args": ["-c", REACH, str(port)]},
-                    timeout=30,
-                )
-                assert ran.status_code == 200, ran.text
-                reply = ran.json()
-                stdout = base64.b64decode(reply["stdout_b64"]).decode()
-                assert reply["exit_code"] == 0, base64.b64decode(reply["stderr_b64"])
-                assert stdout.splitlines() == ["unreachable ConnectionRefusedError", "lo"]
-            other.call("DELETE", f"/browsers/{neighbour['session_id']}", timeout=30)
+                assert reach_from(tenant, session, port) == ["unreachable ConnectionRefusedError", "lo"]
         finally:
             browser.close()
+    other.call("DELETE", f"/browsers/{neighbour['session_id']}", timeout=30)
 
 
 @pytest.mark.chromium
-def test_it_applies_the_sessions_chrome_policy_to_its_browser_alone(real):
-    policy = {"URLBlocklist": ["docs.example.com/api"], "PasswordManagerEnabled": False}
-    governed = create(real, start_url="https://docs.example.com/", chrome_policy=policy)
-    assert governed["chrome_policy"] == policy
-    assert "chrome_policy" not in governed["sandbox"]  # applied: nothing to say
-    free = create(real, start_url="https://docs.example.com/")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.connect_over_cdp(governed["cdp_ws_url"], timeout=20_000)
-        try:
-            page = page_of(browser)
-            page.goto("https://docs.example.com/quickstart", timeout=10_000)
-            assert page.title() == "Quickstart"
-            with pytest.raises(Exception, match="ERR_BLOCKED_BY_ADMINISTRATOR"):
-                page.goto("https://docs.example.com/api", timeout=10_000)
-        finally:
-            browser.close()
-        browser = playwright.chromium.connect_over_cdp(free["cdp_ws_url"], timeout=20_000)
-        try:
-            page = page_of(browser)
-            page.goto("https://docs.example.com/api", timeout=10_000)
-            assert page.title() == "API reference"
-        finally:
-            browser.close()
-
-
-@pytest.mark.parametrize(
-    "policy, message",
-    [
-        (["URLBlocklist"], "must be a JSON object"),
-        ({"../../etc/passwd": 1}, "is not a Chrome policy name"),
-        ({"ProxyMode": "direct"}, "managed by the service"),
-        ({"URLBlocklist": ["x" * 1024] * 5200}, "at most 5 MiB"),
-    ],
-)
-def test_it_refuses_a_chrome_policy_of_the_wrong_shape(tenant, policy, message):
-    response = tenant.call("POST", "/browsers", json={"headless": True, "chrome_policy": policy})
-    assert response.status_code == 400
-    error = response.json()
-    assert error["code"] == "invalid_request"
-    assert any(message in detail.get("message", "") for detail in error["details"]), error
-    assert tenant.call("GET", "/browsers").json() == []
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per browser needs a root sandbox")
+def test_it_keeps_the_port_out_of_reach_of_commands_sharing_the_hosts_network():
+    owner = "sandbox-test-netns-" + os.urandom(4).hex()
+    with running_sandbox(
+        SANDBOX_ENGINE="chromium", SANDBOX_EXEC_NETWORK="on", SANDBOX_BROWSER_OWNER=owner
+    ) as url:
+        tenant = new_tenant(url)
+        own = create(tenant, start_url="https://lab.example.com/")
+        neighbour = create(tenant, start_url="https://lab.example.com/")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(own["cdp_ws_url"], timeout=20_000)
+            try:
+                pid, port = own_cdp_port(owner)
+                get_inside(pid, f"http://127.0.0.1:{port}/json/version")
+                seen = reach_from(tenant, neighbour, port)
+                # The command has the host's network (more than a loopback), but not the browser's.
+                assert seen[0] == "unreachable ConnectionRefusedError" and seen[1] != "lo"
+            finally:
+                browser.close()
 
 
 def window_of(session) -> list:
