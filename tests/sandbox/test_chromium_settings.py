@@ -210,6 +210,50 @@ def test_it_keeps_the_port_out_of_reach_of_commands_sharing_the_hosts_network():
                 browser.close()
 
 
+@pytest.mark.chromium
+def test_it_applies_the_sessions_chrome_policy_to_its_browser_alone(real):
+    policy = {"URLBlocklist": ["docs.example.com/api"], "PasswordManagerEnabled": False}
+    governed = create(real, start_url="https://docs.example.com/", chrome_policy=policy)
+    assert governed["chrome_policy"] == policy
+    assert "chrome_policy" not in governed["sandbox"]  # applied: nothing to say
+    free = create(real, start_url="https://docs.example.com/")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(governed["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/quickstart", timeout=10_000)
+            assert page.title() == "Quickstart"
+            with pytest.raises(Exception, match="ERR_BLOCKED_BY_ADMINISTRATOR"):
+                page.goto("https://docs.example.com/api", timeout=10_000)
+        finally:
+            browser.close()
+        browser = playwright.chromium.connect_over_cdp(free["cdp_ws_url"], timeout=20_000)
+        try:
+            page = page_of(browser)
+            page.goto("https://docs.example.com/api", timeout=10_000)
+            assert page.title() == "API reference"
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (["URLBlocklist"], "must be a JSON object"),
+        ({"../../etc/passwd": 1}, "is not a Chrome policy name"),
+        ({"ProxyMode": "direct"}, "managed by the service"),
+        ({"URLBlocklist": ["x" * 1024] * 5200}, "at most 5 MiB"),
+    ],
+)
+def test_it_refuses_a_chrome_policy_of_the_wrong_shape(tenant, policy, message):
+    response = tenant.call("POST", "/browsers", json={"headless": True, "chrome_policy": policy})
+    assert response.status_code == 400
+    error = response.json()
+    assert error["code"] == "invalid_request"
+    assert any(message in detail.get("message", "") for detail in error["details"]), error
+    assert tenant.call("GET", "/browsers").json() == []
+
+
 def window_of(session) -> list:
     """The session's window and page area and user agent, as its page sees them (over its CDP URL)."""
     with sync_playwright() as playwright:
