@@ -6,6 +6,8 @@ arguments and its CDP pipe on fds 3 and 4. It reads the jail the engine prepared
 write, the uid and gid to run as), then, still as root:
 
 - hands the browser's writable directories (Playwright's ``--user-data-dir`` included) to that user;
+- joins the network namespace the engine made for a browser process of a session's own, if any
+  (``confine.Network``: its debugging port is then on that namespace's loopback alone);
 - drops to the user (no supplementary groups, no capabilities) and replaces itself with bwrap, which
   starts Chromium with the writable directories bound read-write at their own paths and nothing else of
   the host but what ``confine`` gives a command (``/usr``, a generated ``/etc``, fonts, certificates).

@@ -10,10 +10,12 @@
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``); everything else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service.
-- The process's own debugging port listens on 127.0.0.1 only; pages cannot reach it (their requests are
-  routed, meet the dead proxy, or go to the session's proxy, which serves the demo sites only), nor can
-  sessions' commands (a network namespace of their own, unless ``SANDBOX_EXEC_NETWORK=on``), but another
-  local user of the machine could: run the sandbox on a machine of its own (docs/security.md).
+- The process's own debugging port listens on 127.0.0.1 of the process's own network namespace when the
+  sandbox is root (``confine.Network``; ``engine.cdp_socket`` opens the relay's connection there), so
+  nothing else of the machine reaches it. A sandbox that is not root leaves it on the host's 127.0.0.1:
+  pages cannot reach it (their requests are routed, meet the dead proxy, or go to the session's proxy),
+  nor can sessions' commands unless ``SANDBOX_EXEC_NETWORK=on``, but another local user of the machine
+  could (docs/security.md).
 - A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
   ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
   session closes its browser, which ends the connection.

@@ -943,9 +943,10 @@ class Display:
                 # Only clients holding the display's cookie are accepted.
                 *("-auth", str(authority)),
                 # No TCP. The abstract socket stays: with it off (-nolisten local) a display's socket file
-                # went missing when a session woke on a new display (bwrap could not bind it). Jails share
-                # the host's network namespace and so its abstract sockets, but a client without this
-                # display's cookie is refused there as on the socket file (docs/security.md).
+                # went missing when a session woke on a new display (bwrap could not bind it). Shared
+                # browsers' jails share the host's network namespace and so its abstract sockets, but a
+                # client without this display's cookie is refused there as on the socket file
+                # (docs/security.md).
                 *("-nolisten", "tcp"),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,

@@ -1,9 +1,10 @@
 """The Xvfb displays of headful sessions (console/sandbox/engine.py ``Display``) as another jail meets them.
 
-A display never listens on TCP, and each jail binds only its own display's socket file. Jailed browsers
-share the host's network namespace (to reach their loopback proxy) and with it the abstract Unix sockets,
-where Xvfb also listens (docs/security.md says why that stays): so every display asks for a cookie of its
-own (MIT-MAGIC-COOKIE-1), and a client without it is refused on either socket. The clients here speak the
+A display never listens on TCP, and each jail binds only its own display's socket file. The shared
+browser processes' jails share the host's network namespace (to reach the loopback proxies) and with it
+the abstract Unix sockets, where Xvfb also listens (docs/security.md says why that stays): so every
+display asks for a cookie of its own (MIT-MAGIC-COOKIE-1), and a client without it is refused on either
+socket. The clients here speak the
 X11 connection setup themselves (``x11_setup``): no X library between the test and the server.
 """
 
