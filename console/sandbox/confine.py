@@ -279,7 +279,7 @@ class Network:
 
     @staticmethod
     def available() -> bool:
-        return identity() is not None
+        return network_unavailable() is None
 
     @classmethod
     def create(cls) -> Network:
@@ -327,6 +327,19 @@ class Network:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+@cache
+def network_unavailable() -> str | None:
+    """None when browser processes of their own can have a network namespace each (checked once by
+    making one); otherwise why not (their debugging port is then on the host's loopback)."""
+    if identity() is None:
+        return "the sandbox is not root"
+    try:
+        Network.create().close()
+    except OSError as exc:
+        return f"no network namespace could be made ({exc})"
+    return None
 
 
 def popen_options() -> dict:

@@ -195,7 +195,16 @@ class Engine:
             "crashed": states.count("crashed"),
             "confinement": self.confinement() or "bubblewrap, as an unprivileged user",
             "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
+            "cdp_port": self.cdp_port(),
         }
+
+    def cdp_port(self) -> str:
+        """Where the raw debugging port of a browser process of a session's own listens (docs/security.md)."""
+        if not self.real:
+            return "none: simulated sessions have no browser"
+        if self.confinement() is None and confine.Network.available():
+            return "a network namespace of its own"
+        return f"127.0.0.1 of the host: {self.confinement() or confine.network_unavailable()}"
 
     def confinement(self) -> str | None:
         """None when browsers run jailed (``browser_jail``); otherwise why they run as the sandbox does."""

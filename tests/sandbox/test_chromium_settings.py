@@ -163,6 +163,7 @@ def own_cdp_port(owner: str) -> tuple[int, int]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per browser needs a root sandbox")
 def test_it_keeps_a_browsers_raw_cdp_port_out_of_reach_of_everything_but_the_sandbox(real, chromium_sandbox):
     url, owner = chromium_sandbox
+    assert httpx.get(url + "/").json()["browsers"]["cdp_port"] == "a network namespace of its own"
     own = create(real, start_url="https://lab.example.com/")
     other = new_tenant(url)
     neighbour = create(other, start_url="https://lab.example.com/")
