@@ -6,6 +6,8 @@ arguments and its CDP pipe on fds 3 and 4. It reads the jail the engine prepared
 write, the uid and gid to run as), then, still as root:
 
 - hands the browser's writable directories (Playwright's ``--user-data-dir`` included) to that user;
+- joins the network namespace the engine made for a browser process of a session's own, if any
+  (``confine.Network``: its debugging port is then on that namespace's loopback alone);
 - drops to the user (no supplementary groups, no capabilities) and replaces itself with bwrap, which
   starts Chromium with the writable directories bound read-write at their own paths and nothing else of
   the host but what ``confine`` gives a command (``/usr``, a generated ``/etc``, fonts, certificates).
@@ -36,6 +38,21 @@ def give(directory: str, uid: int, gid: int) -> None:
             os.chown(name, uid, gid, dir_fd=root_fd, follow_symlinks=False)
 
 
+def join_network(path: str) -> None:
+    """Move into the network namespace the engine made for this browser (``confine.Network``), still as
+    root: bwrap then shares it (``--share-net``) and the browser's debugging port listens there alone."""
+    import ctypes
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            error = ctypes.get_errno()
+            raise OSError(error, f"setns {path}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> None:
     jail = json.loads(os.environ["SANDBOX_BROWSER_JAIL"])
     writable = list(jail["writable"])
@@ -50,6 +67,8 @@ def main(argv: list[str]) -> None:
             give(directory, uid, gid)
         binds += ["--bind", directory, directory]
     command = [*jail["bwrap"], *binds, *jail.get("after", []), "--", jail["chromium"], *argv]
+    if jail.get("network"):
+        join_network(jail["network"])
     if uid is not None:
         os.setgroups([])
         os.setgid(gid)

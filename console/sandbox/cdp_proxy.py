@@ -10,10 +10,12 @@
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``); everything else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service.
-- The process's own debugging port listens on 127.0.0.1 only; pages cannot reach it (their requests are
-  routed, meet the dead proxy, or go to the session's proxy, which serves the demo sites only), but
-  another local user of the machine could: run the sandbox on a machine of its own, as for
-  ``SANDBOX_EXEC``.
+- The process's own debugging port listens on 127.0.0.1 of the process's own network namespace when the
+  sandbox is root (``confine.Network``; ``engine.cdp_socket`` opens the relay's connection there), so
+  nothing else of the machine reaches it. A sandbox that is not root leaves it on the host's 127.0.0.1:
+  pages cannot reach it (their requests are routed, meet the dead proxy, or go to the session's proxy),
+  nor can sessions' commands unless ``SANDBOX_EXEC_NETWORK=on``, but another local user of the machine
+  could (docs/security.md).
 - A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
   ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
   session closes its browser, which ends the connection.
@@ -95,7 +97,11 @@ async def cdp(websocket: WebSocket):
     browser_computer.emit(tenant, record, [("cdp_connect", {})])
     started, counted, reason = time.monotonic(), 0, "upstream_error"
     try:
-        async with connect(live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10) as upstream:
+        # Into the browser's own network namespace where it has one (its port is nowhere else).
+        into = {"sock": sock} if (sock := browsers_engine.cdp_socket(live)) is not None else {}
+        async with connect(
+            live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10, **into
+        ) as upstream:
 
             async def from_client() -> str:
                 nonlocal counted

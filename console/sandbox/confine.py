@@ -23,11 +23,16 @@ and, when bwrap is missing or cannot confine, says why; exec and spawn then refu
 from __future__ import annotations
 
 import atexit
+import ctypes
+import fcntl
 import os
 import pwd
 import shutil
+import socket
+import struct
 import subprocess
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -175,6 +180,8 @@ def command(root: Path, cwd: str, argv: list[str], *, info_fd: int | None = None
 BROWSER_ETC = ("chromium.d", "chromium/master_preferences", "chromium/initial_preferences")
 # Chromium's managed policies on Linux (Debian's build reads this directory).
 POLICY_DIR = "/etc/chromium/policies/managed"
+# Where a jailed headful browser finds its display's Xauthority file (its jail's /tmp is its own).
+XAUTHORITY = "/tmp/.Xauthority"
 
 
 def browser_jail(
@@ -184,12 +191,16 @@ def browser_jail(
     owner: str,
     policy: Path | None = None,
     display: str | None = None,
+    authority: Path | None = None,
+    network: Network | None = None,
 ) -> dict:
     """How ``browser_jail.py`` starts one Chromium process: bwrap's command line (new user, PID, IPC,
     UTS and cgroup namespaces, the host's network shared with the browser so it reaches the sandbox's
     loopback proxy, nothing of the host but the system, a generated ``/etc``, the ``writable``
-    directories and, for a headful browser, its X display's socket), the user to run it as and, with a
-    ``policy`` directory, that directory as Chromium's managed policies."""
+    directories and, for a headful browser, its X display's socket and the Xauthority file holding that
+    display's cookie, read-only), the user to run it as and, with a ``policy`` directory, that directory
+    as Chromium's managed policies. With a ``network`` (``Network``) the browser runs in that namespace
+    instead of the host's."""
     ids = identity()
     binds = ((str(policy), POLICY_DIR),) if policy is not None else ()
     args = [bwrap(), "--unshare-all", "--share-net", "--unshare-user", "--die-with-parent"]
@@ -206,6 +217,9 @@ def browser_jail(
         socket = f"/tmp/.X11-unix/X{display.lstrip(':')}"
         after += ["--ro-bind", socket, socket]
         environment["DISPLAY"] = display
+        if authority is not None:
+            after += ["--ro-bind", str(authority), XAUTHORITY]
+            environment["XAUTHORITY"] = XAUTHORITY
     after.append("--clearenv")
     for key, value in environment.items():
         after += ["--setenv", key, value]
@@ -216,7 +230,116 @@ def browser_jail(
         "uid": ids[0] if ids else None,
         "gid": ids[1] if ids else None,
         "chromium": chromium,
+        # The wrapper joins it before it drops root; bwrap's --share-net then keeps the browser there.
+        "network": network.path if network is not None else None,
     }
+
+
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def _in_thread(work):
+    """Run ``work`` on a thread of its own and return its result: a thread that joined another network
+    namespace must not go back to a pool (the namespace is per thread until it ends)."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="sandbox-netns", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _libc_call(name: str, *args: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}: {os.strerror(error)}")
+
+
+class Network:
+    """A network namespace of its own for one browser process whose CDP port must be the sandbox's alone.
+
+    Its only interface is its own loopback: the browser's debugging port listens there, where no other
+    process of the machine (another session's command, another browser's jail, a host process) has a way
+    in; the sandbox opens its sockets into the namespace (``socket``): the session's proxy listens there,
+    and the CDP relay connects there. Only a root sandbox makes one (``available``); the browser's wrapper
+    joins it (``browser_jail.py``, through ``path``) before it drops root."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    @staticmethod
+    def available() -> bool:
+        return network_unavailable() is None
+
+    @classmethod
+    def create(cls) -> Network:
+        def make() -> int:
+            _libc_call("unshare", CLONE_NEWNET)  # this thread only: it ends with ``make``
+            fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
+                    request = struct.pack("16sh14x", b"lo", 0)
+                    _, flags = struct.unpack_from("16sh", fcntl.ioctl(control, SIOCGIFFLAGS, request))
+                    fcntl.ioctl(control, SIOCSIFFLAGS, struct.pack("16sh14x", b"lo", flags | IFF_UP))
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
+
+        return cls(_in_thread(make))
+
+    @property
+    def path(self) -> str:
+        """Where another process of the machine (the root wrapper) opens the namespace."""
+        return f"/proc/{os.getpid()}/fd/{self.fd}"
+
+    def socket(self) -> socket.socket:
+        """A TCP socket of the namespace (it stays there whichever thread binds or connects it)."""
+
+        def make() -> socket.socket:
+            _libc_call("setns", self.fd, CLONE_NEWNET)
+            return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+
+        return _in_thread(make)
+
+    def connect(self, port: int) -> socket.socket:
+        """A connected socket to ``127.0.0.1:port`` of the namespace."""
+        client = self.socket()
+        try:
+            client.settimeout(5)
+            client.connect(("127.0.0.1", port))
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@cache
+def network_unavailable() -> str | None:
+    """None when browser processes of their own can have a network namespace each (checked once by
+    making one); otherwise why not (their debugging port is then on the host's loopback)."""
+    if identity() is None:
+        return "the sandbox is not root"
+    try:
+        Network.create().close()
+    except OSError as exc:
+        return f"no network namespace could be made ({exc})"
+    return None
 
 
 def popen_options() -> dict:

@@ -60,6 +60,7 @@ import io
 import json
 import logging
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -147,6 +148,7 @@ class Live:
     own_browser: bool = False  # a browser process of its own (CDP clients, extensions, policy, headful)
     display: object | None = None  # the Xvfb of a headful session's process (``Display``)
     egress: object | None = None  # the session's proxy (``forward_proxy.Listener``), while running
+    network: object | None = None  # its own process's network namespace (``confine.Network``), if any
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -193,7 +195,16 @@ class Engine:
             "crashed": states.count("crashed"),
             "confinement": self.confinement() or "bubblewrap, as an unprivileged user",
             "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
+            "cdp_port": self.cdp_port(),
         }
+
+    def cdp_port(self) -> str:
+        """Where the raw debugging port of a browser process of a session's own listens (docs/security.md)."""
+        if not self.real:
+            return "none: simulated sessions have no browser"
+        if self.confinement() is None and confine.Network.available():
+            return "a network namespace of its own"
+        return f"127.0.0.1 of the host: {self.confinement() or confine.network_unavailable()}"
 
     def confinement(self) -> str | None:
         """None when browsers run jailed (``browser_jail``); otherwise why they run as the sandbox does."""
@@ -264,6 +275,9 @@ class Engine:
 
         await self._make_room(live)
         record = live.record
+        if live.own_browser and self.confinement() is None and confine.Network.available():
+            # A process of its own has a CDP port: in a network namespace of its own, the sandbox's alone.
+            live.network = confine.Network.create()
         live.egress = await self._egress(live)
         if live.own_browser:
             context = await self._launch_own(live)
@@ -352,7 +366,7 @@ class Engine:
         proxy = live.tenant.table("proxies").get(proxy_id or "")
         if proxy is None:
             return None
-        return await forward_proxy.Listener(live.record, proxy).start()
+        return await forward_proxy.Listener(live.record, proxy).start(live.network)
 
     async def proxy_changed(self, record: dict) -> None:
         """A new proxy applies from the session's next wake: a running one goes to standby now."""
@@ -496,6 +510,9 @@ class Engine:
         egress, live.egress = live.egress, None
         if egress is not None:
             await egress.stop()
+        network, live.network = live.network, None
+        if network is not None:
+            network.close()
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
@@ -596,9 +613,7 @@ class Engine:
                     room = {"width": key[1], "height": key[2] + UI_ALLOWANCE}
                     display = self._displays[key] = await Display.start(room)
                     args += ["--window-position=0,0", self._window_size(size)]
-                options = self._launch_options(
-                    [], downloads, headless=display is None, display=display.name if display else None
-                )
+                options = self._launch_options([], downloads, headless=display is None, display=display)
                 browser = await self._launching(playwright.chromium.launch, args=args, **options)
                 browser.on("disconnected", lambda _browser: self._shared_gone(key))
                 self._shared[key] = browser
@@ -615,7 +630,8 @@ class Engine:
             await display.stop()
 
     async def _launch_own(self, live: Live):
-        """A browser process for this session alone, its CDP port on loopback (for the CDP proxy)."""
+        """A browser process for this session alone, its CDP port on loopback (for the CDP proxy): the
+        loopback of its own network namespace when the sandbox can make one (``confine.Network``)."""
         playwright = await self._driver()
         live.directory = live.directory or Path(tempfile.mkdtemp(prefix="browser-", dir=self.root()))
         profile = live.directory / "profile"
@@ -649,7 +665,8 @@ class Engine:
                 live.directory / "downloads",
                 headless=not headful,
                 policy=self._policy(live),
-                display=live.display.name if live.display else None,
+                display=live.display,
+                network=live.network,
             ),
             **self._context_options(live.record),
         )
@@ -671,7 +688,8 @@ class Engine:
         *,
         headless: bool = True,
         policy: Path | None = None,
-        display: str | None = None,
+        display: Display | None = None,
+        network: confine.Network | None = None,
     ) -> dict:
         """Playwright's launch options for one browser process: jailed (``browser_jail``) when bubblewrap
         can confine it, as an unprivileged user when the sandbox is root; the sandbox's own user otherwise
@@ -680,7 +698,7 @@ class Engine:
         if self.confinement() is not None:
             return {
                 "executable_path": chromium_path(),
-                "env": {**self._env(), **({"DISPLAY": display} if display else {})},
+                "env": {**self._env(), **(display.environment() if display else {})},
                 "headless": headless,
                 "downloads_path": str(downloads),
             }
@@ -689,7 +707,9 @@ class Engine:
             writable=[*writable, downloads],
             owner=self.owner,
             policy=policy,
-            display=display,
+            display=display.name if display else None,
+            authority=display.authority if display else None,
+            network=network,
         )
         return {
             "executable_path": str(self._wrapper()),
@@ -782,6 +802,14 @@ class Engine:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
         return live
 
+    def cdp_socket(self, live: Live):
+        """A socket connected to the session's own browser's CDP port where that port is in a network
+        namespace of its own (``cdp_proxy`` relays through it), else None (the port is the host's)."""
+        if live.network is None or live.cdp_endpoint is None:
+            return None
+        port = int(live.cdp_endpoint.split("/")[2].rpartition(":")[2])
+        return live.network.connect(port)
+
     def root(self) -> Path:
         if self._root is None:
             from console.sandbox import store
@@ -869,11 +897,22 @@ def _size(record: dict) -> dict:
 
 class Display:
     """An Xvfb server for one headful browser process, as the commands' user: of the viewport's size for a
-    kiosk window, taller by ``UI_ALLOWANCE`` for a window with the browser's UI."""
+    kiosk window, taller by ``UI_ALLOWANCE`` for a window with the browser's UI.
 
-    def __init__(self, process: asyncio.subprocess.Process, number: int):
+    Every display has an X authentication cookie of its own (MIT-MAGIC-COOKIE-1, 16 random bytes): Xvfb
+    starts with ``-auth`` on an Xauthority file holding it (0600, owned by the user Xvfb runs as, in a
+    private 0700 directory removed when the display stops), and only the browser it serves is given that
+    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused, whichever
+    socket it reaches the display through (the file or the abstract one)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, number: int, authority: Path):
         self.process = process
         self.name = f":{number}"
+        self.authority = authority  # the Xauthority file holding the display's cookie
+
+    def environment(self) -> dict:
+        """What an X client (an unjailed browser) needs to use the display."""
+        return {"DISPLAY": self.name, "XAUTHORITY": str(self.authority)}
 
     @staticmethod
     def binary() -> str:
@@ -889,6 +928,15 @@ class Display:
     @classmethod
     async def start(cls, size: dict) -> Display:
         _x11_sockets()
+        authority = _new_authority()
+        try:
+            return await cls._start(size, authority)
+        except BaseException:
+            shutil.rmtree(authority.parent, ignore_errors=True)
+            raise
+
+    @classmethod
+    async def _start(cls, size: dict, authority: Path) -> Display:
         read, write = os.pipe()
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
         screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
@@ -901,11 +949,13 @@ class Display:
                 "--",
                 cls.binary(),
                 *("-displayfd", str(write), "-screen", "0", screen, "-noreset"),
+                # Only clients holding the display's cookie are accepted.
+                *("-auth", str(authority)),
                 # No TCP. The abstract socket stays: with it off (-nolisten local) a display's socket file
-                # went missing when a session woke on a new display (bwrap could not bind it). Jails share
-                # the host's network namespace and so its abstract sockets; Chromium's own sandbox keeps
-                # pages from opening sockets, so only a compromised browser process could reach another
-                # display (docs/security.md).
+                # went missing when a session woke on a new display (bwrap could not bind it). Shared
+                # browsers' jails share the host's network namespace and so its abstract sockets, but a
+                # client without this display's cookie is refused there as on the socket file
+                # (docs/security.md).
                 *("-nolisten", "tcp"),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
@@ -926,17 +976,59 @@ class Display:
             raise
         finally:
             os.close(read)
-        return cls(process, number)
+        return cls(process, number, authority)
 
     async def stop(self) -> None:
-        if self.process.returncode is None:
-            self.process.terminate()
-            try:
-                async with asyncio.timeout(5):
+        try:
+            if self.process.returncode is None:
+                self.process.terminate()
+                try:
+                    async with asyncio.timeout(5):
+                        await self.process.wait()
+                except TimeoutError:
+                    self.process.kill()
                     await self.process.wait()
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
+        finally:
+            shutil.rmtree(self.authority.parent, ignore_errors=True)
+
+
+XAUTH_COOKIE = b"MIT-MAGIC-COOKIE-1"
+FAMILY_WILD = 0xFFFF  # any address: the entry holds for whatever socket a client reaches the display by
+
+
+def xauthority_entry(cookie: bytes, number: str = "") -> bytes:
+    """One Xauthority entry (libXau's format): family (u16, big-endian), then address, display number,
+    authorization name and data, each a u16 big-endian length and its bytes. FamilyWild with an empty
+    number matches any address and display; Xvfb accepts every cookie of its ``-auth`` file."""
+
+    def counted(value: bytes) -> bytes:
+        return len(value).to_bytes(2, "big") + value
+
+    return (
+        FAMILY_WILD.to_bytes(2, "big")
+        + counted(b"")
+        + counted(number.encode())
+        + counted(XAUTH_COOKIE)
+        + counted(cookie)
+    )
+
+
+def _new_authority() -> Path:
+    """A new display's Xauthority file with a fresh random cookie, in a private directory of its own:
+    both owned by the user Xvfb and the browsers run as (``confine.own``), the file 0600, the directory
+    0700."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-xauth-"))
+    try:
+        authority = folder / "Xauthority"
+        fd = os.open(authority, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(xauthority_entry(secrets.token_bytes(16)))
+        confine.own(authority)
+        confine.own(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return authority
 
 
 def _x11_sockets() -> None:

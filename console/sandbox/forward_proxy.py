@@ -199,15 +199,25 @@ class Listener:
         """Playwright's ``proxy`` option for the session's context."""
         return {"server": self.server, "username": self.username, "password": self.password}
 
-    async def start(self) -> Listener:
+    async def start(self, network=None) -> Listener:
+        """Listen on loopback: the host's, or that of the browser's own network namespace (``network``,
+        a ``confine.Network``), where only that browser reaches it."""
+        bound = network.socket() if network is not None else socket.socket()
+        try:
+            bound.bind(("127.0.0.1", 0))
+        except BaseException:
+            bound.close()
+            raise
+        self.port = bound.getsockname()[1]
         if not self.reachable:
             # The proxy server cannot be reached: a bound port that listens to nobody refuses connections.
-            self._closed_port = socket.socket()
-            self._closed_port.bind(("127.0.0.1", 0))
-            self.port = self._closed_port.getsockname()[1]
+            self._closed_port = bound
             return self
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
-        self.port = self._server.sockets[0].getsockname()[1]
+        try:
+            self._server = await asyncio.start_server(self._serve, sock=bound, limit=HEAD_LIMIT)
+        except BaseException:
+            bound.close()
+            raise
         return self
 
     async def stop(self) -> None:

@@ -5,8 +5,14 @@ forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import ctypes
 import json
 import os
+import secrets
+import stat
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +20,8 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.sandbox.test_chromium import create, png_size, wait_for_event
+from tests.sandbox.test_chromium import create, pixel, png_size, wait_for_event, x_sockets
+from tests.sandbox.test_displays import cookie_of, x11_setup, x11_windows
 from tests.sandbox_fixtures import ROOT, browser_processes, displays, new_tenant, running_sandbox
 
 
@@ -64,6 +71,144 @@ def test_it_runs_chromium_as_an_unprivileged_user_that_cannot_see_the_console(re
 
 def page_of(browser):
     return next(page for context in browser.contexts for page in context.pages)
+
+
+def listening_ports(pids: list[int], table: str = "/proc/net/tcp") -> set[int]:
+    """The TCP ports on 127.0.0.1 these processes listen on (state 0A) in a network namespace's table:
+    the host's, or ``/proc/<pid>/net/tcp`` for that process's own."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for line in Path(table).read_text().splitlines()[1:]:
+        fields = line.split()
+        address, _, port = fields[1].partition(":")
+        if fields[3] == "0A" and fields[9] in inodes and address == "0100007F":
+            ports.add(int(port, 16))
+    return ports
+
+
+def get_inside(pid: int, url: str) -> dict:
+    """GET ``url`` from inside process ``pid``'s network namespace (a root test joins it on a thread of
+    its own, as the sandbox does)."""
+    outcome = {}
+
+    def run() -> None:
+        fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:
+                outcome["error"] = OSError(ctypes.get_errno(), "setns")
+                return
+        finally:
+            os.close(fd)
+        try:
+            outcome["value"] = httpx.get(url, timeout=10, trust_env=False).json()
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+# Run in a session's command (python3 from the jail's /usr): its own loopback works, the port does not
+# answer; it prints the interfaces it has.
+REACH = """
+import socket, sys
+own = socket.create_server(("127.0.0.1", 0))
+socket.create_connection(own.getsockname(), timeout=5).close()
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).close()
+    print("reached")
+except OSError as error:
+    print("unreachable", type(error).__name__)
+print(*sorted(line.partition(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]))
+"""
+
+
+def reach_from(tenant, session, port: int) -> list[str]:
+    ran = tenant.call(
+        "POST",
+        f"/browsers/{session['session_id']}/process/exec",
+        json={"command": "python3", "args": ["-c", REACH, str(port)]},
+        timeout=30,
+    )
+    assert ran.status_code == 200, ran.text
+    reply = ran.json()
+    assert reply["exit_code"] == 0, base64.b64decode(reply["stderr_b64"])
+    return base64.b64decode(reply["stdout_b64"]).decode().splitlines()
+
+
+def own_cdp_port(owner: str) -> tuple[int, int]:
+    """(pid, port): the browser process that has a debugging port (a session's own, where a CDP client
+    moved it) and that port, in the process's network namespace."""
+    for pid in browser_processes(owner):
+        with contextlib.suppress(OSError):
+            ports = listening_ports([pid], f"/proc/{pid}/net/tcp")
+            if ports:
+                (port,) = ports
+                return pid, port
+    raise AssertionError("no browser process listens on a port")
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per browser needs a root sandbox")
+def test_it_keeps_a_browsers_raw_cdp_port_out_of_reach_of_everything_but_the_sandbox(real, chromium_sandbox):
+    url, owner = chromium_sandbox
+    assert httpx.get(url + "/").json()["browsers"]["cdp_port"] == "a network namespace of its own"
+    own = create(real, start_url="https://lab.example.com/")
+    other = new_tenant(url)
+    neighbour = create(other, start_url="https://lab.example.com/")
+    with sync_playwright() as playwright:
+        # A CDP client (through the sandbox's guarded relay) moves the session to a process of its own.
+        browser = playwright.chromium.connect_over_cdp(own["cdp_ws_url"], timeout=20_000)
+        try:
+            assert page_of(browser).evaluate("location.href") == "https://lab.example.com/"
+            pid, port = own_cdp_port(owner)
+            # The raw, unauthenticated endpoint is there, in the browser's own network namespace...
+            version = get_inside(pid, f"http://127.0.0.1:{port}/json/version")
+            assert version["webSocketDebuggerUrl"].startswith(f"ws://127.0.0.1:{port}/devtools/browser/")
+            assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+            # ...and nowhere else: not on the host's loopback, not in another session's command, nor in
+            # a command of the browser's own session.
+            assert listening_ports(browser_processes(owner)) == set()
+            with pytest.raises(httpx.TransportError):
+                httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=5, trust_env=False)
+            for tenant, session in ((other, neighbour), (real, own)):
+                assert reach_from(tenant, session, port) == ["unreachable ConnectionRefusedError", "lo"]
+        finally:
+            browser.close()
+    other.call("DELETE", f"/browsers/{neighbour['session_id']}", timeout=30)
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per browser needs a root sandbox")
+def test_it_keeps_the_port_out_of_reach_of_commands_sharing_the_hosts_network():
+    owner = "sandbox-test-netns-" + os.urandom(4).hex()
+    with running_sandbox(
+        SANDBOX_ENGINE="chromium", SANDBOX_EXEC_NETWORK="on", SANDBOX_BROWSER_OWNER=owner
+    ) as url:
+        tenant = new_tenant(url)
+        own = create(tenant, start_url="https://lab.example.com/")
+        neighbour = create(tenant, start_url="https://lab.example.com/")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(own["cdp_ws_url"], timeout=20_000)
+            try:
+                pid, port = own_cdp_port(owner)
+                get_inside(pid, f"http://127.0.0.1:{port}/json/version")
+                seen = reach_from(tenant, neighbour, port)
+                # The command has the host's network (more than a loopback), but not the browser's.
+                assert seen[0] == "unreachable ConnectionRefusedError" and seen[1] != "lo"
+            finally:
+                browser.close()
 
 
 @pytest.mark.chromium
@@ -174,6 +319,59 @@ def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browse
     assert seen["kiosk"]["window"][:4] == [800, 600, 800, 600]
     assert "HeadlessChrome" not in seen["kiosk"]["window"][4]
     assert "HeadlessChrome" in seen["headless"]["window"][4]
+
+
+def authority_of(xvfb: int) -> Path:
+    """The Xauthority file an Xvfb server was started with (its ``-auth``)."""
+    arguments = Path(f"/proc/{xvfb}/cmdline").read_bytes().decode().split("\0")
+    return Path(arguments[arguments.index("-auth") + 1])
+
+
+@pytest.mark.chromium
+def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_sandbox):
+    owner = chromium_sandbox[1]
+    viewport = {"width": 800, "height": 600}
+    kiosk = create(
+        real, start_url="https://lab.example.com/", headless=False, kiosk_mode=True, viewport=viewport
+    )
+    headful = create(real, start_url="https://lab.example.com/", headless=False, viewport=viewport)
+    servers = displays(owner)
+    assert len(servers) == 2  # the kiosk's process and the shared headful one, each on a display of its own
+    authorities = [authority_of(xvfb) for xvfb in servers]
+    for xvfb, authority in zip(servers, authorities, strict=True):
+        cookie = cookie_of(authority)
+        info = authority.stat()
+        assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o600, uids(xvfb)[0])
+        (address,) = x_sockets([xvfb])
+        for target in (str(address), "@" + str(address)):
+            assert x11_setup(target) == 0, target
+            assert x11_setup(target, b"MIT-MAGIC-COOKIE-1", secrets.token_bytes(16)) == 0, target
+            # The browser reached it with the cookie: its window is there.
+            assert x11_windows(target, cookie) >= 1, target
+    # One display's cookie is no key to another.
+    (address,) = x_sockets([servers[0]])
+    assert x11_setup(str(address), b"MIT-MAGIC-COOKIE-1", cookie_of(authorities[1])) == 0
+    # The browsers were given the file at their jail's own path, and show their pages.
+    environments = [
+        Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") for pid in browser_processes(owner)
+    ]
+    windowed = [entry for entry in environments if any(item.startswith(b"DISPLAY=") for item in entry)]
+    assert windowed and all(b"XAUTHORITY=/tmp/.Xauthority" in entry for entry in windowed)
+    shots = [
+        real.call("POST", f"/browsers/{s['session_id']}/computer/screenshot", json={})
+        for s in (headful, kiosk)
+    ]
+    for shot in shots:
+        assert shot.status_code == 200, shot.text
+        # Not blank: the page's grey button on its white page.
+        assert pixel(shot.content, 100, 30) != pixel(shot.content, 400, 300)
+    for session in (headful, kiosk):
+        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    deadline = time.monotonic() + 10
+    while displays(owner) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert displays(owner) == []
+    assert [path for path in authorities if path.parent.exists()] == []  # the cookies go with the displays
 
 
 @pytest.mark.chromium

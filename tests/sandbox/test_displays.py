@@ -1,14 +1,20 @@
 """The Xvfb displays of headful sessions (console/sandbox/engine.py ``Display``) as another jail meets them.
 
-A display never listens on TCP, and each jail binds only its own display's socket file. Jailed browsers
-share the host's network namespace (to reach their loopback proxy) and with it the abstract Unix sockets,
-where Xvfb also listens (docs/security.md says why that stays for now).
+A display never listens on TCP, and each jail binds only its own display's socket file. The shared
+browser processes' jails share the host's network namespace (to reach the loopback proxies) and with it
+the abstract Unix sockets, where Xvfb also listens (docs/security.md says why that stays): so every
+display asks for a cookie of its own (MIT-MAGIC-COOKIE-1), and a client without it is refused on either
+socket. The clients here speak the
+X11 connection setup themselves (``x11_setup``): no X library between the test and the server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import stat
+import struct
 import types
 from pathlib import Path
 
@@ -33,6 +39,109 @@ def unix_sockets(pid: int) -> list[str]:
         if len(fields) >= 8 and fields[6] in inodes:
             found.append(fields[7])
     return found
+
+
+def x11_connect(address: str, name: bytes = b"", data: bytes = b"") -> tuple[socket.socket, bytes]:
+    """Open an X11 connection to ``address`` (a socket file, or an abstract socket as ``@path``) with the
+    authorization ``name`` and ``data``: the socket and the server's whole answer to the setup, whose first
+    byte is 0 (failed), 1 (success) or 2 (authenticate)."""
+
+    def padded(value: bytes) -> bytes:
+        return value + b"\0" * (-len(value) % 4)
+
+    # Byte order 'l' (little-endian), protocol 11.0, the lengths of the name and data, then both padded.
+    request = struct.pack("<BxHHHHxx", ord("l"), 11, 0, len(name), len(data)) + padded(name) + padded(data)
+    target = "\0" + address[1:] if address.startswith("@") else address
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.settimeout(10)
+        client.connect(target)
+        client.sendall(request)
+        head = receive(client, 8)
+        # Every answer's 8-byte head ends with the length of what follows, in 4-byte units.
+        (more,) = struct.unpack_from("<H", head, 6)
+        return client, head + receive(client, 4 * more)
+    except BaseException:
+        client.close()
+        raise
+
+
+def receive(client: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = client.recv(size - len(data))
+        assert chunk, "the X server closed the connection"
+        data += chunk
+    return data
+
+
+def x11_setup(address: str, name: bytes = b"", data: bytes = b"") -> int:
+    """The first byte of the server's answer to a connection setup: 0 failed, 1 success, 2 authenticate."""
+    client, answer = x11_connect(address, name, data)
+    client.close()
+    return answer[0]
+
+
+def x11_windows(address: str, cookie: bytes) -> int:
+    """How many top-level windows the display's first screen holds (QueryTree on its root window)."""
+    client, answer = x11_connect(address, b"MIT-MAGIC-COOKIE-1", cookie)
+    with client:
+        assert answer[0] == 1, "the display refused the cookie"
+        vendor, screens, formats = struct.unpack_from("<H2xBB", answer, 24)
+        root_at = 40 + vendor + (-vendor % 4) + 8 * formats
+        assert screens >= 1
+        (root,) = struct.unpack_from("<I", answer, root_at)
+        client.sendall(struct.pack("<BxHI", 15, 2, root))  # QueryTree, 2 units long
+        reply = receive(client, 32)
+        assert reply[0] == 1, f"QueryTree failed: {reply[:2]!r}"
+        (more,) = struct.unpack_from("<I", reply, 4)
+        receive(client, 4 * more)
+        (children,) = struct.unpack_from("<H", reply, 16)
+        return children
+
+
+def cookie_of(authority: Path) -> bytes:
+    """The MIT-MAGIC-COOKIE-1 data of the first entry of an Xauthority file."""
+    raw, fields, at = authority.read_bytes(), [], 2
+    for _ in range(4):  # address, display number, name, data
+        (length,) = struct.unpack_from(">H", raw, at)
+        fields.append(raw[at + 2 : at + 2 + length])
+        at += 2 + length
+    assert fields[2] == b"MIT-MAGIC-COOKIE-1"
+    return fields[3]
+
+
+def uid_of(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+async def test_it_refuses_a_client_without_the_displays_cookie_on_either_socket(monkeypatch):
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    first = await engine.Display.start({"width": 64, "height": 48})
+    second = await engine.Display.start({"width": 64, "height": 48})
+    folders = [first.authority.parent, second.authority.parent]
+    try:
+        cookie = cookie_of(first.authority)
+        assert len(cookie) == 16 and cookie != cookie_of(second.authority)
+        # The file is the Xvfb user's alone, in a directory of its own.
+        for path, mode in ((first.authority, 0o600), (first.authority.parent, 0o700)):
+            info = path.lstat()
+            assert stat.S_IMODE(info.st_mode) == mode, path
+            assert info.st_uid == uid_of(first.process.pid), path
+        socket_file = f"/tmp/.X11-unix/X{first.name.lstrip(':')}"
+        for address in (socket_file, "@" + socket_file):
+            assert x11_setup(address) == 0, address  # no authorization at all
+            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie_of(second.authority)) == 0, address
+            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", bytes(16)) == 0, address
+            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie) == 1, address
+            assert x11_windows(address, cookie) == 0  # nothing shows on it yet
+    finally:
+        await first.stop()
+        await second.stop()
+    assert [folder for folder in folders if folder.exists()] == []  # the cookies go with their displays
 
 
 async def test_it_listens_on_its_socket_file_and_never_on_tcp(monkeypatch):
