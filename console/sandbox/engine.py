@@ -907,8 +907,11 @@ class Display:
 
     def __init__(self, process: asyncio.subprocess.Process, number: int, authority: Path):
         self.process = process
+        self.number = number
         self.name = f":{number}"
         self.authority = authority  # the Xauthority file holding the display's cookie
+        self.socket_file = Path(f"/tmp/.X11-unix/X{number}")
+        self._socket_stamp = _stamp(self.socket_file)  # which file is this server's, should it be killed
 
     def environment(self) -> dict:
         """What an X client (an unjailed browser) needs to use the display."""
@@ -988,8 +991,23 @@ class Display:
                 except TimeoutError:
                     self.process.kill()
                     await self.process.wait()
+                    self._remove_leftovers()
         finally:
             shutil.rmtree(self.authority.parent, ignore_errors=True)
+
+    def _remove_leftovers(self) -> None:
+        """A killed Xvfb leaves its socket file behind: removed, if it is still the one this server made."""
+        if self._socket_stamp is not None and _stamp(self.socket_file) == self._socket_stamp:
+            with contextlib.suppress(OSError):
+                self.socket_file.unlink()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_ctime_ns
 
 
 XAUTH_COOKIE = b"MIT-MAGIC-COOKIE-1"

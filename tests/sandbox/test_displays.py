@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import stat
 import struct
@@ -156,3 +157,13 @@ async def test_it_listens_on_its_socket_file_and_never_on_tcp(monkeypatch):
         assert not [line for line in tcp.splitlines()[1:] if port in line and " 0A " in line]
     finally:
         await display.stop()
+
+
+async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch):
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    display = await engine.Display.start({"width": 64, "height": 48})
+    assert f"/tmp/.X11-unix/X{display.number}" in unix_sockets(display.process.pid)
+    os.kill(display.process.pid, signal.SIGSTOP)  # deaf to SIGTERM: stop() has to kill it
+    await display.stop()
+    assert display.process.returncode == -signal.SIGKILL
+    assert engine._stamp(display.socket_file) is None  # its number is free to take again
