@@ -116,6 +116,17 @@ async def test_it_answers_404_for_another_organizations_session(outsider_client,
     assert (await outsider_client.get(other + "rep_x/video/")).status_code == 404
 
 
+async def test_it_sends_a_replay_id_of_dots_as_one_segment_never_a_step_up(operator_client, tenant, session):
+    # httpx removes dot segments: ".." would have stopped /browsers/<id>/stop, "." listed the replays.
+    for replay_id in ("..", "."):
+        response = await operator_client.post(url(session, f"replays/{replay_id}/stop/"))
+        assert response.status_code == 404
+        video = await operator_client.get(url(session, f"replays/{replay_id}/video/"))
+        assert video.status_code == 404
+    paths = [r["path"] for r in tenant.requests() if r["path"].startswith(f"/browsers/{session}/")]
+    assert paths and all("/replays/" in p for p in paths), paths
+
+
 # The video proxy's range arithmetic, against a service that ignores Range --------------------------
 
 
