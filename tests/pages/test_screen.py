@@ -228,3 +228,50 @@ async def test_it_keeps_typed_text_out_of_the_audit_log_when_the_service_quotes_
     rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input")]
     assert len(rows) == 1 and rows[0].startswith("typed 14 characters")
     assert "hunter2" not in rows[0] and "hunter2" not in response.content.decode()
+
+
+async def test_it_keeps_control_released_while_an_action_was_on_its_way(operator_client, quiet):
+    """An action sent just before "Release" (typed text flushed, a click) answers after it: renewing
+    control then must not bring back the token the release dropped (the request's copy of the Django
+    session, read before the release, was saved over it)."""
+    import asyncio
+
+    sid = create(quiet, name="late")["session_id"]
+    token = await take(operator_client, sid)
+    quiet.fault(method="POST", path=f"^/browsers/{sid}/computer/click_mouse$", delay_response_ms=1500)
+    headers = {"X-Screen-Control": token}
+    late = asyncio.create_task(
+        operator_client.post(url(sid, "input/"), {"kind": "click", "x": 37, "y": 41}, headers=headers)
+    )
+    where = f"/browsers/{sid}/computer/get_mouse_position"
+    while quiet.call("POST", where).json() != {"x": 37, "y": 41}:  # clicked; the answer is on its way
+        await asyncio.sleep(0.05)
+    released = await operator_client.post(url(sid, "control/"), {"action": "release"})
+    assert released.status_code == 302 and not late.done()
+    assert (await late).status_code == 204
+    after = await operator_client.post(url(sid, "input/"), {"kind": "click", "x": 2, "y": 2}, headers=headers)
+    assert after.status_code == 409
+    assert [r["path"] for r in computer_calls(quiet)].count(f"/browsers/{sid}/computer/click_mouse") == 1
+
+
+async def test_it_renews_control_with_each_action(operator_client, quiet):
+    import time
+
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from console.browsers.panes import screen
+
+    sid = create(quiet, name="renew")["session_id"]
+    token = await take(operator_client, sid)
+    stored = SessionStore(session_key=operator_client.cookies["sessionid"].value)
+    held = await stored.aget(screen.SESSION_KEY)
+    (name,) = held
+    held[name][1] = time.time() + 5  # nearly expired
+    await stored.aset(screen.SESSION_KEY, held)
+    await stored.asave()
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 204
+    renewed = (await SessionStore(session_key=stored.session_key).aget(screen.SESSION_KEY))[name]
+    assert renewed[0] == token and renewed[1] > time.time() + screen.CONTROL_SECONDS - 60
