@@ -244,7 +244,9 @@ async def test_it_keeps_control_released_while_an_action_was_on_its_way(operator
         operator_client.post(url(sid, "input/"), {"kind": "click", "x": 37, "y": 41}, headers=headers)
     )
     where = f"/browsers/{sid}/computer/get_mouse_position"
-    while quiet.call("POST", where).json() != {"x": 37, "y": 41}:  # clicked; the answer is on its way
+    for _ in range(200):  # until the service clicked; its answer is on its way
+        if quiet.call("POST", where).json() == {"x": 37, "y": 41}:
+            break
         await asyncio.sleep(0.05)
     released = await operator_client.post(url(sid, "control/"), {"action": "release"})
     assert released.status_code == 302 and not late.done()
