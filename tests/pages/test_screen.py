@@ -277,3 +277,39 @@ async def test_it_renews_control_with_each_action(operator_client, quiet):
     assert response.status_code == 204
     renewed = (await SessionStore(session_key=stored.session_key).aget(screen.SESSION_KEY))[name]
     assert renewed[0] == token and renewed[1] > time.time() + screen.CONTROL_SECONDS - 60
+
+
+async def test_it_keeps_control_to_the_org_it_was_taken_in(operator, operator_client, quiet):
+    """The same session id under another org of the same member (both orgs on one service key): control
+    taken in one is not control in the other."""
+    from asgiref.sync import sync_to_async
+
+    from console.accounts.models import Membership, Organization, Role
+
+    def twin():
+        other = Organization(name="Acme twin", slug="acme-twin", service_base_url=quiet.url)
+        other.set_api_key(quiet.api_key)
+        other.save()
+        Membership.objects.create(user=operator, org=other, role=Role.OPERATOR)
+
+    await sync_to_async(twin)()
+    sid = create(quiet, name="shared")["session_id"]
+    token = await take(operator_client, sid)
+    response = await operator_client.post(
+        f"/o/acme-twin/browsers/{sid}/screen/input/",
+        {"kind": "click", "x": 1, "y": 1},
+        headers={"X-Screen-Control": token},
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []
+
+
+async def test_it_refuses_input_without_the_csrf_token(operator, quiet):
+    from django.test import AsyncClient
+
+    client = AsyncClient(enforce_csrf_checks=True)
+    await client.aforce_login(operator, backend="console.accounts.backends.UsernameOrEmailBackend")
+    sid = create(quiet, name="forged")["session_id"]
+    for path, fields in (("control/", {"action": "take"}), ("input/", {"kind": "click", "x": 1, "y": 1})):
+        assert (await client.post(url(sid, path), fields)).status_code == 403
+    assert computer_calls(quiet) == []
+    assert not await AuditLog.objects.filter(action__startswith="browser.screen").aexists()
