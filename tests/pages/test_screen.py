@@ -149,14 +149,16 @@ async def test_it_sends_each_kind_of_input_as_a_computer_action(operator_client,
         {"kind": "scroll", "x": 100, "y": 100, "dx": 0, "dy": 240},
         {"kind": "type", "text": "hunter2 secret"},
         {"kind": "keys", "keys": "Ctrl+a Return"},
+        {"kind": "keys", "keys": "Ctrl+Alt+@ x Shift+Tab"},  # AltGr+Q on a German keyboard is Ctrl+Alt
     ):
         response = await operator_client.post(url(sid, "input/"), fields, headers=headers)
         assert response.status_code == 204, (fields, response.content)
     paths = [r["path"].rsplit("/", 1)[1] for r in computer_calls(quiet)]
-    assert paths == ["click_mouse", "click_mouse", "scroll", "type", "press_key"]
+    assert paths == ["click_mouse", "click_mouse", "scroll", "type", "press_key", "press_key"]
     details = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input").order_by("pk")]
     assert details[0] == "dblclick at (5, 6)" and details[3] == "typed 14 characters"
     assert details[4] == "pressed Ctrl+a Return"
+    assert details[5] == "pressed a character a character Shift+Tab"  # never the @ of a password
     assert not [d async for d in AuditLog.objects.filter(detail__contains="hunter2").values_list("detail")]
 
 

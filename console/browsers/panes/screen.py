@@ -248,6 +248,12 @@ def _keys(value: str) -> list[str]:
     return combos
 
 
+def _typed_character(combo: str) -> bool:
+    held, key = KEY.match(combo).groups()
+    modifiers = set(held.rstrip("+").split("+")) - {""}
+    return len(key) == 1 and (not modifiers or {"Ctrl", "Alt"} <= modifiers)
+
+
 def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
     """(the computer action, its fields, its audit description); ValueError when anything is off."""
     kind = data.get("kind")
@@ -281,10 +287,8 @@ def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
     if kind == "keys":
         combos = _keys(data.get("keys", ""))
         # A single character is typed text (a password's last letter), not a shortcut: counted, not named.
-        shown = [
-            "a character" if len(KEY.match(c).group(2)) == 1 and not KEY.match(c).group(1) else c
-            for c in combos
-        ]
+        # So is one held with Ctrl+Alt: AltGr on Windows reports both (a German keyboard's @ is AltGr+Q).
+        shown = ["a character" if _typed_character(c) else c for c in combos]
         return "press_key", {"keys": combos}, "pressed " + " ".join(shown)
     raise ValueError("kind must be click, dblclick, rightclick, scroll, type or keys")
 
