@@ -196,8 +196,16 @@ class Listener:
         return f"http://127.0.0.1:{self.port}"
 
     def playwright(self) -> dict:
-        """Playwright's ``proxy`` option for the session's context."""
-        return {"server": self.server, "username": self.username, "password": self.password}
+        """Playwright's ``proxy`` option for the session's context. Loopback goes through the proxy too
+        (``<-loopback>``, which Playwright adds by itself unless PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_
+        LOOPBACK is set): a page's ``ws://127.0.0.1:<port>``, which no context route sees, meets the proxy,
+        which reaches no address, instead of the sandbox's or the console's port."""
+        return {
+            "server": self.server,
+            "username": self.username,
+            "password": self.password,
+            "bypass": "<-loopback>",
+        }
 
     async def start(self) -> Listener:
         if not self.reachable:

@@ -83,3 +83,9 @@ async def test_it_closes_a_connection_whose_length_is_no_number(listener, framin
         assert await reader.read() == b""
     writer.close()
     assert "failed on a connection" not in caplog.text  # refused, not a crash with a traceback
+
+
+def test_it_keeps_loopback_behind_the_proxy_whatever_playwrights_environment():
+    proxy = {"id": "prx_t", "type": "datacenter", "config": {}, "bypass_hosts": []}
+    option = forward_proxy.Listener({"session_id": "bs_t"}, proxy).playwright()
+    assert option["bypass"] == "<-loopback>"  # Chromium's implicit loopback bypass subtracted
