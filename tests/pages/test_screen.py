@@ -315,3 +315,16 @@ async def test_it_refuses_input_without_the_csrf_token(operator, quiet):
         assert (await client.post(url(sid, path), fields)).status_code == 403
     assert computer_calls(quiet) == []
     assert not await AuditLog.objects.filter(action__startswith="browser.screen").aexists()
+
+
+async def test_it_takes_no_input_once_the_session_was_deleted(operator_client, quiet):
+    sid = create(quiet, name="gone-soon")["session_id"]
+    token = await take(operator_client, sid)
+    quiet.call("DELETE", f"/browsers/{sid}")
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "type", "text": "late"}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and "ended" in response.content.decode()
+    assert (await operator_client.post(url(sid, "control/"), {"action": "take"})).status_code == 409
+    assert computer_calls(quiet) == []
+    assert not await AuditLog.objects.filter(action="browser.screen.input").aexists()
