@@ -31,6 +31,7 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import re
 import socket
 import time
@@ -442,7 +443,11 @@ class _Cdp:
                 data = params.get("data")
                 if isinstance(data, str) and BASE64.fullmatch(data):
                     stamp = (params.get("metadata") or {}).get("timestamp")
-                    screen.publish(data, stamp * 1000 if isinstance(stamp, int | float) else None)
+                    # A finite number only: json.dumps writes Infinity and NaN, which JSON.parse refuses
+                    # (the page dropped every frame of an upstream that sent them).
+                    finite = isinstance(stamp, int | float) and not isinstance(stamp, bool)
+                    finite = finite and math.isfinite(stamp * 1000)
+                    screen.publish(data, stamp * 1000 if finite else None)
             elif _ends_page(message, self.page):
                 raise _Closed(method)
 

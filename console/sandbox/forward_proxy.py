@@ -196,8 +196,16 @@ class Listener:
         return f"http://127.0.0.1:{self.port}"
 
     def playwright(self) -> dict:
-        """Playwright's ``proxy`` option for the session's context."""
-        return {"server": self.server, "username": self.username, "password": self.password}
+        """Playwright's ``proxy`` option for the session's context. Loopback goes through the proxy too
+        (``<-loopback>``, which Playwright adds by itself unless PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_
+        LOOPBACK is set): a page's ``ws://127.0.0.1:<port>``, which no context route sees, meets the proxy,
+        which reaches no address, instead of the sandbox's or the console's port."""
+        return {
+            "server": self.server,
+            "username": self.username,
+            "password": self.password,
+            "bypass": "<-loopback>",
+        }
 
     async def start(self, network=None) -> Listener:
         """Listen on loopback: the host's, or that of the browser's own network namespace (``network``,
@@ -254,15 +262,21 @@ class Listener:
             if head is None:
                 return
             method, target, headers = head
-            body = await _read_body(reader, headers)
             if not self._authorised(headers):
+                # Before a byte of its body is read (a client without credentials gets no buffer of the
+                # proxy's), so the connection closes after the answer: its body, unread, would follow.
                 await _respond(
                     writer,
                     407,
-                    {"proxy-authenticate": f'Basic realm="{self.proxy["id"]}"', "content-type": "text/plain"},
+                    {
+                        "proxy-authenticate": f'Basic realm="{self.proxy["id"]}"',
+                        "content-type": "text/plain",
+                        "connection": "close",
+                    },
                     b"Proxy authentication required\n",
                 )
-                continue
+                return
+            body = await _read_body(reader, headers)
             if method == "CONNECT":
                 host = target.rpartition(":")[0].strip("[]").lower() or target.lower()
                 await _respond(writer, 200, {}, None)
@@ -358,7 +372,7 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = b""
         while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+            size = _number((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
             if len(body) + size > BODY_LIMIT:  # before reading (and holding) the chunk
                 raise ConnectionError("request body too large")
             if size == 0:
@@ -366,10 +380,19 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict) -> bytes:
                 return body
             body += await reader.readexactly(size)
             await reader.readexactly(2)
-    length = int(headers.get("content-length") or 0)
+    length = _number(headers.get("content-length") or "0", 10)
     if length > BODY_LIMIT:
         raise ConnectionError("request body too large")
     return await reader.readexactly(length) if length else b""
+
+
+def _number(text: str | bytes, base: int) -> int:
+    """A Content-Length or chunk size: digits only (a sign, a space or 20 digits closes the connection)."""
+    text = text.decode("latin-1") if isinstance(text, bytes) else text
+    digits = "0123456789abcdefABCDEF"[: 22 if base == 16 else 10]
+    if not text or len(text) > 16 or any(c not in digits for c in text):
+        raise ConnectionError("malformed length")
+    return int(text, base)
 
 
 async def _respond(writer, status: int, headers: dict, body: bytes | None, *, head_only: bool = False):

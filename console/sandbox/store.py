@@ -220,8 +220,9 @@ def _hashable(value):
 
 class Store:
     def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path).expanduser().resolve()
+        self.path = state_path(path)
         self.files = self.path.with_name(self.path.name + ".files")
+        _check_own_paths(self.path)
         self.codec = Codec()
         self._rows: dict[tuple, str] = {}  # what the file holds, as last written: key -> encoded row
         self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (api_key, tbl, id) -> (first, last) seq
@@ -238,11 +239,12 @@ class Store:
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fresh = not self.path.exists()
+            fresh = not os.path.lexists(self.path)
             if fresh:
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                # O_EXCL: never through a symlink planted meanwhile (not even a dangling one).
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
             else:
-                os.chmod(self.path, 0o600)
+                _owner_only(self.path)
         except OSError as exc:
             raise StateError(f"cannot create the sandbox state file {self.path}: {exc.strerror}") from None
         db = None
@@ -284,7 +286,7 @@ class Store:
             raise
         for suffix in ("-wal", "-shm"):
             with _quiet_oserror():
-                os.chmod(f"{self.path}{suffix}", 0o600)
+                _owner_only(Path(f"{self.path}{suffix}"))
         self.files.mkdir(mode=0o700, exist_ok=True)
         return db
 
@@ -331,7 +333,15 @@ class Store:
                 _after_restart(tenant)
         except StateError:
             raise
-        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (
+            sqlite3.DatabaseError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            OverflowError,  # a duration or date out of range
+            RecursionError,  # nesting deeper than a record has
+        ) as exc:
             # The exception's type only: its text could quote a stored value.
             detail = str(exc) if isinstance(exc, sqlite3.DatabaseError) else type(exc).__name__
             raise StateError(
@@ -534,11 +544,60 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
+def state_path(path: str | os.PathLike) -> Path:
+    """``SANDBOX_STATE`` made absolute: its directory resolved (a symlinked directory is the owner's
+    choice), its file name kept as it is, so a symlink planted at the file is refused, never followed."""
+    given = Path(path).expanduser().absolute()
+    return given.parent.resolve() / given.name
+
+
+# Every path the store opens, creates, changes the mode of or removes, beside the state file itself.
+COMPANIONS = ("", "-wal", "-shm", "-journal", ".lock", ".files")
+
+
+def _check_own_paths(path: Path) -> None:
+    """Refuse (``StateError``) a state file or companion that is a symlink, not a plain file (a directory
+    for ``.files``), or another user's: the sandbox (root, often) would otherwise change the mode of, write
+    or read what another local user pointed it at, or load state someone else wrote (its paths say where
+    sessions' files live)."""
+    for suffix in COMPANIONS:
+        candidate = Path(f"{path}{suffix}")
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StateError(f"cannot read {candidate}: {exc.strerror}") from None
+        if stat.S_ISLNK(info.st_mode):
+            raise StateError(
+                f"{candidate} is a symbolic link; the sandbox never follows one to its state (point "
+                "SANDBOX_STATE at the real file, in a directory only its user can write)"
+            )
+        directory = suffix == ".files"
+        if not (stat.S_ISDIR(info.st_mode) if directory else stat.S_ISREG(info.st_mode)):
+            kind = "a directory" if directory else "a regular file"
+            raise StateError(f"{candidate} is not {kind}; move it away or point SANDBOX_STATE elsewhere")
+        if info.st_uid != os.geteuid():
+            raise StateError(
+                f"{candidate} belongs to another user (uid {info.st_uid}); the sandbox uses state of its "
+                "own user only: move it away or point SANDBOX_STATE elsewhere"
+            )
+
+
+def _owner_only(path: Path) -> None:
+    """chmod 0600, on the file itself (a symlink swapped in after the check raises ELOOP, not followed)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def _take_lock(path: Path) -> int:
     """One sandbox process per state file: a second one (or a reset) is refused while it runs."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise StateError(f"cannot create the sandbox state file {path}: {exc.strerror}") from None
     try:
@@ -635,9 +694,10 @@ def reset(path: str | os.PathLike) -> list[Path]:
     """Remove the state file, its WAL companions and its files directory; what was removed.
 
     Refused (``StateError``) while a sandbox process uses the file."""
-    target = Path(path).expanduser().resolve()
+    target = state_path(path)
     if not target.parent.is_dir():
         return []
+    # A symlink among them is removed itself (unlink never follows one), never what it points at.
     os.close(_take_lock(target))
     removed = []
     for candidate in (
@@ -647,12 +707,15 @@ def reset(path: str | os.PathLike) -> list[Path]:
         Path(f"{target}-journal"),
         _lock_path(target),
     ):
-        if candidate.exists():
+        if os.path.lexists(candidate):
             candidate.unlink()
             if candidate != _lock_path(target):
                 removed.append(candidate)
     files = target.with_name(target.name + ".files")
-    if files.is_dir() and not files.is_symlink():
+    if files.is_symlink():
+        files.unlink()
+        removed.append(files)
+    elif files.is_dir():
         shutil.rmtree(files, onerror=_writable_then_retry)
         removed.append(files)
     return removed
@@ -661,5 +724,6 @@ def reset(path: str | os.PathLike) -> list[Path]:
 def _writable_then_retry(function, path, _exc_info):
     """Session files a confined command left read-only are still removed."""
     with _quiet_oserror():
-        os.chmod(path, stat.S_IRWXU)
+        if not os.path.islink(path):  # a session's symlink: never the mode of what it points at
+            os.chmod(path, stat.S_IRWXU)
         function(path)

@@ -116,8 +116,13 @@ class Reply:
 
 
 def path_segment(value: object) -> str:
-    """Quote one path segment (an id or a name, which may hold spaces or unicode)."""
-    return urllib.parse.quote(str(value), safe="")
+    """Quote one path segment (an id or a name, which may hold spaces or unicode).
+
+    A segment of dots only is quoted too: httpx removes ``.`` and ``..`` segments from a path, so an id
+    ``..`` (a URL typed by hand, an id from the service) would have sent ``/browsers/bs_1/replays/../stop``
+    to ``/browsers/bs_1/stop``."""
+    quoted = urllib.parse.quote(str(value), safe="")
+    return quoted.replace(".", "%2E") if quoted.strip(".") == "" else quoted
 
 
 # --- the shared client, one per event loop -----------------------------------------------------

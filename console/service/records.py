@@ -19,8 +19,9 @@ dataclass automatically (keyword-only ``__init__``)::
 - fields typed as another Record (or ``list[SomeRecord]``) are built recursively.
 
 What the contract does promise is checked: an object where an object is expected, a list where a list
-is, and every field declared without a default (ids) present. Otherwise ``errors.BadResponse``, shown
-like a 5xx, instead of a TypeError deep in a view.
+is, every field declared without a default (ids) present, and such an id (``id``, ``…_id``) one that a
+link can hold (no "/", not dots only). Otherwise ``errors.BadResponse``, shown like a 5xx, instead of a
+TypeError or NoReverseMatch deep in a view.
 """
 
 from __future__ import annotations
@@ -119,6 +120,18 @@ class Record:
         missing = [n for n in cls._field_hints() if not _has_default(cls, n) and kwargs.get(n) in (None, "")]
         if missing:
             raise _bad_shape(f"{_a(cls)} object without {', '.join(missing)}")
+        # Ids become path segments of console links: one with "/" matches no route (reverse() raised, a
+        # 500) and one of dots only links elsewhere in the console ("/browsers/../").
+        unlinkable = [
+            n
+            for n in cls._field_hints()
+            if (n == "id" or n.endswith("_id"))
+            and not _has_default(cls, n)
+            and isinstance(kwargs[n], str)
+            and ("/" in kwargs[n] or not kwargs[n].strip("."))
+        ]
+        if unlinkable:
+            raise _bad_shape(f"{_a(cls)} object whose {', '.join(unlinkable)} no link can hold")
         return cls(**kwargs, extra=data)
 
     @classmethod

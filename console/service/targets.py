@@ -33,6 +33,8 @@ CACHE_SECONDS = 30.0
 # Metadata endpoints outside the link-local range (AWS over IPv6, Alibaba Cloud).
 METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("fd00:ec2::254", "100.100.100.200"))
 
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _resolved: dict[tuple[str, int], tuple[float, tuple[str, ...]]] = {}
@@ -47,8 +49,16 @@ class ForbiddenTarget(ServiceError):
 def refusal(address: str, *, allow_private: bool) -> str | None:
     """What ``address`` (an IP) is when the key may not go there ("a loopback address"), else None."""
     ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        # An IPv4 address carried in an IPv6 one is judged as itself: mapped (::ffff:a.b.c.d), NAT64
+        # (64:ff9b::a.b.c.d, what DNS64 answers in an IPv6-only cluster: the gateway connects to a.b.c.d)
+        # and 6to4 (2002:AABB:CCDD::, routed to a.b.c.d), so 2002:a9fe:a9fe:: is the metadata address.
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip.sixtofour is not None:
+            ip = ip.sixtofour
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if ip.is_link_local:

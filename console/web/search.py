@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
 from console.service import (
@@ -53,6 +53,10 @@ class Kind(NamedTuple):
 
 
 def _url(request, name: str, **kwargs) -> str:
+    # Ids come from the service: one of dots only would link elsewhere in the console (``/browsers/../``),
+    # one with "/" matches no route. Such a record is left out of the results (``_search_kind``).
+    if any(not str(value).strip(".") for value in kwargs.values()):
+        raise NoReverseMatch(f"{name}: not an id")
     return reverse(name, kwargs={"org_slug": request.org.slug, **kwargs})
 
 
@@ -125,7 +129,10 @@ async def _search_kind(request, kind: Kind, query: str) -> tuple[list[Hit], str]
         return [], f"{kind.label}s could not be searched"
     hits, seen = [], set()
     for record in page.items:
-        title, detail, url = kind.hit(request, record)
+        try:
+            title, detail, url = kind.hit(request, record)
+        except NoReverseMatch:
+            continue  # an id no console page can have (a hostile or broken service): no link to it
         if url in seen:  # app versions share their app's page
             continue
         seen.add(url)

@@ -235,7 +235,9 @@
       var held = modifiers(event).filter(function (m) { return m !== "Shift"; });
       var named = KEYS[event.key];
       event.preventDefault();
-      if (!held.length && event.key.length === 1) {
+      // AltGr (reported as Ctrl+Alt on Windows) makes a character (@ on a German keyboard): typed text.
+      var altGraph = event.getModifierState && event.getModifierState("AltGraph");
+      if ((!held.length || altGraph) && event.key.length === 1) {
         text += event.key;
         clearTimeout(textTimer);
         textTimer = setTimeout(flushText, 400);

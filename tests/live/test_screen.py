@@ -338,3 +338,22 @@ async def test_it_shows_an_upstream_error_message_with_its_control_characters_vi
     message = json.loads(events(chunk)[-1]["data"][0])["message"]
     assert "\u202e" not in message and "\x1b" not in message
     assert "[U+202E]" in message and "screen" in message
+
+
+@pytest.mark.parametrize("stamp", [1e308, float("inf"), float("nan"), "soon", True])
+async def test_it_sends_only_a_finite_capture_time_a_browser_can_parse(cdp, stamp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    message = {
+        "method": "Page.screencastFrame",
+        "sessionId": "S1",
+        "params": {"data": "AAAA", "metadata": {"timestamp": stamp}, "sessionId": 1},
+    }
+    for socket in list(cdp.casting):
+        await socket.send(json.dumps(message))  # Python writes Infinity and NaN, as a hostile upstream may
+    await until(lambda: viewer.screen.frames_in == 1)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    meta = json.loads(frames[0]["data"][0], parse_constant=lambda name: pytest.fail(f"{name} in a frame"))
+    assert "c" not in meta
+    viewer.screen.task.cancel()

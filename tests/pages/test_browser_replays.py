@@ -116,6 +116,17 @@ async def test_it_answers_404_for_another_organizations_session(outsider_client,
     assert (await outsider_client.get(other + "rep_x/video/")).status_code == 404
 
 
+async def test_it_sends_a_replay_id_of_dots_as_one_segment_never_a_step_up(operator_client, tenant, session):
+    # httpx removes dot segments: ".." would have stopped /browsers/<id>/stop, "." listed the replays.
+    for replay_id in ("..", "."):
+        response = await operator_client.post(url(session, f"replays/{replay_id}/stop/"))
+        assert response.status_code == 404
+        video = await operator_client.get(url(session, f"replays/{replay_id}/video/"))
+        assert video.status_code == 404
+    paths = [r["path"] for r in tenant.requests() if r["path"].startswith(f"/browsers/{session}/")]
+    assert paths and all("/replays/" in p for p in paths), paths
+
+
 # The video proxy's range arithmetic, against a service that ignores Range --------------------------
 
 
@@ -176,6 +187,14 @@ async def test_it_serves_the_whole_file_without_a_usable_range(viewer_client, wh
 async def test_it_answers_416_for_a_range_past_the_end(viewer_client, whole_file_service):
     response = await viewer_client.get(url("bs_1", "replays/rep_1/video/"), headers={"Range": "bytes=20000-"})
     assert response.status_code == 416 and response["Content-Range"] == "bytes */10240"
+
+
+async def test_it_serves_the_whole_file_for_a_range_of_absurd_numbers(viewer_client, whole_file_service):
+    # 5000 digits: more than Python reads as a number (it raised, a 500); 16 digits: no video is that long.
+    for asked in ("bytes=" + "9" * 5000 + "-", "bytes=0-" + "9" * 5000, "bytes=-" + "1" * 16):
+        response = await viewer_client.get(url("bs_1", "replays/rep_1/video/"), headers={"Range": asked})
+        assert response.status_code == 200 and not response.has_header("Content-Range")
+        assert await body_of(response) == whole_file_service
 
 
 def test_it_reads_one_range_and_refuses_the_rest():
@@ -250,3 +269,50 @@ async def test_it_sends_no_more_than_the_range_the_service_named(viewer_client, 
     assert response.status_code == 206 and response["Content-Range"] == "bytes 100-199/10240"
     assert response["Content-Length"] == "100"
     assert await body_of(response) == lying_service[:100]  # what the service sent, cut to its length
+
+
+@pytest.fixture
+def spoofing_service(org):
+    """A loopback service whose "replays" are HTML pages under various content types."""
+    page = b"<!doctype html><script>alert(document.cookie)</script>"
+    kinds = {
+        "rep_html": "text/html; charset=utf-8",
+        "rep_svg": "image/svg+xml",
+        "rep_octet": "application/octet-stream",
+        "rep_none": "",
+    }
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            kind = kinds.get(self.path.rsplit("/", 1)[-1])
+            self.send_response(200 if kind is not None else 404)
+            if kind:
+                self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    org.service_base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    org.save()
+    yield page
+    server.shutdown()
+    server.server_close()
+
+
+async def test_it_never_serves_an_upstream_page_as_a_page_of_its_own_origin(viewer_client, spoofing_service):
+    for replay in ("rep_html", "rep_svg", "rep_none"):
+        response = await viewer_client.get(url("bs_1", f"replays/{replay}/video/"))
+        assert response.status_code >= 500, replay
+        assert b"alert(document.cookie)" not in response.content
+    # octet-stream is what the notes say a replay may be: passed on as a video, never sniffed into a page.
+    for query, disposition in (("", "inline"), ("?download=1", "attachment")):
+        response = await viewer_client.get(url("bs_1", f"replays/rep_octet/video/{query}"))
+        assert response.status_code == 200 and response["Content-Type"] == "video/mp4"
+        assert response["X-Content-Type-Options"] == "nosniff"
+        assert response["Content-Disposition"] == f'{disposition}; filename="rep_octet.mp4"'
+        assert "no-store" in response["Cache-Control"]  # a replay's pictures stay off a shared disk cache

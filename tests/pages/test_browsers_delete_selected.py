@@ -117,3 +117,26 @@ async def test_it_asks_to_select_something_first(operator_client, quiet):
     body = (await operator_client.post(URL, {"confirm": "yes"})).content.decode()
     assert "Select at least one session." in body
     assert deletes(quiet) == []
+
+
+async def test_it_bounds_a_selection_and_sends_nothing_beyond_it(operator_client, quiet):
+    sid = create(quiet, name="one")
+    before = len(quiet.requests())
+    # 101 distinct ids: refused as a whole, nothing looked up or deleted.
+    body = (await operator_client.post(URL, {"session_id": [sid, *(f"bs_{i}" for i in range(100))]})).content
+    assert "Select at most 100 sessions at once." in body.decode()
+    # A hundred thousand: Django refuses the form (DATA_UPLOAD_MAX_NUMBER_FIELDS) before the view reads it.
+    flood = await operator_client.post(
+        URL, {"session_id": [f"bs_{i}" for i in range(100_000)], "confirm": "yes"}
+    )
+    assert flood.status_code == 400
+    assert len(quiet.requests()) == before and active(quiet, sid)
+    assert not await AuditLog.objects.filter(action="browser.delete").aexists()
+
+
+async def test_it_deletes_a_session_chosen_twice_once(operator_client, quiet):
+    sid = create(quiet, name="twice")
+    response = await operator_client.post(URL, {"session_id": [sid, sid, f" {sid} "], "confirm": "yes"})
+    assert "Deleted 1 of 1 session" in response.content.decode()
+    assert deletes(quiet) == [f"/browsers/{sid}"]
+    assert await AuditLog.objects.filter(action="browser.delete").acount() == 1

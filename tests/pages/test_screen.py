@@ -149,14 +149,16 @@ async def test_it_sends_each_kind_of_input_as_a_computer_action(operator_client,
         {"kind": "scroll", "x": 100, "y": 100, "dx": 0, "dy": 240},
         {"kind": "type", "text": "hunter2 secret"},
         {"kind": "keys", "keys": "Ctrl+a Return"},
+        {"kind": "keys", "keys": "Ctrl+Alt+@ x Shift+Tab"},  # AltGr+Q on a German keyboard is Ctrl+Alt
     ):
         response = await operator_client.post(url(sid, "input/"), fields, headers=headers)
         assert response.status_code == 204, (fields, response.content)
     paths = [r["path"].rsplit("/", 1)[1] for r in computer_calls(quiet)]
-    assert paths == ["click_mouse", "click_mouse", "scroll", "type", "press_key"]
+    assert paths == ["click_mouse", "click_mouse", "scroll", "type", "press_key", "press_key"]
     details = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input").order_by("pk")]
     assert details[0] == "dblclick at (5, 6)" and details[3] == "typed 14 characters"
     assert details[4] == "pressed Ctrl+a Return"
+    assert details[5] == "pressed a character a character Shift+Tab"  # never the @ of a password
     assert not [d async for d in AuditLog.objects.filter(detail__contains="hunter2").values_list("detail")]
 
 
@@ -228,3 +230,101 @@ async def test_it_keeps_typed_text_out_of_the_audit_log_when_the_service_quotes_
     rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.input")]
     assert len(rows) == 1 and rows[0].startswith("typed 14 characters")
     assert "hunter2" not in rows[0] and "hunter2" not in response.content.decode()
+
+
+async def test_it_keeps_control_released_while_an_action_was_on_its_way(operator_client, quiet):
+    """An action sent just before "Release" (typed text flushed, a click) answers after it: renewing
+    control then must not bring back the token the release dropped (the request's copy of the Django
+    session, read before the release, was saved over it)."""
+    import asyncio
+
+    sid = create(quiet, name="late")["session_id"]
+    token = await take(operator_client, sid)
+    quiet.fault(method="POST", path=f"^/browsers/{sid}/computer/click_mouse$", delay_response_ms=1500)
+    headers = {"X-Screen-Control": token}
+    late = asyncio.create_task(
+        operator_client.post(url(sid, "input/"), {"kind": "click", "x": 37, "y": 41}, headers=headers)
+    )
+    where = f"/browsers/{sid}/computer/get_mouse_position"
+    for _ in range(200):  # until the service clicked; its answer is on its way
+        if quiet.call("POST", where).json() == {"x": 37, "y": 41}:
+            break
+        await asyncio.sleep(0.05)
+    released = await operator_client.post(url(sid, "control/"), {"action": "release"})
+    assert released.status_code == 302 and not late.done()
+    assert (await late).status_code == 204
+    after = await operator_client.post(url(sid, "input/"), {"kind": "click", "x": 2, "y": 2}, headers=headers)
+    assert after.status_code == 409
+    assert [r["path"] for r in computer_calls(quiet)].count(f"/browsers/{sid}/computer/click_mouse") == 1
+
+
+async def test_it_renews_control_with_each_action(operator_client, quiet):
+    import time
+
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from console.browsers.panes import screen
+
+    sid = create(quiet, name="renew")["session_id"]
+    token = await take(operator_client, sid)
+    stored = SessionStore(session_key=operator_client.cookies["sessionid"].value)
+    held = await stored.aget(screen.SESSION_KEY)
+    (name,) = held
+    held[name][1] = time.time() + 5  # nearly expired
+    await stored.aset(screen.SESSION_KEY, held)
+    await stored.asave()
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 204
+    renewed = (await SessionStore(session_key=stored.session_key).aget(screen.SESSION_KEY))[name]
+    assert renewed[0] == token and renewed[1] > time.time() + screen.CONTROL_SECONDS - 60
+
+
+async def test_it_keeps_control_to_the_org_it_was_taken_in(operator, operator_client, quiet):
+    """The same session id under another org of the same member (both orgs on one service key): control
+    taken in one is not control in the other."""
+    from asgiref.sync import sync_to_async
+
+    from console.accounts.models import Membership, Organization, Role
+
+    def twin():
+        other = Organization(name="Acme twin", slug="acme-twin", service_base_url=quiet.url)
+        other.set_api_key(quiet.api_key)
+        other.save()
+        Membership.objects.create(user=operator, org=other, role=Role.OPERATOR)
+
+    await sync_to_async(twin)()
+    sid = create(quiet, name="shared")["session_id"]
+    token = await take(operator_client, sid)
+    response = await operator_client.post(
+        f"/o/acme-twin/browsers/{sid}/screen/input/",
+        {"kind": "click", "x": 1, "y": 1},
+        headers={"X-Screen-Control": token},
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []
+
+
+async def test_it_refuses_input_without_the_csrf_token(operator, quiet):
+    from django.test import AsyncClient
+
+    client = AsyncClient(enforce_csrf_checks=True)
+    await client.aforce_login(operator, backend="console.accounts.backends.UsernameOrEmailBackend")
+    sid = create(quiet, name="forged")["session_id"]
+    for path, fields in (("control/", {"action": "take"}), ("input/", {"kind": "click", "x": 1, "y": 1})):
+        assert (await client.post(url(sid, path), fields)).status_code == 403
+    assert computer_calls(quiet) == []
+    assert not await AuditLog.objects.filter(action__startswith="browser.screen").aexists()
+
+
+async def test_it_takes_no_input_once_the_session_was_deleted(operator_client, quiet):
+    sid = create(quiet, name="gone-soon")["session_id"]
+    token = await take(operator_client, sid)
+    quiet.call("DELETE", f"/browsers/{sid}")
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "type", "text": "late"}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and "ended" in response.content.decode()
+    assert (await operator_client.post(url(sid, "control/"), {"action": "take"})).status_code == 409
+    assert computer_calls(quiet) == []
+    assert not await AuditLog.objects.filter(action="browser.screen.input").aexists()

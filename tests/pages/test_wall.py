@@ -60,3 +60,28 @@ async def test_it_refuses_a_stream_of_another_orgs_session(viewer_client, other_
     assert response.status_code == 404
     assert len(other_tenant.requests()) == before
     assert (await viewer_client.get("/o/acme/browsers/wall/stream/")).status_code == 404
+
+
+async def test_it_shows_a_session_id_no_page_can_have_as_a_bad_answer(viewer_client, quiet):
+    # A hostile service: an id with "/" made reverse() raise (a 500); ".." linked to another console page.
+    kept = create(quiet, name="kept")["session_id"]
+    for planted in ("a/b", ".."):
+        quiet.fault(method="GET", path="^/browsers$", fields={"session_id": planted}, count=1)
+        response = await viewer_client.get("/o/acme/browsers/wall/")
+        body = response.content.decode()
+        assert response.status_code == 503 and "Service unavailable" in body  # as a malformed answer is
+        assert f'data-tile="{planted}"' not in body and "/o/acme/browsers/../" not in body
+    assert kept in (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
+
+
+async def test_it_escapes_a_session_name_on_its_tile(viewer_client, quiet):
+    create(quiet, name="<img src=x onerror=alert(1)>")
+    body = (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img src=x" not in body
+
+
+async def test_it_reflects_its_filters_escaped(viewer_client, quiet):
+    hostile = '"><script>alert(1)</script>'
+    query = {"q": hostile, "pool": hostile, "profile": hostile, "tag": f"k:{hostile}", "status": hostile}
+    body = (await viewer_client.get("/o/acme/browsers/wall/", query)).content.decode()
+    assert "<script>alert(1)" not in body and "&quot;&gt;&lt;script&gt;" in body

@@ -536,3 +536,85 @@ def test_it_refuses_a_second_sandbox_or_a_reset_on_a_file_in_use(tmp_path):
         assert httpx.get(f"{url}/_sandbox/health").status_code == 200 and state.exists()
     finally:
         stop_sandbox(process)
+
+
+# A hostile state path ---------------------------------------------------------------------------------
+# SANDBOX_STATE in a directory others can write (/tmp): another local user may plant a symlink or a file of
+# their own there before the sandbox (root, often) starts.
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm", ".lock", ".files"])
+def test_it_never_follows_a_symlink_planted_at_the_state_path(tmp_path, suffix):
+    state = tmp_path / "sandbox.sqlite3"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"someone else's file\n")
+    victim.chmod(0o644)
+    Path(f"{state}{suffix}").symlink_to(victim)
+    with pytest.raises(store.StateError, match="symbolic link"):
+        store.Store(state)
+    assert victim.read_bytes() == b"someone else's file\n"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644  # was chmod 0600 through the link
+
+
+def test_it_creates_nothing_through_a_dangling_symlink(tmp_path):
+    state = tmp_path / "sandbox.sqlite3"
+    target = tmp_path / "elsewhere" / "created-by-root"
+    target.parent.mkdir()
+    state.symlink_to(target)
+    with pytest.raises(store.StateError, match="symbolic link"):
+        store.Store(state)
+    assert not target.exists()  # was created (a database, by root) where the link pointed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_it_refuses_state_another_user_wrote(tmp_path):
+    state = tmp_path / "sandbox.sqlite3"
+    saved = store.Store(state)
+    saved.close()
+    os.chown(state, 65534, 65534)  # planted by nobody: its tenants, keys and paths are theirs
+    with pytest.raises(store.StateError, match="belongs to another user"):
+        store.Store(state)
+    assert state.stat().st_uid == 65534
+
+
+def test_it_reads_a_state_file_opened_by_its_directorys_symlink(tmp_path):
+    # A symlinked directory (/var/lib/x -> /data/x) is the owner's choice: the file's own link is refused.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    opened = store.Store(tmp_path / "linked" / "sandbox.sqlite3")
+    opened.close()
+    assert (tmp_path / "real" / "sandbox.sqlite3").is_file()
+    store.Store(tmp_path / "linked" / "sandbox.sqlite3").close()
+
+
+def test_it_resets_a_symlink_itself_never_what_it_points_at(tmp_path):
+    state = tmp_path / "sandbox.sqlite3"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me\n")
+    state.symlink_to(victim)
+    files = tmp_path / "victim-dir"
+    files.mkdir()
+    (files / "keep").write_bytes(b"x")
+    Path(f"{state}.files").symlink_to(files)
+    store.reset(state)
+    assert victim.read_bytes() == b"keep me\n" and (files / "keep").exists()
+    assert not os.path.lexists(state) and not os.path.lexists(f"{state}.files")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"id": "t", "clock_offset": {"$": "td", "v": 1e300}}',  # OverflowError: no such duration
+        '{"id": "t", "settings": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}",  # RecursionError: no record nests so
+    ],
+    ids=["overflow", "recursion"],
+)
+def test_it_refuses_state_values_out_of_range_with_a_clear_error(tmp_path, data):
+    opened = store.Store(tmp_path / "sandbox.sqlite3")
+    opened.db.execute("INSERT INTO tenants (api_key, data) VALUES (?, ?)", ("key", data))
+    with pytest.raises(store.StateError, match="could not be read as sandbox state"):
+        opened.load(type("Registry", (), {"tenants": {}})())
+    opened.close()

@@ -399,3 +399,13 @@ async def test_it_never_sends_a_change_again_when_the_server_hung_up(hangs_up_on
     with pytest.raises(errors.NoAnswer):
         await service_http.request(svc, "POST", "/projects", json={"name": "x"})
     assert len(seen) == 1
+
+
+def test_it_refuses_a_record_whose_id_no_link_can_hold():
+    from console.service.browsers import Session
+    from console.service.errors import BadResponse
+
+    for planted in ("a/b", "..", "."):
+        with pytest.raises(BadResponse, match="no link can hold"):
+            Session.from_json({"session_id": planted})
+    assert Session.from_json({"session_id": "bs_1.v2:x-y"}).session_id == "bs_1.v2:x-y"

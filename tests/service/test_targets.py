@@ -26,6 +26,22 @@ def test_it_allows_loopback_and_private_addresses_only_when_told(address):
 def test_it_allows_public_addresses():
     assert targets.refusal("93.184.216.34", allow_private=False) is None
     assert targets.refusal("2606:2800:220:1:248:1893:25c8:1946", allow_private=False) is None
+    # DNS64 in an IPv6-only cluster answers a public host's NAT64 address (it was refused as reserved).
+    assert targets.refusal("64:ff9b::5db8:d822", allow_private=False) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("2002:a9fe:a9fe::1", "link-local"),  # 6to4 of 169.254.169.254 (it counted as a public address)
+        ("2002:7f00:1::1", "loopback"),  # 6to4 of 127.0.0.1
+        ("2002:a00:1::", "private"),  # 6to4 of 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 of 169.254.169.254
+        ("64:ff9b::a0a:a0a", "private"),  # NAT64 of 10.10.10.10
+    ],
+)
+def test_it_judges_an_ipv4_address_carried_in_an_ipv6_one_as_itself(address, why):
+    assert why in targets.refusal(address, allow_private=False)
 
 
 @pytest.mark.parametrize(

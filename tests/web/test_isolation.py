@@ -175,12 +175,12 @@ def fill(route: str, org_slug: str, ids: dict[str, str]) -> str:
     return "/" + PARAM.sub(value, route).lstrip("^").rstrip("$")
 
 
-async def answers(client: AsyncClient, url: str) -> list[int]:
+async def answers(client: AsyncClient, url: str, data: dict | None = None) -> list[int]:
     statuses = []
     for headers in ({}, {"HX-Request": "true", "HX-Target": "x"}):
         response = await client.get(url, headers=headers)
         if response.status_code == 405:
-            response = await client.post(url, headers=headers)
+            response = await client.post(url, data or {}, headers=headers)
         statuses.append(response.status_code)
     return statuses
 
@@ -209,9 +209,11 @@ async def test_it_never_reaches_another_orgs_tenant(
         (admin_client, org, globex_seeded, other_org, globex_seeded),
         (outsider_client, other_org, acme_seeded, org, acme_seeded),
     ):
-        url = fill(route, mine.slug, await sync_to_async(real_ids)(seeded, their_org))
+        ids = await sync_to_async(real_ids)(seeded, their_org)
+        url = fill(route, mine.slug, ids)
         before = len(theirs_tenant.requests())
-        statuses = await answers(client, url)
+        # Their ids in the body too, confirmed: the bulk actions take theirs from the form.
+        statuses = await answers(client, url, {"session_id": ids["session_id"], "confirm": "yes"})
         heard = theirs_tenant.requests()[before:]
         assert heard == [], f"{url} reached {their_org.slug}'s tenant: {heard}"
         if "member_id" in route or "invite_id" in route:
@@ -225,3 +227,42 @@ async def test_it_sends_anonymous_users_to_login(route, org, admin, acme_seeded)
     if response.status_code == 405:
         response = await AsyncClient().post(url)
     assert response.status_code in (302, 404), f"{url} answered {response.status_code} anonymously"
+
+
+# What every mutating form of the console might send: a viewer's POST with all of it changes nothing.
+EVERYTHING = {
+    "confirm": "yes",
+    "action": "take",
+    "kind": "click",
+    "x": "1",
+    "y": "1",
+    "name": "viewer-was-here",
+    "reuse": "on",
+}
+# Service reads sent as POST (the service's computer reads are POSTs).
+READS = ("/computer/screenshot", "/computer/get_mouse_position", "/computer/clipboard/read")
+
+
+@pytest.mark.parametrize("route", org_routes())
+async def test_it_lets_a_viewer_change_nothing(route, org, viewer_client, acme_seeded):
+    """A viewer POSTs every org URL (plain and htmx, with every field a form of the console sends and the
+    org's real ids): the service receives no change, and no audit row but a refusal is written."""
+    from console.accounts.models import AuditLog
+
+    ids = await sync_to_async(real_ids)(acme_seeded, org)
+    url = fill(route, org.slug, ids)
+    tenant = acme_seeded[0]
+    before = len(tenant.requests())
+    rows = await AuditLog.objects.exclude(outcome="denied").acount()
+    data = {**EVERYTHING, "session_id": ids["session_id"]}
+    for headers in ({}, {"HX-Request": "true", "HX-Target": "x"}):
+        await viewer_client.post(url, data, headers=headers)
+    changes = [
+        r
+        for r in tenant.requests()[before:]
+        if r["method"] not in ("GET", "HEAD") and not r["path"].endswith(READS)
+    ]
+    assert changes == [], f"a viewer's POST to {url} changed {changes}"
+    # A refusal may be audited ("denied", the member pages do), nothing else.
+    written = await AuditLog.objects.exclude(outcome="denied").acount()
+    assert written == rows, f"a viewer's POST to {url} wrote an audit row"

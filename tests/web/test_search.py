@@ -75,3 +75,21 @@ async def test_it_asks_the_service_nothing_for_a_one_letter_query(viewer_client,
     body = (await viewer_client.get(url(), {"q": "p"})).content.decode()
     assert 'href="/o/acme/pools/"' in body
     assert len(tenant.requests()) == before
+
+
+async def test_it_escapes_what_the_service_names(viewer_client, tenant):
+    tenant.call("POST", "/browsers", json={"name": "<img src=x onerror=alert(1)>"})
+    body = (await viewer_client.get(url(), {"q": "onerror"})).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img src=x" not in body
+
+
+async def test_it_links_no_id_that_is_not_an_id_token(viewer_client, tenant):
+    # A hostile service: an id with "/" made reverse() raise (a 500), ".." linked elsewhere in the console.
+    tenant.call("POST", "/browsers", json={"name": "planted-one"})
+    for planted in ("a/b", "..", "x?y#z"):
+        tenant.fault(method="GET", path="^/browsers$", fields={"session_id": planted}, count=1)
+        response = await viewer_client.get(url(), {"q": "planted"})
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert "/o/acme/browsers/a" not in body and "/o/acme/browsers/../" not in body
+        assert "/o/acme/browsers/x?" not in body  # quoted if linked: x%3Fy%23z

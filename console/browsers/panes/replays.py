@@ -42,7 +42,9 @@ WINDOW_SLACK = timedelta(seconds=1)
 # The screenshot category would bury the rest (a picture a second); the video shows the screen anyway.
 WINDOW_CATEGORIES = tuple(c for c in telemetry.CATEGORIES if c != "screenshot")
 NAVIGATION = ("page_navigation",)
-RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# At most 15 digits a side (a petabyte): a longer number is no range of a video, and Python refuses to
+# read a number of more than 4300 digits (a 500, before this bound).
+RANGE = re.compile(r"bytes=(\d{0,15})-(\d{0,15})")
 CONTENT_RANGE = re.compile(r"bytes (\d{1,15})-(\d{1,15})/(\d{1,15}|\*)")
 CHUNK = 64 * 1024
 
@@ -188,7 +190,8 @@ async def replay_stop(request, session_id: str, replay_id: str):
 
 def _asked_range(request) -> tuple[int | None, int | None] | None:
     """One ``bytes=first-last`` range (either end may be open; ``-n`` is the last n bytes), else None:
-    several ranges or a malformed header get the whole file, as RFC 9110 allows."""
+    several ranges, a malformed header or a position of more than 15 digits get the whole file, as RFC 9110
+    allows."""
     match = RANGE.fullmatch(request.headers.get("Range", "").strip())
     if match is None or match.group(1) == match.group(2) == "":
         return None

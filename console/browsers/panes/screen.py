@@ -112,6 +112,36 @@ async def _set_control(request, session_id: str, token: str | None) -> None:
     await request.session.aset(SESSION_KEY, held)
 
 
+def _renew_now(store_class, session_key: str, name: str, token: str) -> None:
+    """Extend the control ``token`` holds, if it still holds it in the Django session as stored now.
+
+    Not through ``request.session``: that copy was read before the action went upstream, and saving it
+    would write back a token a "Release" (or a new "Take") dropped meanwhile. The session row is locked
+    while it is read and written, so a release saved by another request or process lands before or after,
+    never in between."""
+    from django.contrib.sessions.models import Session
+    from django.db import transaction
+
+    with transaction.atomic():
+        list(Session.objects.select_for_update().filter(session_key=session_key).values_list("pk"))
+        stored = store_class(session_key=session_key)
+        held = dict(stored.get(SESSION_KEY, {}))
+        if not held.get(name) or held[name][0] != token:
+            return
+        held[name] = [token, time.time() + CONTROL_SECONDS]
+        stored[SESSION_KEY] = held
+        stored.save()
+
+
+async def _renew(request, session_id: str, token: str) -> None:
+    from asgiref.sync import sync_to_async
+
+    key = request.session.session_key
+    if key:
+        name = f"{request.org.pk}:{session_id}"
+        await sync_to_async(_renew_now)(type(request.session), key, name, token)
+
+
 async def _context(request, session: browsers.Session, embed: bool) -> dict:
     sid = session.session_id
     chosen, reason = await mode(request, session)
@@ -218,6 +248,12 @@ def _keys(value: str) -> list[str]:
     return combos
 
 
+def _typed_character(combo: str) -> bool:
+    held, key = KEY.match(combo).groups()
+    modifiers = set(held.rstrip("+").split("+")) - {""}
+    return len(key) == 1 and (not modifiers or {"Ctrl", "Alt"} <= modifiers)
+
+
 def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
     """(the computer action, its fields, its audit description); ValueError when anything is off."""
     kind = data.get("kind")
@@ -251,10 +287,8 @@ def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
     if kind == "keys":
         combos = _keys(data.get("keys", ""))
         # A single character is typed text (a password's last letter), not a shortcut: counted, not named.
-        shown = [
-            "a character" if len(KEY.match(c).group(2)) == 1 and not KEY.match(c).group(1) else c
-            for c in combos
-        ]
+        # So is one held with Ctrl+Alt: AltGr on Windows reports both (a German keyboard's @ is AltGr+Q).
+        shown = ["a character" if _typed_character(c) else c for c in combos]
         return "press_key", {"keys": combos}, "pressed " + " ".join(shown)
     raise ValueError("kind must be click, dblclick, rightclick, scroll, type or keys")
 
@@ -311,5 +345,5 @@ async def screen_input(request, session_id: str):
         return _text(f"The service refused it: {exc.message}", 400 if isinstance(exc, Invalid) else 409)
     except ServiceError as exc:
         return _text(f"The service did not take it: {exc.message}", 502)
-    await _set_control(request, session_id, token)  # renewed while the operator acts
+    await _renew(request, session_id, token)  # renewed while the operator acts, unless released meanwhile
     return HttpResponse(status=204)
