@@ -82,6 +82,11 @@ BAD_FRAMES = 10  # frames in a row failing the check before the upstream counts 
 SMALL = 64 * 1024  # a message parsed whole; a larger one must be a frame, parsed with its data cut out
 HEAD = 1024  # where a frame's data must start (Chromium writes it first) to be cut out cheaply
 DATA_KEY = re.compile(r'"data"\s*:\s*"')
+# Budgets in tokens (``cost``: one a message and one per 64 KiB). Chromium sends a handful of events the
+# relay did not ask for over a whole session; frames come at most at the display's rate, a few hundred KB
+# each (1080p at 60 a second is about 20 MB/s): 64 MiB/s, and 64 MiB at once, is far above either.
+UNSOLICITED_BUDGET = {"rate": 50, "burst": 200, "flood": 2000}
+FRAME_BUDGET = {"rate": 1024, "burst": 1024, "flood": 4096}
 # The JPEG markers that start a frame header (SOF0..SOF15 but DHT, JPG and DAC): they carry its size.
 JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
@@ -287,6 +292,7 @@ class Screen:
     frames_bad: int = 0  # frames dropped by the check
     bad_in_row: int = 0
     connections: int = 0  # upstream connections opened over the screen's life
+    upstream: _Cdp | None = None  # the current connection (its budgets' counts)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -463,7 +469,7 @@ class Screen:
             sock.close()
             raise
         async with upstream:
-            cdp = _Cdp(upstream)
+            cdp = self.upstream = _Cdp(upstream)
             reader = asyncio.get_running_loop().create_task(cdp.read(self))
             try:
                 page = await cdp.page_session()
@@ -481,6 +487,13 @@ class Screen:
                 await reader
             except ConnectionClosed as exc:
                 raise _Closed(_short(exc)) from None
+            except Flooded:
+                upstream.transport.abort()  # no closing handshake for it to stall (close_timeout is 10 s)
+                raise
+            except asyncio.CancelledError:
+                if self.ended:  # ended for its bad frames: the same
+                    upstream.transport.abort()
+                raise
             finally:
                 reader.cancel()
                 with contextlib.suppress(BaseException):
@@ -538,10 +551,8 @@ class _Cdp:
         self.acks: set[int] = set()  # acks whose reply has not come (a reply to one is not unsolicited)
         self.page: str | None = None
         self.detached = False
-        # Chromium sends a handful of events the relay did not ask for over a whole session; frames come
-        # at most at the display's rate, a few hundred KB each (tokens: one, and one per 64 KiB).
-        self.unsolicited = Budget("messages it did not ask for", rate=50, burst=200, flood=2000)
-        self.frames = Budget("frames", rate=1024, burst=1024, flood=4096)  # 64 MiB/s, 64 MiB at once
+        self.unsolicited = Budget("messages it did not ask for", **UNSOLICITED_BUDGET)
+        self.frames = Budget("frames", **FRAME_BUDGET)
 
     async def call(self, method: str, params: dict | None = None, *, session: str | None = None) -> dict:
         number = next(self.ids)
