@@ -12,14 +12,27 @@ The upstream: ``websockets`` (already a dependency, maintained, asyncio-native) 
 driver process and its protocol on top) would only add weight. The relay attaches to the session's page
 target (``Target.attachToTarget`` with ``flatten``), starts ``Page.startScreencast`` and acks each frame as
 soon as it arrives, so Chromium's pace never depends on the slowest viewer. The frame's base64 JPEG is
-passed through to the browsers as it came (no decoding, no re-encoding).
+passed through to the browsers as it came (no re-encoding).
 
 The URL (it carries the session's ``jwt``) never leaves this process: it is checked like the service's
 base URL (``ws``/``wss`` only, the same public-address rule), the address actually connected to is checked
 again before the handshake is written, no redirect is followed, and it is neither logged nor shown (nor is
-any websockets error text, which may quote it). What the upstream sends is bounded (``MAX_MESSAGE``) and a
-frame is relayed only if it is plain base64 (an SSE line cannot be ended from upstream). The upstream
-closes ``linger`` seconds after the last viewer left.
+any websockets error text, which may quote it). The upstream closes ``linger`` seconds after the last viewer
+left.
+
+What the upstream sends is not trusted, and its cost is bounded:
+
+- a message is at most ``MAX_MESSAGE``; one larger than ``SMALL`` is never parsed whole: a frame's base64 is
+  cut out where Chromium writes it (``"data":"`` in the first ``HEAD`` characters, up to the next quote)
+  and only the rest is parsed; a large message that is not a frame is dropped unread;
+- a frame is kept as it came, newest wins, and checked only when a viewer takes it (``frame_problem``:
+  plain base64, so an SSE line cannot be ended from upstream; a JPEG, by its own header, of at most
+  ``MAX_SIDE`` pixels a side): frames nobody takes cost their reading and nothing else. A bad frame is
+  dropped and counted; ``BAD_FRAMES`` in a row and the upstream is treated as broken;
+- messages the relay did not ask for (not a reply to one of its commands, not a frame of its page) and
+  frames each have a budget (``Budget``: so many a second, by size); beyond it they are dropped, and a
+  sustained excess ends the upstream with an error instead of costing the process for as long as
+  someone watches.
 
 Never imports Django.
 """
@@ -27,6 +40,7 @@ Never imports Django.
 from __future__ import annotations
 
 import asyncio
+import binascii
 import contextlib
 import itertools
 import json
@@ -60,6 +74,21 @@ MAX_RECONNECTS = 5
 MAX_MESSAGE = 8 * 1024 * 1024
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
+# The largest frame side: Chromium's screencast is at most the viewport, which the service keeps far below;
+# a bigger image (a decompression bomb for every viewer's browser) is dropped.
+MAX_SIDE = 4096
+BAD_FRAMES = 10  # frames in a row failing the check before the upstream counts as broken
+SMALL = 64 * 1024  # a message parsed whole; a larger one must be a frame, parsed with its data cut out
+HEAD = 1024  # where a frame's data must start (Chromium writes it first) to be cut out cheaply
+DATA_KEY = re.compile(r'"data"\s*:\s*"')
+# Budgets in tokens (``cost``: one a message and one per 64 KiB). Chromium sends a handful of events the
+# relay did not ask for over a whole session; frames come at most at the display's rate, a few hundred KB
+# each (1080p at 60 a second is about 20 MB/s): 64 MiB/s, and 64 MiB at once, is far above either.
+UNSOLICITED_BUDGET = {"rate": 50, "burst": 200, "flood": 2000}
+FRAME_BUDGET = {"rate": 1024, "burst": 1024, "flood": 4096}
+# The JPEG markers that start a frame header (SOF0..SOF15 but DHT, JPG and DAC): they carry its size.
+JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
 
 class ScreenUnavailable(Exception):
@@ -101,6 +130,92 @@ async def check_cdp_url(url: str | None, *, allow_private: bool) -> None:
         ) from None
 
 
+class Budget:
+    """A token bucket that runs into debt: ``take`` says whether a message of ``cost`` tokens is within
+    ``rate`` tokens a second (after a ``burst``); what is beyond is dropped and still owed, and a debt of
+    ``flood`` tokens (a sustained excess, not a burst) raises ``Flooded``."""
+
+    def __init__(self, what: str, *, rate: float, burst: float, flood: float):
+        self.what = what
+        self.rate, self.burst, self.flood = rate, burst, flood
+        self.level = burst
+        self.at = time.monotonic()
+        self.dropped = 0
+
+    def take(self, cost: float) -> bool:
+        now = time.monotonic()
+        self.level = min(self.burst, self.level + (now - self.at) * self.rate)
+        self.at = now
+        self.level -= cost
+        if self.level >= 0:
+            return True
+        self.dropped += 1
+        if self.level < -self.flood:
+            raise Flooded(f"the CDP endpoint flooded the relay with {self.what} ({self.dropped:,} dropped)")
+        return False
+
+
+def cost(raw: str | bytes) -> int:
+    """A message's tokens: one, and one per 64 KiB (the reading, not the parsing, is most of the cost)."""
+    return 1 + len(raw) // 65536
+
+
+class Flooded(Exception):
+    """The upstream sent far more than its budget, for long enough: it is ended, not read on."""
+
+
+def frame_problem(data: object, metadata: object) -> str:
+    """Why a frame may not reach a viewer ("" if it may): plain base64 of a JPEG (its own header says so)
+    of at most ``MAX_SIDE`` pixels a side, and a metadata size (if any) within the same bound."""
+    if not isinstance(data, str) or len(data) % 4 or not BASE64.fullmatch(data):
+        return "not base64"
+    size = jpeg_size(data)
+    if size is None:
+        return f"not a {FORMAT.upper()} image"
+    if not all(0 < side <= MAX_SIDE for side in size):
+        return f"{size[0]}x{size[1]} pixels"
+    if isinstance(metadata, dict):
+        for key in ("deviceWidth", "deviceHeight"):
+            side = metadata.get(key)
+            if key in metadata and not (_number(side) and 0 <= side <= MAX_SIDE):
+                return f"a metadata {key} of {str(side)[:20]}"
+    return ""
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def jpeg_size(data: str) -> tuple[int, int] | None:
+    """(width, height) from the frame header of a base64 JPEG, decoding only the few bytes it reads (the
+    segments before the header are skipped by their lengths); None if it is no JPEG."""
+    if not data.startswith("/9j/"):  # FF D8 FF: start of image, then a marker
+        return None
+    at = 2
+    for _ in range(64):  # Chromium's frame header is the third or fourth segment
+        head = _decoded(data, at, 4)
+        if len(head) < 4 or head[0] != 0xFF:
+            return None
+        marker, length = head[1], int.from_bytes(head[2:4], "big")
+        if marker in JPEG_SOF:
+            header = _decoded(data, at + 4, 5)  # precision, height, width
+            if len(header) < 5:
+                return None
+            return int.from_bytes(header[3:5], "big"), int.from_bytes(header[1:3], "big")
+        if marker in (0xD9, 0xDA) or not 0xC0 <= marker <= 0xFE or length < 2:
+            return None  # image data or its end before any frame header, or no segment at all
+        at += 2 + length
+    return None
+
+
+def _decoded(data: str, start: int, length: int) -> bytes:
+    """Bytes ``start`` to ``start + length`` of base64 ``data`` (already checked), decoding only them."""
+    first, last = start // 3 * 4, -(-(start + length) // 3) * 4
+    chunk = binascii.a2b_base64(data[first:last])
+    offset = start - start // 3 * 3
+    return chunk[offset : offset + length]
+
+
 def frame_event(number: int, data: str, meta: dict) -> bytes:
     """One SSE event: a JSON line (number, size, capture and send times) then the base64 JPEG line."""
     head = json.dumps(meta, separators=(",", ":"))
@@ -127,24 +242,33 @@ class Viewer:
         self.wake = wake
 
     def pending(self) -> bytes | None:
-        """What this viewer has not seen yet: the current status, then the newest frame."""
+        """What this viewer has not seen yet: the current status, then the newest frame (checked now, if
+        no viewer took it yet)."""
         parts = []
         screen = self.screen
+        frame = b""
+        if self._waiting():
+            now = time.monotonic()
+            if now - self.sent_at >= self.min_interval:
+                screen.settle()
+                if screen.frame is not None and screen.frame_number > self.sent:
+                    frame = screen.frame
+                    if self.sent:
+                        self.skipped += screen.frame_number - self.sent - 1
+                    self.sent, self.sent_at = screen.frame_number, now
         if screen.status != self.status_sent:
             parts.append(screen.status_bytes)
             self.status_sent = screen.status
-        if screen.frame is not None and screen.number > self.sent:
-            now = time.monotonic()
-            if now - self.sent_at >= self.min_interval:
-                parts.append(screen.frame)
-                if self.sent:
-                    self.skipped += screen.number - self.sent - 1
-                self.sent, self.sent_at = screen.number, now
+        parts.append(frame)
         return b"".join(parts) or None
+
+    def _waiting(self) -> bool:
+        screen = self.screen
+        return screen.raw is not None or (screen.frame is not None and screen.frame_number > self.sent)
 
     def due_in(self) -> float | None:
         """Seconds until a waiting frame may be sent at this viewer's rate (None: nothing waits)."""
-        if self.screen.frame is None or self.screen.number <= self.sent:
+        if not self._waiting():
             return None
         return max(0.0, self.min_interval - (time.monotonic() - self.sent_at))
 
@@ -154,15 +278,21 @@ class Screen:
     hub: ScreenHub
     source: Source
     viewers: set[Viewer] = field(default_factory=set)
-    frame: bytes | None = None  # the newest frame, encoded once for every viewer
-    number: int = 0
+    frame: bytes | None = None  # the newest frame checked, encoded once for every viewer
+    frame_number: int = 0
+    # The newest frame as it came, not checked yet: (number, base64, metadata, when it arrived).
+    raw: tuple[int, str, object, float] | None = None
+    number: int = 0  # of the newest frame arrived
     status: str = ""
     status_bytes: bytes = b""
     ended: bool = False
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
     frames_in: int = 0  # frames read from the upstream (a test and benchmark figure)
+    frames_bad: int = 0  # frames dropped by the check
+    bad_in_row: int = 0
     connections: int = 0  # upstream connections opened over the screen's life
+    upstream: _Cdp | None = None  # the current connection (its budgets' counts)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -213,14 +343,42 @@ class Screen:
         self.status_bytes = status_event(state, message, self.screen_id)
         self._wake()
 
-    def publish(self, data: str, capture_ms: float | None) -> None:
+    def arrive(self, data: str, metadata: object) -> None:
+        """A frame from the upstream: kept as it came (replacing one nobody took), checked when taken."""
         self.number += 1
         self.frames_in += 1
-        meta = {"s": self.screen_id, "n": self.number, "t": round(time.time() * 1000, 1)}
-        if capture_ms is not None:
-            meta["c"] = round(capture_ms, 1)
-        self.frame = frame_event(self.number, data, meta)
+        self.raw = (self.number, data, metadata, time.time())
         self._wake()
+
+    def settle(self) -> None:
+        """Check the newest frame that arrived, once for every viewer: it becomes the frame viewers get,
+        or it is dropped (and ``BAD_FRAMES`` of them in a row end the upstream)."""
+        if self.raw is None:
+            return
+        number, data, metadata, arrived = self.raw
+        self.raw = None
+        problem = frame_problem(data, metadata)
+        if problem:
+            self.frames_bad += 1
+            self.bad_in_row += 1
+            if self.bad_in_row >= BAD_FRAMES and not self.ended:
+                log.info("screen %s: %d bad frames in a row (%s)", self.screen_id, self.bad_in_row, problem)
+                self._end(
+                    "unavailable",
+                    f"the CDP endpoint sent {self.bad_in_row} frames in a row that are not {FORMAT.upper()} "
+                    f"images of at most {MAX_SIDE}x{MAX_SIDE} pixels (the last: {problem})",
+                )
+                if self.task is not None and not self.task.done():
+                    self.task.cancel()
+            return
+        self.bad_in_row = 0
+        meta = {"s": self.screen_id, "n": number, "t": round(arrived * 1000, 1)}
+        stamp = metadata.get("timestamp") if isinstance(metadata, dict) else None
+        # A finite number only: json.dumps writes Infinity and NaN, which JSON.parse refuses (the page
+        # dropped every frame of an upstream that sent them).
+        if _number(stamp) and math.isfinite(stamp * 1000):
+            meta["c"] = round(stamp * 1000, 1)
+        self.frame, self.frame_number = frame_event(number, data, meta), number
 
     def _end(self, state: str, message: str) -> None:
         self.ended = True
@@ -253,6 +411,11 @@ class Screen:
                     dropped = exc.message
                 except _Closed as exc:
                     dropped = str(exc)
+                except Flooded as exc:
+                    # Not a dropped connection: an upstream that floods would flood again.
+                    log.info("screen %s: %s", self.source.key[0], exc)
+                    self._end("unavailable", str(exc))
+                    return
                 else:
                     dropped = "closed"
                 first = False
@@ -306,14 +469,14 @@ class Screen:
             sock.close()
             raise
         async with upstream:
-            cdp = _Cdp(upstream)
+            cdp = self.upstream = _Cdp(upstream)
             reader = asyncio.get_running_loop().create_task(cdp.read(self))
             try:
                 page = await cdp.page_session()
                 await cdp.call(
                     "Page.startScreencast",
                     {
-                        "format": "jpeg",
+                        "format": FORMAT,
                         "quality": self.source.quality,
                         "maxWidth": target.width,
                         "maxHeight": target.height,
@@ -324,6 +487,13 @@ class Screen:
                 await reader
             except ConnectionClosed as exc:
                 raise _Closed(_short(exc)) from None
+            except Flooded:
+                upstream.transport.abort()  # no closing handshake for it to stall (close_timeout is 10 s)
+                raise
+            except asyncio.CancelledError:
+                if self.ended:  # ended for its bad frames: the same
+                    upstream.transport.abort()
+                raise
             finally:
                 reader.cancel()
                 with contextlib.suppress(BaseException):
@@ -378,8 +548,11 @@ class _Cdp:
         self.socket = socket
         self.ids = itertools.count(1)
         self.replies: dict[int, asyncio.Future] = {}
+        self.acks: set[int] = set()  # acks whose reply has not come (a reply to one is not unsolicited)
         self.page: str | None = None
         self.detached = False
+        self.unsolicited = Budget("messages it did not ask for", **UNSOLICITED_BUDGET)
+        self.frames = Budget("frames", **FRAME_BUDGET)
 
     async def call(self, method: str, params: dict | None = None, *, session: str | None = None) -> dict:
         number = next(self.ids)
@@ -412,44 +585,85 @@ class _Cdp:
         return self.page
 
     async def read(self, screen: Screen) -> None:
+        why = "the CDP connection closed"
         try:
             await self._read(screen)
+        except Flooded as exc:
+            why = exc
+            raise
         finally:
-            # Whoever waits for a reply will not get one: fail them now rather than at their timeout.
+            # Whoever waits for a reply will not get one: fail them now rather than at their timeout (with
+            # the flood, if it was one: that is no dropped connection to come back to).
             for future in self.replies.values():
                 if not future.done():
-                    future.set_exception(_Closed("the CDP connection closed"))
+                    future.set_exception(Flooded(str(why)) if isinstance(why, Flooded) else _Closed(why))
 
     async def _read(self, screen: Screen) -> None:
         async for raw in self.socket:
-            message = json.loads(raw)
+            message, data = split(raw)
+            if message is None:  # not JSON, or large and no frame: dropped unparsed
+                self.unsolicited.take(cost(raw))
+                continue
             number = message.get("id")
-            if number is not None:
+            if isinstance(number, int) and (number in self.replies or number in self.acks):
+                self.acks.discard(number)
                 future = self.replies.get(number)
                 if future is not None and not future.done():
                     future.set_result(message)
                 continue
-            method = message.get("method")
-            if method == "Page.screencastFrame" and message.get("sessionId") == self.page:
-                params = message.get("params") or {}
-                # Ack first: Chromium sends the next frame when this one is acknowledged.
-                ack = {
-                    "id": next(self.ids),
+            params = message.get("params")
+            params = params if isinstance(params, dict) else {}
+            if (
+                number is None
+                and message.get("method") == "Page.screencastFrame"
+                and message.get("sessionId") == self.page
+            ):
+                # Ack first: Chromium sends the next frame when this one is acknowledged (even one over the
+                # budget, or a legitimate Chromium would wait for ever).
+                ack = next(self.ids)
+                self.acks.add(ack)
+                if len(self.acks) > 64:  # an upstream that never answers them
+                    self.acks.discard(min(self.acks))
+                command = {
+                    "id": ack,
                     "sessionId": self.page,
                     "method": "Page.screencastFrameAck",
                     "params": {"sessionId": params.get("sessionId")},
                 }
-                await self.socket.send(json.dumps(ack))
-                data = params.get("data")
-                if isinstance(data, str) and BASE64.fullmatch(data):
-                    stamp = (params.get("metadata") or {}).get("timestamp")
-                    # A finite number only: json.dumps writes Infinity and NaN, which JSON.parse refuses
-                    # (the page dropped every frame of an upstream that sent them).
-                    finite = isinstance(stamp, int | float) and not isinstance(stamp, bool)
-                    finite = finite and math.isfinite(stamp * 1000)
-                    screen.publish(data, stamp * 1000 if finite else None)
-            elif _ends_page(message, self.page):
-                raise _Closed(method)
+                await self.socket.send(json.dumps(command))
+                if self.frames.take(cost(raw)):
+                    screen.arrive(params.get("data") if data is None else data, params.get("metadata"))
+            elif self.unsolicited.take(cost(raw)) and _ends_page(message, self.page):
+                raise _Closed(str(message.get("method")))
+
+
+def split(raw: str | bytes) -> tuple[dict | None, str | None]:
+    """A CDP message without parsing a large one whole: (the message, its frame data if it was cut out).
+
+    A frame's data is cut out where Chromium writes it (``"data":"`` early in the message, base64 up to the
+    next quote) and the rest parsed; that the cut was the frame's own data is checked by the rest having
+    ``params.data == ""`` there. Otherwise a message of at most ``SMALL`` is parsed whole; a larger one, or
+    one that is not a JSON object, is (None, None)."""
+    if isinstance(raw, bytes):  # CDP is text
+        return None, None
+    found = DATA_KEY.search(raw, 0, HEAD)
+    if found:
+        start = found.end()
+        end = raw.find('"', start)
+        if end > 0 and start + len(raw) - end <= SMALL:
+            message = _loads(raw[:start] + raw[end:])
+            params = message.get("params") if message is not None else None
+            if isinstance(params, dict) and params.get("data") == "":
+                return message, raw[start:end]
+    return (_loads(raw), None) if len(raw) <= SMALL else (None, None)
+
+
+def _loads(text: str) -> dict | None:
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
 
 
 def _ends_page(message: dict, page: str | None) -> bool:
@@ -458,7 +672,8 @@ def _ends_page(message: dict, page: str | None) -> bool:
     if method == "Inspector.detached":
         return True
     if method == "Target.detachedFromTarget":
-        return (message.get("params") or {}).get("sessionId") == page
+        params = message.get("params")
+        return isinstance(params, dict) and params.get("sessionId") == page
     return method == "Inspector.targetCrashed" and message.get("sessionId") == page
 
 

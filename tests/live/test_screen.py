@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 
 import pytest
 from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
 
 from console.live import screen as relay
 
@@ -97,6 +99,20 @@ def source(url: str, *, key="s1", ended=None) -> relay.Source:
     return relay.Source(key=(key, 1, None), locate=locate, allow_private=True)
 
 
+def b64(payload: bytes) -> str:
+    return base64.b64encode(payload).decode()
+
+
+def jpeg(label: bytes, width: int = 640, height: int = 480) -> bytes:
+    """The segments of a baseline JPEG the relay reads (start, JFIF, a quantisation table, the frame header
+    with the size), ``label`` for the picture and the end: what the relay checks, not a picture to show."""
+    jfif = b"\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    table = b"\xff\xdb\x00\x43\x00" + bytes(range(1, 65))
+    size = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    header = b"\xff\xc0\x00\x11\x08" + size + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+    return b"\xff\xd8" + jfif + table + header + b"\xff\xda\x00\x02" + label + b"\xff\xd9"
+
+
 async def until(condition, seconds: float = 5.0) -> None:
     """Poll ``condition`` (state of the relay and of the endpoint) until it holds, at most ``seconds``."""
     async with asyncio.timeout(seconds):
@@ -121,12 +137,12 @@ async def test_it_opens_one_upstream_for_many_viewers_and_gives_each_the_frames(
     wakes = [asyncio.Event() for _ in range(20)]
     viewers = [hub.subscribe(source(cdp.url), wake=w) for w in wakes]
     await until(lambda: cdp.casting)
-    await cdp.frame(b"\xff\xd8first", 1)
+    await cdp.frame(jpeg(b"first"), 1)
     await until(lambda: viewers[0].screen.frames_in == 1)
     for viewer, wake in zip(viewers, wakes, strict=True):
         chunk = await relay.next_chunk([viewer], wake, 1)
         frames = [e for e in events(chunk) if e["event"] == ["frame"]]
-        assert base64.b64decode(frames[0]["data"][1]) == b"\xff\xd8first"
+        assert base64.b64decode(frames[0]["data"][1]) == jpeg(b"first")
         assert json.loads(frames[0]["data"][0])["s"] == "s1"
     assert cdp.connections == 1 and hub.upstreams() == 1 and cdp.acks == 1
 
@@ -137,13 +153,13 @@ async def test_it_gives_a_slow_viewer_the_newest_frame_and_skips_the_rest(cdp):
     viewer = hub.subscribe(source(cdp.url), wake=wake)
     await until(lambda: cdp.casting)
     for number in range(1, 51):
-        await cdp.frame(f"frame {number}".encode(), number)
+        await cdp.frame(jpeg(f"frame {number}".encode()), number)
     await until(lambda: viewer.screen.frames_in == 50)
     chunk = await relay.next_chunk([viewer], wake, 1)
     frames = [e for e in events(chunk) if e["event"] == ["frame"]]
-    assert len(frames) == 1 and base64.b64decode(frames[0]["data"][1]) == b"frame 50"
+    assert len(frames) == 1 and base64.b64decode(frames[0]["data"][1]) == jpeg(b"frame 50")
     assert cdp.acks == 50  # every frame acknowledged at once: Chromium never waits for a viewer
-    assert len(viewer.screen.frame) < 200  # one frame held, whatever the backlog was
+    assert len(viewer.screen.frame) < 400 and viewer.screen.raw is None  # one frame held, whatever came
 
 
 async def test_it_limits_a_thumbnail_viewer_to_its_rate(cdp):
@@ -152,10 +168,10 @@ async def test_it_limits_a_thumbnail_viewer_to_its_rate(cdp):
     full = hub.subscribe(source(cdp.url), wake=fast)
     thumb = hub.subscribe(source(cdp.url), min_interval=3600, wake=slow)
     await until(lambda: cdp.casting)
-    await cdp.frame(b"one", 1)
+    await cdp.frame(jpeg(b"one"), 1)
     await until(lambda: full.screen.frames_in == 1)
     assert b"event: frame" in await relay.next_chunk([thumb], slow, 1)
-    await cdp.frame(b"two", 2)
+    await cdp.frame(jpeg(b"two"), 2)
     await until(lambda: full.screen.frames_in == 2)
     assert b"event: frame" in await relay.next_chunk([full], fast, 1)
     assert await relay.next_chunk([thumb], slow, 0.2) is None  # the next one is an hour away
@@ -228,7 +244,7 @@ async def test_it_tries_again_when_the_endpoint_is_busy_at_first(cdp):
     wake = asyncio.Event()
     viewer = relay.ScreenHub().subscribe(source(cdp.url), wake=wake)
     await until(lambda: cdp.casting)
-    await cdp.frame(b"\xff\xd8 first", 1)
+    await cdp.frame(jpeg(b"first"), 1)
     await until(lambda: viewer.screen.frames_in == 1)
     assert cdp.busy == 0 and not viewer.screen.ended
 
@@ -249,12 +265,12 @@ async def test_it_says_when_the_session_ended(cdp):
 async def test_it_reconnects_when_the_connection_drops_while_the_session_runs(cdp):
     viewer = relay.ScreenHub().subscribe(source(cdp.url))
     await until(lambda: cdp.casting)
-    await cdp.frame(b"before", 1)
+    await cdp.frame(jpeg(b"before"), 1)
     await until(lambda: viewer.screen.frames_in == 1)
     for socket in list(cdp.open):
         await socket.close()
     await until(lambda: cdp.connections == 2 and cdp.casting)
-    await cdp.frame(b"after", 2)
+    await cdp.frame(jpeg(b"after"), 2)
     await until(lambda: viewer.screen.frames_in == 2)
     assert not viewer.screen.ended
     viewer.screen.task.cancel()
@@ -278,11 +294,11 @@ async def test_it_drops_a_frame_that_is_not_base64_so_no_event_can_be_injected(c
     await until(lambda: cdp.acks == 1)  # read and acknowledged
     chunk = await relay.next_chunk([viewer], wake, 0.2) or b""
     assert b"forged" not in chunk and b"event: frame" not in chunk
-    assert viewer.screen.frames_in == 0
-    await cdp.frame(b"good", 2)
-    await until(lambda: viewer.screen.frames_in == 1)
+    assert viewer.screen.frames_bad == 1
+    await cdp.frame(jpeg(b"good"), 2)
+    await until(lambda: viewer.screen.frames_in == 2)
     frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
-    assert [base64.b64decode(f["data"][1]) for f in frames] == [b"good"]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [jpeg(b"good")]
     viewer.screen.task.cancel()
 
 
@@ -348,7 +364,7 @@ async def test_it_sends_only_a_finite_capture_time_a_browser_can_parse(cdp, stam
     message = {
         "method": "Page.screencastFrame",
         "sessionId": "S1",
-        "params": {"data": "AAAA", "metadata": {"timestamp": stamp}, "sessionId": 1},
+        "params": {"data": b64(jpeg(b"x")), "metadata": {"timestamp": stamp}, "sessionId": 1},
     }
     for socket in list(cdp.casting):
         await socket.send(json.dumps(message))  # Python writes Infinity and NaN, as a hostile upstream may
@@ -357,3 +373,159 @@ async def test_it_sends_only_a_finite_capture_time_a_browser_can_parse(cdp, stam
     meta = json.loads(frames[0]["data"][0], parse_constant=lambda name: pytest.fail(f"{name} in a frame"))
     assert "c" not in meta
     viewer.screen.task.cancel()
+
+
+async def send(cdp, message) -> None:
+    text = message if isinstance(message, str) else json.dumps(message)
+    for socket in list(cdp.casting):
+        await socket.send(text)
+
+
+def raw_frame(data: str, number: int, metadata: dict | None = None) -> dict:
+    params = {"data": data, "metadata": metadata or {"timestamp": 1.0}, "sessionId": number}
+    return {"method": "Page.screencastFrame", "sessionId": "S1", "params": params}
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x02\x80\x00\x00\x01\xe0\x08\x02\x00\x00\x00"
+
+
+@pytest.mark.parametrize(
+    ("data", "metadata"),
+    [
+        (b64(PNG), None),  # an image, but not what the relay asked for
+        (b64(b"<svg onload=alert(1)>"), None),
+        (b64(jpeg(b"huge", 65535, 65535)), None),  # a decompression bomb for every viewer
+        (b64(jpeg(b"wide", 4097, 10)), None),
+        (b64(jpeg(b"no height", 640, 0)), None),
+        (b64(b"\xff\xd8\xff\xe0\x00\x10JFIF"), None),  # a JPEG start, then nothing
+        (b64(b"\xff\xd8\xff\xc4\xff\xff" + b"\x00" * 60), None),  # a segment longer than the image
+        (b64(jpeg(b"x")), {"timestamp": 1.0, "deviceWidth": 1e9, "deviceHeight": 480}),
+        (b64(jpeg(b"x")), {"timestamp": 1.0, "deviceWidth": "640", "deviceHeight": 480}),
+        (b64(jpeg(b"x"))[:-1], None),  # not a whole number of base64 groups
+    ],
+)
+async def test_it_gives_a_viewer_no_frame_that_is_not_a_jpeg_of_a_sane_size(cdp, data, metadata):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    await send(cdp, raw_frame(data, 1, metadata))
+    await until(lambda: viewer.screen.frames_in == 1 and cdp.acks == 1)  # read and acknowledged
+    chunk = await relay.next_chunk([viewer], wake, 0.2) or b""
+    assert b"event: frame" not in chunk and viewer.screen.frames_bad == 1
+    await cdp.frame(jpeg(b"good", 1280, 720), 2)  # a good one still gets through
+    await until(lambda: viewer.screen.frames_in == 2)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [jpeg(b"good", 1280, 720)]
+    viewer.screen.task.cancel()
+
+
+async def test_it_ends_an_upstream_that_sends_only_bad_frames_and_says_why(cdp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    seen = b""
+    for number in range(1, relay.BAD_FRAMES + 1):
+        await cdp.frame(b"GIF89a not a jpeg", number)
+        await until(lambda n=number: viewer.screen.frames_in == n)
+        seen += await relay.next_chunk([viewer], wake, 0.2) or b""  # each one taken, and checked
+    assert viewer.screen.ended and b"event: frame" not in seen
+    status = json.loads([e for e in events(seen) if e["event"] == ["status"]][-1]["data"][0])
+    assert status["state"] == "unavailable"
+    assert f"{relay.BAD_FRAMES} frames in a row that are not JPEG" in status["message"]
+    await until(lambda: not cdp.open)  # the upstream is closed, not read on
+
+
+async def test_it_checks_only_the_newest_frame_when_a_viewer_takes_one(cdp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    for number in range(1, 3 * relay.BAD_FRAMES):
+        await cdp.frame(b"not a jpeg", number)  # nobody takes these: never checked, never counted
+    await cdp.frame(jpeg(b"newest"), 3 * relay.BAD_FRAMES)
+    await until(lambda: viewer.screen.frames_in == 3 * relay.BAD_FRAMES)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [jpeg(b"newest")]
+    assert viewer.screen.frames_bad == 0 and not viewer.screen.ended
+    viewer.screen.task.cancel()
+
+
+async def test_it_holds_one_frame_whatever_an_upstream_floods_it_with(cdp):
+    tracemalloc = pytest.importorskip("tracemalloc")
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    big = jpeg(b"\x00" * (1024 * 1024))  # 1 MiB, 1.4 MB of base64
+    message = json.dumps(raw_frame(b64(big), 1))
+    tracemalloc.start()
+    try:
+        await send(cdp, message)
+        await until(lambda: viewer.screen.frames_in == 1)
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(2, 41):
+            await send(cdp, message)
+            await until(lambda n=number: viewer.screen.frames_in == n)
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 2 * len(message)  # 39 more frames read: one kept, the rest let go
+    assert viewer.screen.frames_bad == 0 and viewer.screen.frame is None  # none checked: nobody took one
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert base64.b64decode(frames[0]["data"][1]) == big
+    viewer.screen.task.cancel()
+
+
+async def test_it_drops_unasked_messages_beyond_the_budget_and_still_relays_frames(cdp):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    burst = relay.UNSOLICITED_BUDGET["burst"]
+    for number in range(burst + 300):  # beyond the budget, short of a flood
+        await send(cdp, {"method": "Network.dataReceived", "params": {"n": number}})
+    big = json.dumps({"method": "Tracing.dataCollected", "params": {"value": "x" * (1024 * 1024)}})
+    await send(cdp, big)  # large and no frame: dropped unparsed
+    await cdp.frame(jpeg(b"after the burst"), 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
+    assert [base64.b64decode(f["data"][1]) for f in frames] == [jpeg(b"after the burst")]
+    assert viewer.screen.upstream.unsolicited.dropped >= 300 and not viewer.screen.ended
+    viewer.screen.task.cancel()
+
+
+@pytest.mark.parametrize("size", [100, 1024 * 1024])
+async def test_it_ends_an_upstream_that_floods_it_with_messages_it_did_not_ask_for(cdp, size):
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    socket = next(iter(cdp.casting))
+    flood = json.dumps({"method": "Network.dataReceived", "params": {"value": "x" * size}})
+    with contextlib.suppress(ConnectionClosed):
+        for _ in range(100_000):  # far beyond the flood's limit, at any speed
+            await socket.send(flood)
+            if viewer.screen.ended:
+                break
+    await until(lambda: viewer.screen.ended and not cdp.open)
+    said = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["status"]]
+    status = json.loads(said[-1]["data"][0])
+    assert (
+        status["state"] == "unavailable"
+        and "flooded the relay with messages it did not ask" in status["message"]
+    )
+    assert viewer.screen.connections == 1  # no reconnection to a flooding endpoint
+
+
+async def test_it_ends_an_upstream_that_sends_frames_far_beyond_their_budget(cdp, monkeypatch):
+    monkeypatch.setitem(relay.FRAME_BUDGET, "rate", 16)  # 1 MiB/s, so that the test floods it cheaply
+    wake = asyncio.Event()
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    socket = next(iter(cdp.casting))
+    message = json.dumps(raw_frame(b64(jpeg(b"\x00" * 1024 * 1024)), 1))
+    with contextlib.suppress(ConnectionClosed):
+        for _ in range(100_000):
+            await socket.send(message)
+            if viewer.screen.ended:
+                break
+    await until(lambda: viewer.screen.ended and not cdp.open)
+    said = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["status"]]
+    status = json.loads(said[-1]["data"][0])
+    assert status["state"] == "unavailable" and "flooded the relay with frames" in status["message"]

@@ -336,7 +336,8 @@ async def video(request, session_id: str, replay_id: str):
     disposition = "attachment" if request.GET.get("download") else "inline"
     response["Content-Disposition"] = f'{disposition}; filename="{_filename(replay_id)}"'
     response["X-Content-Type-Options"] = "nosniff"
-    response["Cache-Control"] = "private, max-age=300"
+    # No Cache-Control of its own: SecurityHeadersMiddleware marks every signed-in answer "no-store, private"
+    # (a replay is the org's pictures, kept off a shared computer's disk), so a seek fetches its range again.
     return response
 
 
