@@ -13,7 +13,7 @@ the request's member still may watch:
 When any of that is no longer true, the stream stops reading (its viewer leaves the hub, so an upstream
 nobody else watches closes), sends ``final`` (an event its pane already takes as "ended") and closes. A
 database error during a check keeps the stream and tries again at the next interval (nobody can revoke
-anything while the database is unreachable either); it is logged.
+anything while the database is unreachable either); it is logged. Any other failure of a check ends it.
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ async def guarded(
                 log.warning("stream access re-check failed; trying again in %.0f s", every, exc_info=True)
                 await sync_to_async(close_old_connections)()
                 continue
+            except Exception:  # a check that cannot be made is a check that failed
+                log.exception("stream access re-check broke; ending the stream")
+                ok, why = False, "the re-check failed"
             if not ok:
                 log.info("ending a stream of user %s in org %s: %s", access.user_id, access.org_id, why)
                 revoked = True

@@ -277,3 +277,15 @@ async def test_it_ends_the_screen_and_the_wall_of_a_member_removed_from_the_org(
         before = stays.seen.count(b"event: keepalive")
         await stays.until(b"event: keepalive", count=before + 2)
         assert b'"ended"' not in stays.seen
+
+
+def test_it_rechecks_with_one_query(operator, operator_cookies, org):
+    from asgiref.sync import async_to_sync
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    access = Access(user_id=operator.pk, org_id=org.pk, session_key=key_of(operator_cookies), role="operator")
+    # async_to_sync from this thread: the ORM call comes back to it, on the connection captured here.
+    with CaptureQueriesContext(connection) as queries:
+        assert async_to_sync(access.allowed)() == (True, "")
+    assert len(queries) == 1, [q["sql"] for q in queries]
