@@ -60,6 +60,8 @@ EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 
 SESSION_UPLOAD_MAX_BYTES = env.int("SESSION_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)  # 100 MiB
 # Live panes: keepalive comment period, replay buffer per stream, and how far a viewer may fall behind.
 LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
+# Every event stream re-checks this often that its member still may watch it (console/live/guard.py).
+STREAM_RECHECK_SECONDS = env.float("STREAM_RECHECK_SECONDS", default=15.0)
 # The service's own keepalive interval on its streams (15 s by its spec): an upstream that sends nothing for
 # twice this long is shown as stalled.
 LIVE_UPSTREAM_KEEPALIVE_SECONDS = env.float("LIVE_UPSTREAM_KEEPALIVE_SECONDS", default=15.0)

@@ -115,7 +115,7 @@ async def wall_stream(request):
             if isinstance(result, ServiceError) and result.status == 404:
                 raise Http404("No such browser session")
             raise result
-    return screen.stream_response([screen.source(request, i) for i in ids], THUMBNAIL_FPS)
+    return screen.stream_response(request, [screen.source(request, i) for i in ids], THUMBNAIL_FPS)
 
 
 async def _flagged(svc, session_id: str) -> list[str]:

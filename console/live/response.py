@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 
-from console.live.hub import Channel, Hub, viewer_stream
+from console.live.guard import ACCESS_ENDED, stream_response
+from console.live.hub import Channel, Frame, Hub, encode, status_frame, viewer_stream
 
 hub = Hub(
     buffer_size=getattr(settings, "LIVE_BUFFER_SIZE", 2000),
@@ -26,9 +27,6 @@ def relay_response(request: HttpRequest, channel: Channel) -> HttpResponse:
         return HttpResponse(status=204)
     broadcast, viewer = hub.subscribe(channel, last_event_id)
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
-    response = StreamingHttpResponse(
-        viewer_stream(broadcast, viewer, keepalive), content_type="text/event-stream"
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    # Once the member lost access (console.live.guard): the pane shows "ended", as at the resource's end.
+    final = status_frame("ended", ACCESS_ENDED) + encode(Frame(html=ACCESS_ENDED, event="ended"), None)
+    return stream_response(request, viewer_stream(broadcast, viewer, keepalive), final=final)

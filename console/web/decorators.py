@@ -46,6 +46,8 @@ def org_view(min_role: str = "viewer"):
                 lambda: membership.org.service(project=membership.current_project_id or None)
             )
             require_role(request, min_role)
+            # What the view needs, for whatever outlives this check (event streams re-check it: live.guard).
+            request.required_role = min_role
             return await view(request, *args, **kwargs)
 
         return wrapper

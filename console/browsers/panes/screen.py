@@ -17,6 +17,7 @@ coalesces wheel turns and typed characters), whose detail never holds the typed 
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -27,6 +28,7 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited, record
 from console.browsers.panes import common
+from console.live import guard
 from console.live import screen as relay
 from console.service import Conflict, Invalid, NotFound, ServiceError, browsers, computer
 from console.web.decorators import org_view
@@ -189,20 +191,28 @@ async def screen_stream(request, session_id: str):
         fps = min(MAX_FPS, max(0.1, float(request.GET.get("fps") or MAX_FPS)))
     except ValueError:
         fps = MAX_FPS
-    return stream_response([source(request, session_id)], fps)
+    return stream_response(request, [source(request, session_id)], fps)
 
 
-def stream_response(sources: list[relay.Source], fps: float) -> StreamingHttpResponse:
+def access_ended(screen_ids: list[str]) -> bytes:
+    """What a screen stream says when its member lost access: each screen "ended", which the pane and the
+    wall's tiles take as the end (no reconnecting)."""
+    events = (
+        {"s": sid, "state": "ended", "label": guard.ACCESS_ENDED, "message": ""}
+        for sid in dict.fromkeys(screen_ids)
+    )
+    return b"".join(f"event: status\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def stream_response(request, sources: list[relay.Source], fps: float) -> StreamingHttpResponse:
     import asyncio
 
     wake = asyncio.Event()
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
     viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
-    response = StreamingHttpResponse(relay.stream(viewers, wake, keepalive), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    final = access_ended([v.screen.screen_id for v in viewers])
+    return guard.stream_response(request, relay.stream(viewers, wake, keepalive), final=final)
 
 
 @require_http_methods(["POST"])
