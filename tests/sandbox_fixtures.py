@@ -149,6 +149,19 @@ def displays(owner: str) -> list[int]:
     return found
 
 
+def socket_inodes(pids: list[int]) -> set[str]:
+    """The inodes of the sockets these processes hold open: what /proc/net/unix and /proc/net/tcp name."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
 @contextlib.contextmanager
 def running_sandbox(**settings: str):
     """A sandbox process on a free port (its URL), with extra environment settings; stopped after."""

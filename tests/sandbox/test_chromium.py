@@ -10,7 +10,6 @@ import base64
 import contextlib
 import io
 import json
-import os
 import struct
 import subprocess
 import time
@@ -29,6 +28,7 @@ from tests.sandbox_fixtures import (
     browser_processes,
     displays,
     new_tenant,
+    socket_inodes,
     start_sandbox,
     stop_sandbox,
     temporary_folder,
@@ -610,14 +610,7 @@ def test_it_ends_a_live_view_whose_page_goes_away(real):
 
 def x_sockets(pids: list[int]) -> list[Path]:
     """The socket files of the X displays these Xvfb processes serve (/tmp/.X11-unix/X<n>)."""
-    inodes = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for fd in Path(f"/proc/{pid}/fd").iterdir():
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd)
-                    if target.startswith("socket:["):
-                        inodes.add(target[len("socket:[") : -1])
+    inodes = socket_inodes(pids)
     found = set()
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()

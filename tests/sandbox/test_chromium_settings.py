@@ -22,7 +22,14 @@ from playwright.sync_api import sync_playwright
 
 from tests.sandbox.test_chromium import create, pixel, png_size, wait_for_event, x_sockets
 from tests.sandbox.test_displays import cookie_of, x11_setup, x11_windows
-from tests.sandbox_fixtures import ROOT, browser_processes, displays, new_tenant, running_sandbox
+from tests.sandbox_fixtures import (
+    ROOT,
+    browser_processes,
+    displays,
+    new_tenant,
+    running_sandbox,
+    socket_inodes,
+)
 
 
 @pytest.fixture
@@ -76,14 +83,7 @@ def page_of(browser):
 def listening_ports(pids: list[int], table: str = "/proc/net/tcp") -> set[int]:
     """The TCP ports on 127.0.0.1 these processes listen on (state 0A) in a network namespace's table:
     the host's, or ``/proc/<pid>/net/tcp`` for that process's own."""
-    inodes = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for fd in Path(f"/proc/{pid}/fd").iterdir():
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd)
-                    if target.startswith("socket:["):
-                        inodes.add(target[len("socket:[") : -1])
+    inodes = socket_inodes(pids)
     ports = set()
     for line in Path(table).read_text().splitlines()[1:]:
         fields = line.split()

@@ -10,7 +10,6 @@ X11 connection setup themselves (``x11_setup``): no X library between the test a
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -22,18 +21,14 @@ from pathlib import Path
 import pytest
 
 from console.sandbox import engine
+from tests.sandbox_fixtures import socket_inodes
 
 pytestmark = pytest.mark.skipif(engine.Display.unavailable() is not None, reason="no Xvfb")
 
 
 def unix_sockets(pid: int) -> list[str]:
     """The addresses of the listening Unix sockets process ``pid`` holds (abstract ones start with @)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        with contextlib.suppress(OSError):
-            target = os.readlink(fd)
-            if target.startswith("socket:["):
-                inodes.add(target[len("socket:[") : -1])
+    inodes = socket_inodes([pid])
     found = []
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()
