@@ -96,8 +96,10 @@ format: install-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# bench: side-by-side performance figures, written to docs/benchmarks.md.
+# bench: side-by-side performance figures, written to docs/benchmarks.md (wrk loads the pages; the
+# browser and screen suites need what make run installs).
 bench: install-dev
+	@$(MAKE) --no-print-directory system-packages PACKAGES="$(RUN_PACKAGES) wrk=/usr/bin/wrk"
 	$(BIN)/python -m tests.bench $(BENCH_ARGS)
 
 # screenshots: every main page at 1440 and 400 px, light and dark, into screenshots/ (git-ignored), from a

@@ -79,6 +79,8 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "KEY_ENCRYPTION_KEYS": "QmVuY2hLZXlCZW5jaEtleUJlbmNoS2V5QmVuY2hLZXk=",
         "SECURE_SSL_REDIRECT": "false",
+        # The sandbox it talks to is on loopback, which DEBUG off refuses unless told (whatever .env says).
+        "SERVICE_URL_ALLOW_PRIVATE": "true",
         "DATABASE_URL": f"sqlite:///{scratch}/db.sqlite3",
         "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         **(extra_env or {}),

@@ -346,8 +346,7 @@ def run() -> str:
         if httpx.get(url + "/", timeout=10).json()["engine"] != "chromium":
             raise SystemExit("the sandbox runs simulated browsers: no screen to measure")
         tenant = new_tenant(url)
-        env = {"SERVICE_URL_ALLOW_PRIVATE": "true"}
-        with harness.console(url, tenant.api_key, extra_env=env) as console:
+        with harness.console(url, tenant.api_key) as console:
             bench = ScreenBench(console, tenant)
             single = asyncio.run(bench.single())
             wall = asyncio.run(bench.wall())
