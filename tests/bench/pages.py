@@ -80,7 +80,7 @@ def _report(results: dict, overlap: dict) -> str:
         *(f"| {name} | {r.rps:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} |" for name, r in rows),
         "",
         f"- **page / trivial view: {page.rps / trivial.rps:.2f}** of the requests/s (budget ≥ 0.70)",
-        f"- page / dashboard: {page.rps / dashboard.rps:.2f} (what proxying one service call costs a page)",
+        f"- page / overview frame: {page.rps / dashboard.rps:.2f} (what one service call costs a page)",
         f"- page / sandbox direct: {page.rps / direct.rps:.2f}",
         f"- rounds: {len(results['page'])} of each, interleaved; best round shown; the page's rounds: "
         f"{spread} req/s (median {median:,.0f})",
