@@ -93,6 +93,7 @@ FLAGS = [
 STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
 # Seconds a browser operation may take before the request gets an error instead of waiting.
 LAUNCH_TIMEOUT = 30.0
+ADMISSION_TIMEOUT = 120.0  # how long a wake may wait for the others ahead of it to start
 OPERATION_TIMEOUT = 15.0
 NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
 # Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
@@ -249,21 +250,42 @@ class Engine:
             if live.state != "running":
                 self._waking += 1
                 try:
-                    async with asyncio.timeout(LAUNCH_TIMEOUT):
-                        # One wake at a time: each sees the others' browsers, so the bound holds.
-                        async with self._admission:
+                    # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for
+                    # the others (a burst of sessions starting at once) is not this browser failing: past
+                    # ADMISSION_TIMEOUT the request is told to try again, and the session stays as it was.
+                    try:
+                        async with asyncio.timeout(ADMISSION_TIMEOUT):
+                            await self._admission.acquire()
+                    except TimeoutError:
+                        raise ApiError(
+                            503,
+                            "browser_unavailable",
+                            "the sandbox is busy starting other browsers; try again",
+                        ) from None
+                    try:
+                        async with asyncio.timeout(LAUNCH_TIMEOUT):
                             await self._wake(live)
+                    finally:
+                        self._admission.release()
                 except ApiError:
                     raise
                 except Exception as exc:
-                    log.warning("session %s could not start its browser: %s", live.session_id, exc)
+                    reason = str(exc)
+                    if not reason and isinstance(exc, TimeoutError):
+                        reason = f"not started within {LAUNCH_TIMEOUT:g} s"
+                    log.warning(
+                        "session %s could not start its browser: %s: %s",
+                        live.session_id,
+                        type(exc).__name__,
+                        reason,
+                    )
                     await self._close_context(live)
                     live.state = "crashed"
                     raise ApiError(
                         503,
                         "browser_unavailable",
                         "the session's browser could not be started; try again",
-                        inner_error={"code": type(exc).__name__, "message": str(exc)[:200]},
+                        inner_error={"code": type(exc).__name__, "message": reason[:200]},
                     ) from None
                 finally:
                     self._waking -= 1
