@@ -15,6 +15,7 @@ import logging
 from datetime import timedelta
 
 from console.service.records import parse_datetime
+from tests.web.test_upstream_text import read_stream
 
 ON = {
     "enabled": True,
@@ -161,15 +162,6 @@ def assert_debuggable(body: str) -> None:
         "key W in input#search",
     ):
         assert kept in text, kept
-
-
-async def read_stream(response, until: str) -> str:
-    received = ""
-    stream = aiter(response.streaming_content)
-    while until not in received:
-        received += (await asyncio.wait_for(anext(stream), 10)).decode()
-    await response.streaming_content.aclose()
-    return received
 
 
 async def test_it_shows_no_secret_of_telemetry_on_the_session_page_or_in_its_history(
