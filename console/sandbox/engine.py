@@ -194,7 +194,10 @@ class Engine:
             "running": states.count("running"),
             "standby": states.count("standby"),
             "crashed": states.count("crashed"),
-            "confinement": self.confinement() or "bubblewrap, as an unprivileged user",
+            # Commands are confined whatever the engine; a real engine's browsers with them.
+            "confinement": f"none: {problem}"
+            if (problem := confine.unavailable())
+            else "bubblewrap, as an unprivileged user",
             "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
             "cdp_port": self.cdp_port(),
         }

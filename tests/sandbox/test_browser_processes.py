@@ -295,7 +295,9 @@ def test_it_shares_the_sessions_files_between_processes_and_the_files_api(tenant
 
 def test_it_refuses_to_run_anything_when_the_confinement_is_unavailable(tmp_path):
     marker = tmp_path / "ran"
-    with running_sandbox(SANDBOX_BWRAP=str(tmp_path / "no-such-bwrap")) as url:
+    # Commands are confined whatever the engine: the simulated one spares this test a Chromium launch.
+    with running_sandbox(SANDBOX_BWRAP=str(tmp_path / "no-such-bwrap"), SANDBOX_ENGINE="simulated") as url:
+        assert httpx.get(url + "/").json()["browsers"]["confinement"].startswith("none: bubblewrap (bwrap)")
         tenant = new_tenant(url)
         session = tenant.call("POST", "/browsers", json={"timeout_seconds": LONG}).json()["session_id"]
         for op in ("exec", "spawn"):
