@@ -206,7 +206,9 @@ class SandboxTenant:
     def call(self, method: str, path: str, **kwargs) -> httpx.Response:
         """A raw service call with this tenant's key (conformance tests speak HTTP directly)."""
         headers = {"Authorization": f"Bearer {self.api_key}", **kwargs.pop("headers", {})}
-        timeout = kwargs.pop("timeout", 10)
+        # Generous: a call that wakes a real browser on a loaded CI machine can take several seconds;
+        # a test about hanging gives its own timeout.
+        timeout = kwargs.pop("timeout", 30)
         return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=timeout, **kwargs)
 
 
