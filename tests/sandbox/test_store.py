@@ -604,8 +604,8 @@ def test_it_resets_a_symlink_itself_never_what_it_points_at(tmp_path):
 @pytest.mark.parametrize(
     "data",
     [
-        '{"id": "t", "clock_offset": {"$": "td", "v": 1e300}}',  # OverflowError: no such duration
-        '{"id": "t", "settings": '
+        '{"id": "t", "key_sha256": "x", "clock_offset": {"$": "td", "v": 1e300}}',  # OverflowError
+        '{"id": "t", "key_sha256": "x", "settings": '
         + "[" * 100_000
         + "]" * 100_000
         + "}",  # RecursionError: no record nests so
@@ -614,7 +614,8 @@ def test_it_resets_a_symlink_itself_never_what_it_points_at(tmp_path):
 )
 def test_it_refuses_state_values_out_of_range_with_a_clear_error(tmp_path, data):
     opened = store.Store(tmp_path / "sandbox.sqlite3")
-    opened.db.execute("INSERT INTO tenants (api_key, data) VALUES (?, ?)", ("key", data))
+    sealed = opened.cipher.seal(data, "tenant", "t")
+    opened.db.execute("INSERT INTO tenants (tenant, data) VALUES (?, ?)", ("t", sealed))
     with pytest.raises(store.StateError, match="could not be read as sandbox state"):
         opened.load(type("Registry", (), {"tenants": {}})())
     opened.close()
