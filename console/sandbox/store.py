@@ -30,7 +30,7 @@ Without ``SANDBOX_STATE`` (the tests) the sandbox keeps everything in memory, as
   (a backup, an attachment) yields nothing without its key; only ids, table names and row counts show.
   API keys are kept nowhere, in memory or on disk, only their SHA-256 (``state.key_digest``): a tenant's
   own key and the keys it created are recognised, never recovered. Nothing here logs a value.
-- The key: ``SANDBOX_STATE_KEY`` (environment or .env: 32 random bytes, URL-safe base64) or else
+- The key: ``SANDBOX_STATE_KEY`` (environment: 32 random bytes, URL-safe base64) or else
   ``<state>.key``, made on first use (0600, complete or absent: a temporary file linked into place, which
   never replaces a file nor follows a symlink; refused if it is a symlink or another user's). A state file
   whose key is missing or wrong is a ``StateError`` at start-up naming the fix (restore the key, or
@@ -150,26 +150,30 @@ def new_key_text() -> str:
 
 
 def configured_key() -> str | None:
-    """``SANDBOX_STATE_KEY`` from the environment or the local .env (as ``SANDBOX_DEMO_KEY``)."""
-    from console import localenv
-
-    return (os.environ.get(KEY_ENV) or localenv.read().get(KEY_ENV) or "").strip() or None
+    """``SANDBOX_STATE_KEY`` from the environment (``manage.py sandbox`` also reads it from .env)."""
+    return (os.environ.get(KEY_ENV) or "").strip() or None
 
 
-def _parse_key(text: str, source: str) -> bytes:
+def _parse_key(text: str, source: str, state: Path | None = None) -> bytes:
     try:
         key = base64.urlsafe_b64decode(text.strip().encode("ascii"))
     except ValueError:  # not ASCII, or not base64
         key = b""
     if len(key) != 32:
+        fix = (
+            f"; {state} cannot be read without the key it was written with: restore that key, or start "
+            f"fresh with {RESET}"
+            if state is not None
+            else ""
+        )
         raise StateError(
-            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64: "
-            "`python -c 'from console.sandbox.store import new_key_text; print(new_key_text())'`)"
+            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as "
+            f"`python -c 'from console.sandbox.store import new_key_text; print(new_key_text())'` makes){fix}"
         )
     return key
 
 
-def _read_key_file(path: Path) -> bytes | None:
+def _read_key_file(path: Path, state: Path) -> bytes | None:
     """The key in ``path`` (None if there is none): a plain file of the sandbox's user, never a link."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -188,7 +192,7 @@ def _read_key_file(path: Path) -> bytes | None:
         text = os.read(fd, 4096).decode("ascii", "replace")
     finally:
         os.close(fd)
-    return _parse_key(text, str(path))
+    return _parse_key(text, str(path), state)
 
 
 def _create_key_file(path: Path) -> bytes:
@@ -447,11 +451,11 @@ class Store:
 
     def _key(self, *, make: bool) -> bytes:
         if self._key_text is not None:
-            return _parse_key(self._key_text, "the key given")
+            return _parse_key(self._key_text, "the key given", self.path)
         configured = configured_key()
         if configured is not None:
-            return _parse_key(configured, KEY_ENV)
-        key = _read_key_file(self.key_file)
+            return _parse_key(configured, KEY_ENV, self.path)
+        key = _read_key_file(self.key_file, self.path)
         if key is not None:
             return key
         if not make:
