@@ -395,6 +395,8 @@ def test_it_refuses_a_corrupted_or_foreign_file_with_a_clear_message(tmp_path, k
     # What to do: another file for someone else's database, a reset for a damaged or newer state file.
     assert ("SANDBOX_STATE" if kind == "foreign-sqlite" else "--reset") in result.stderr
     assert state.read_bytes() == before  # nothing overwritten
+    if kind in ("garbage", "foreign-sqlite"):
+        assert not store.key_path(state).exists()  # not even a key made beside someone else's file
     if kind == "damaged-record":
         assert "record browsers/" in result.stderr
 
@@ -964,3 +966,29 @@ def test_it_migrates_a_state_file_of_format_1_and_leaves_no_secret_in_clear(tmp_
         assert dict(db.execute("SELECT key, value FROM meta"))["version"] == str(store.VERSION)
     assert stat.S_IMODE(store.key_path(state).stat().st_mode) == 0o600
     assert exposed(state, secrets) == {}
+
+
+def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
+    """A row is sealed with its place: one tenant's record copied over another's does not open."""
+    from console.sandbox.state import Registry
+
+    state = tmp_path / "sandbox.sqlite3"
+    registry = Registry()
+    mine, theirs = registry.create("sk_" + "a" * 32, demo=True), registry.create("sk_" + "b" * 32)
+    saved = store.Store(state)
+    saved.save(registry)
+    saved.close()
+    with contextlib.closing(sqlite3.connect(state)) as db, db:
+        (sealed,) = db.execute(
+            "SELECT data FROM records WHERE tenant = ? AND tbl = 'projects'", (mine.id,)
+        ).fetchone()
+        moved = db.execute(
+            "UPDATE records SET data = ? WHERE tenant = ? AND tbl = 'projects'", (sealed, theirs.id)
+        )
+        assert moved.rowcount == 1
+    opened = store.Store(state)
+    try:
+        with pytest.raises(store.StateError, match=r"record projects/.*does not open with the key"):
+            opened.load(Registry())
+    finally:
+        opened.close()
