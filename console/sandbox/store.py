@@ -74,7 +74,7 @@ log = logging.getLogger("console.sandbox.store")
 FORMAT = "browser-automation-sandbox-state"
 # 1: rows in clear, tenants by their API key (migrated when opened); 2: rows sealed, API keys as digests.
 VERSION = 2
-KEY_ENV = "SANDBOX_STATE_KEY"  # the key from the environment (or .env) instead of ``<state>.key``
+KEY_ENV = "SANDBOX_STATE_KEY"  # the key from the environment instead of ``<state>.key``
 KEY_CHECK = "browser-automation-sandbox-state key"  # sealed in meta: a wrong key is told before any row
 RESET = "`make sandbox-reset` (or `python manage.py sandbox --reset`)"
 AUDIT = "_audit_log"  # the tenant setting holding its audit log (rows of their own, appended)
@@ -427,6 +427,8 @@ class Store:
             db.execute("PRAGMA synchronous = NORMAL")
             if meta.get("version") == "1":
                 self._migrate_from_1(db)
+            elif meta.get("rebuild"):
+                self._rebuild(db)
             elif not tables:
                 db.executescript(SCHEMA)
                 db.executemany(
@@ -539,8 +541,9 @@ class Store:
                         (*place, seal(data, "telemetry", *place)),
                     )
             db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
-            db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('key_check', ?)", (self._key_check(),)
+            db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [("key_check", self._key_check()), ("rebuild", "after the migration from format 1")],
             )
             db.execute("COMMIT")
         except BaseException as exc:
@@ -551,10 +554,17 @@ class Store:
                     f"({type(exc).__name__}); it is left as it was: move it away or start fresh with {RESET}"
                 ) from None
             raise
-        db.execute("VACUUM")
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._rebuild(db)
         db.execute("PRAGMA secure_delete = OFF")
         log.info("sandbox state %s: migrated from format version 1 to %d (encrypted)", self.path, VERSION)
+
+    @staticmethod
+    def _rebuild(db: sqlite3.Connection) -> None:
+        """Every page rewritten (VACUUM) and the WAL emptied: what format 1 left in free pages or WAL frames
+        goes. Marked in meta until done, so a crash right after the migration's commit redoes it."""
+        db.execute("VACUUM")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("DELETE FROM meta WHERE key = 'rebuild'")
 
     def _foreign(self) -> StateError:
         return StateError(

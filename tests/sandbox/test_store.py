@@ -992,3 +992,29 @@ def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
             opened.load(Registry())
     finally:
         opened.close()
+
+
+def test_it_finishes_the_rebuild_of_a_migrated_file_after_a_crash(tmp_path, monkeypatch):
+    from console.sandbox.state import Registry
+
+    state = tmp_path / "sandbox.sqlite3"
+    api_key = "sk_" + "c" * 32
+    write_format_1(state, api_key, Registry().create(api_key), {}, erased="erased-credential-secret-77d0")
+    secrets = {"erased credential value": "erased-credential-secret-77d0"}
+    rebuild = store.Store._rebuild
+
+    def crash(db):
+        raise KeyboardInterrupt  # the process ends between the migration's commit and the rebuild
+
+    monkeypatch.setattr(store.Store, "_rebuild", staticmethod(crash))
+    with pytest.raises(KeyboardInterrupt):
+        store.Store(state)
+    assert exposed(state, secrets)  # migrated, but the old rows are still in free pages
+    monkeypatch.setattr(store.Store, "_rebuild", staticmethod(rebuild))
+    registry = Registry()
+    opened = store.Store(state)
+    try:
+        assert opened.load(registry) == 1 and registry.get(api_key) is not None
+    finally:
+        opened.close()
+    assert exposed(state, secrets) == {}
