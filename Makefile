@@ -6,8 +6,8 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 SANDBOX_PORT ?= 8100
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
-# The sandbox's saved state (SQLite, 0600; its files beside it in .run/sandbox.sqlite3.files): what an
-# operator creates survives a restart. `make sandbox-reset` starts fresh. Set only for run/sandbox.
+# The sandbox's saved state (SQLite, 0600, encrypted with .run/sandbox.sqlite3.key or SANDBOX_STATE_KEY; its
+# files beside it in .run/sandbox.sqlite3.files): what an operator creates survives a restart. `make sandbox-reset` starts fresh. Set only for run/sandbox.
 SANDBOX_STATE ?= .run/sandbox.sqlite3
 
 .PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox sandbox-reset clean
@@ -111,7 +111,8 @@ screenshots: install-dev
 sandbox: install
 	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python manage.py sandbox --port $(SANDBOX_PORT)
 
-# sandbox-reset: forget the sandbox's saved state (stop the sandbox first); the next start seeds the demo anew.
+# sandbox-reset: forget the sandbox's saved state and its key (stop the sandbox first); the next start seeds the
+# demo anew, under a new key.
 sandbox-reset: install
 	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python -c "from console.sandbox.server import reset_state; reset_state()"
 

@@ -50,8 +50,15 @@ def start_sandbox(*, command: tuple[str, ...] = ("-m", "console.sandbox"), **set
     ``stop_sandbox``. ``command`` is how Python starts it (``("manage.py", "sandbox")`` for Django's)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    # In memory unless a test gives SANDBOX_STATE (a developer's .env must never reach the test sandbox).
-    env = {**os.environ, "SANDBOX_DEMO_KEY": TEST_DEMO_KEY, "SANDBOX_STATE": "", **settings}
+    # In memory unless a test gives SANDBOX_STATE (a developer's .env must never reach the test sandbox);
+    # a state file's key is its own <state>.key unless a test gives SANDBOX_STATE_KEY.
+    env = {
+        **os.environ,
+        "SANDBOX_DEMO_KEY": TEST_DEMO_KEY,
+        "SANDBOX_STATE": "",
+        "SANDBOX_STATE_KEY": "",
+        **settings,
+    }
     process = subprocess.Popen([sys.executable, *command, "--port", str(port)], cwd=ROOT, env=env)
     try:
         wait_for(f"{url}/_sandbox/health", process)

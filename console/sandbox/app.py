@@ -16,8 +16,8 @@ from starlette.routing import Route
 
 from console import localenv
 from console.sandbox import cdp_proxy, confine, control, engine, forward_proxy, live_view, store
-from console.sandbox.resources import RESOURCES, browser_files
-from console.sandbox.state import registry
+from console.sandbox.resources import RESOURCES, browser_files, browser_vm
+from console.sandbox.state import key_digest, registry
 
 # The demo tenant's key is per install (the local .env, which the console reads too); without one, the
 # sandbox has no demo tenant: tenants are created through the control interface.
@@ -85,12 +85,16 @@ async def _save_periodically() -> None:
             _save(touched)
 
 
-def _bearer(scope) -> str | None:
-    """The request's API key: a request changes its own tenant only (tenant creation has none)."""
+def _key_of(scope) -> str | None:
+    """The digest of the request's API key: a request changes its own tenant only (tenant creation has
+    none; a session's VM route acts as the session's tenant)."""
+    routed = scope.get(browser_vm.TENANT_SCOPE)
+    if routed is not None:
+        return routed.key_sha256
     for name, value in scope.get("headers") or ():
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else None
+            return key_digest(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
     return None
 
 
@@ -105,7 +109,7 @@ class SaveAfterChanges:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or store.current is None:
             return await self.app(scope, receive, send)
-        key = _bearer(scope)
+        key = _key_of(scope)
         if key:
             store.current.touched.add(key)
         if scope["method"] in self.READS:

@@ -34,7 +34,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from console.sandbox import engine
 from console.sandbox.errors import ApiError
-from console.sandbox.state import registry
+from console.sandbox.state import key_digest, registry
 
 REFUSED = ("Browser.close", "Browser.crash", "Browser.crashGpuProcess")
 POLICY_VIOLATION = 1008
@@ -52,7 +52,9 @@ def _session(websocket: WebSocket):
         if record is None:
             continue
         by_jwt = bool(token) and secrets.compare_digest(token, record["_jwt"])
-        by_key = scheme.lower() == "bearer" and secrets.compare_digest(key.strip(), tenant.api_key)
+        by_key = scheme.lower() == "bearer" and secrets.compare_digest(
+            key_digest(key.strip()), tenant.key_sha256
+        )
         if (by_jwt or by_key) and record.get("_engine") == "chromium" and is_active(tenant, record):
             return tenant, record
         return None

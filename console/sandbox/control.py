@@ -16,13 +16,13 @@ from starlette.routing import Route
 from console.sandbox import engine
 from console.sandbox.errors import ApiError, invalid
 from console.sandbox.http import endpoint, last_event_id, no_content, ok, read_json, sse_response
-from console.sandbox.state import Fault, parse_time, registry, rfc3339
+from console.sandbox.state import Fault, new_api_key, parse_time, registry, rfc3339
 
 
 async def health(request: Request):
     status = engine.get().status()
     return JSONResponse(
-        {"ok": True, "tenants": len(registry.tenants), "engine": status["engine"], "browsers": status}
+        {"ok": True, "tenants": len(registry.own()), "engine": status["engine"], "browsers": status}
     )
 
 
@@ -31,8 +31,9 @@ async def create_tenant(request: Request):
         body = await request.json() if (await request.body()).strip() else {}
     except ValueError:
         body = {}
-    tenant = registry.create(demo=bool(body.get("demo")))
-    return JSONResponse({"api_key": tenant.api_key, "tenant_id": tenant.id}, status_code=201)
+    api_key = new_api_key()  # said once, here: the sandbox keeps only its digest
+    tenant = registry.create(api_key, demo=bool(body.get("demo")))
+    return JSONResponse({"api_key": api_key, "tenant_id": tenant.id}, status_code=201)
 
 
 @endpoint

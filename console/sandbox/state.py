@@ -8,6 +8,7 @@ read, which makes the control interface's clock moves deterministic.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import secrets
 import string
@@ -22,6 +23,12 @@ def new_id(prefix: str = "", length: int = 20) -> str:
     """Ids look like the service's: short lowercase alphanumerics (a prefix helps humans read them)."""
     body = "".join(secrets.choice(_ALPHABET) for _ in range(length))
     return f"{prefix}_{body}" if prefix else body
+
+
+def key_digest(api_key: str) -> str:
+    """How the sandbox knows an API key: its SHA-256, never the key itself (keys are random and long, so
+    a plain hash is enough). A tenant's own key and the keys it created are found by it."""
+    return hashlib.sha256(api_key.encode()).hexdigest()
 
 
 def rfc3339(moment: datetime | None) -> str | None:
@@ -88,7 +95,7 @@ class Topic:
 
 @dataclass
 class Tenant:
-    api_key: str
+    key_sha256: str  # ``key_digest`` of its own API key: the key itself is kept nowhere (memory or file)
     id: str = field(default_factory=lambda: new_id("org"))
     clock_offset: timedelta = timedelta(0)
     keepalive_seconds: float = 15.0
@@ -139,25 +146,35 @@ class Tenant:
         return found
 
 
+def new_api_key() -> str:
+    return "sk_" + new_id(length=32)
+
+
 class Registry:
-    """All tenants of this sandbox process, by API key."""
+    """All tenants of this sandbox process, by the digest (``key_digest``) of every API key that opens
+    one: its own and those it created."""
 
     def __init__(self) -> None:
         self.tenants: dict[str, Tenant] = {}
 
     def create(self, api_key: str | None = None, *, demo: bool = False) -> Tenant:
+        """A new tenant opened by ``api_key`` (the caller tells it to its user: it is not kept)."""
         from console.sandbox import demo as demo_data
         from console.sandbox.resources import projects
 
-        tenant = Tenant(api_key=api_key or "sk_" + new_id(length=32))
+        tenant = Tenant(key_sha256=key_digest(api_key or new_api_key()))
         projects.create_default(tenant)
         if demo:
             demo_data.seed(tenant)
-        self.tenants[tenant.api_key] = tenant
+        self.tenants[tenant.key_sha256] = tenant
         return tenant
 
     def get(self, api_key: str) -> Tenant | None:
-        return self.tenants.get(api_key)
+        return self.tenants.get(key_digest(api_key))
+
+    def own(self) -> list[Tenant]:
+        """Every tenant once (one is also listed under each key it created)."""
+        return [tenant for digest, tenant in list(self.tenants.items()) if digest == tenant.key_sha256]
 
 
 registry = Registry()

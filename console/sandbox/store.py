@@ -23,9 +23,24 @@ Without ``SANDBOX_STATE`` (the tests) the sandbox keeps everything in memory, as
   saying the sandbox restarted), recordings in progress (finished at the restart, without a video),
   filesystem watches, open streams, injected faults and the recent-requests list of the control interface.
   The tenant clock's offset is kept.
-- Secrets: the sandbox keeps credential values, proxy passwords, TOTP secrets and API keys as the service
-  would hold them, in clear in memory; the file holds them as well, which is why it is 0600. Nothing here
-  logs a value.
+- Secrets: the sandbox keeps credential values, proxy passwords, TOTP secrets, auth connections' stored
+  logins, provider tokens and vault contents as the service would hold them, in clear in memory (it must
+  use them). In the file every row's payload (tenants, records, audit entries, telemetry events) is sealed
+  with AES-256-GCM, its place in the file (tenant id, table, ids) as associated data, so a copied file
+  (a backup, an attachment) yields nothing without its key; only ids, table names and row counts show.
+  API keys are kept nowhere, in memory or on disk, only their SHA-256 (``state.key_digest``): a tenant's
+  own key and the keys it created are recognised, never recovered. Nothing here logs a value.
+- The key: ``SANDBOX_STATE_KEY`` (environment: 32 random bytes, URL-safe base64) or else
+  ``<state>.key``, made on first use (0600, complete or absent: a temporary file linked into place, which
+  never replaces a file nor follows a symlink; refused if it is a symlink or another user's). A state file
+  whose key is missing or wrong is a ``StateError`` at start-up naming the fix (restore the key, or
+  ``make sandbox-reset``, which removes file and key); it is never reseeded nor overwritten. The key check
+  sealed in ``meta`` tells a wrong key before any row is read.
+- Saves compare rows in clear with what was last written (``_rows``), then seal only the changed ones, so
+  a random nonce never rewrites an unchanged row.
+- Format 1 (before encryption: rows in clear, tenants and created keys by their key) is migrated when
+  opened, in one transaction, and the file is then rebuilt (VACUUM, freed pages zeroed) and its WAL
+  emptied, so no page in clear survives the upgrade.
 
 Values are JSON with a small set of tagged types (datetime, bytes, set, tuple, deque, Path, the sandbox's
 own dataclasses by an allowlist); a runtime handle (a task, a subprocess, a browser) is never written.
@@ -46,38 +61,166 @@ import random
 import shutil
 import sqlite3
 import stat
+import tempfile
 from collections import deque
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 log = logging.getLogger("console.sandbox.store")
 
 FORMAT = "browser-automation-sandbox-state"
-VERSION = 1
+# 1: rows in clear, tenants by their API key (migrated when opened); 2: rows sealed, API keys as digests.
+VERSION = 2
+KEY_ENV = "SANDBOX_STATE_KEY"  # the key from the environment instead of ``<state>.key``
+KEY_CHECK = "browser-automation-sandbox-state key"  # sealed in meta: a wrong key is told before any row
+RESET = "`make sandbox-reset` (or `python manage.py sandbox --reset`)"
 AUDIT = "_audit_log"  # the tenant setting holding its audit log (rows of their own, appended)
 SAVE_INTERVAL = 2.0  # the tenants that had requests since the last save (reads change state too)
 FULL_SAVE_EVERY = 15  # intervals: every tenant, for what moves without requests (browsers' telemetry)
 RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
 
+# ``tenant`` is the tenant's id (``org_…``); every ``data`` is sealed (``Cipher``).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tenants (api_key TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tenants (tenant TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
-    api_key TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (api_key, tbl, id)
+    tenant TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (tenant, tbl, id)
 );
 CREATE TABLE IF NOT EXISTS audit (
-    api_key TEXT NOT NULL, n INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (api_key, n)
+    tenant TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (tenant, n)
 );
 CREATE TABLE IF NOT EXISTS telemetry (
-    api_key TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (api_key, tbl, id, seq)
+    tenant TEXT NOT NULL, tbl TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (tenant, tbl, id, seq)
 );
 """
 
 
 class StateError(Exception):
-    """The state file cannot be used (foreign, damaged, newer format, unreadable): said plainly."""
+    """The state file cannot be used (foreign, damaged, newer format, unreadable, key missing or wrong):
+    said plainly."""
+
+
+# Encryption at rest -------------------------------------------------------------------------------
+
+
+class Unreadable(ValueError):
+    """A sealed row that does not open with the key: damaged, or moved to another place in the file."""
+
+
+class Cipher:
+    """AES-256-GCM over a row's encoding, a random nonce each time; the row's place (table, tenant, ids) is
+    its associated data, so a row copied elsewhere in the file (another tenant's, say) does not open."""
+
+    NONCE = 12
+    TAG = 16
+
+    def __init__(self, key: bytes) -> None:
+        self._aead = AESGCM(key)
+
+    def seal(self, text: str, *place) -> bytes:
+        nonce = os.urandom(self.NONCE)
+        return nonce + self._aead.encrypt(nonce, text.encode(), _place(place))
+
+    def open(self, blob, *place) -> str:
+        if not isinstance(blob, bytes) or len(blob) < self.NONCE + self.TAG:
+            raise Unreadable
+        try:
+            return self._aead.decrypt(blob[: self.NONCE], blob[self.NONCE :], _place(place)).decode()
+        except InvalidTag:
+            raise Unreadable from None
+
+
+def _place(place: tuple) -> bytes:
+    return "\x1f".join(str(part) for part in place).encode()
+
+
+def key_path(path: Path) -> Path:
+    """Where the sandbox keeps the key of a state file (unless ``SANDBOX_STATE_KEY`` gives it)."""
+    return path.with_name(path.name + ".key")
+
+
+def new_key_text() -> str:
+    """A new state key as written to ``<state>.key`` or given as ``SANDBOX_STATE_KEY``."""
+    return base64.urlsafe_b64encode(AESGCM.generate_key(bit_length=256)).decode()
+
+
+def configured_key() -> str | None:
+    """``SANDBOX_STATE_KEY`` from the environment (``manage.py sandbox`` also reads it from .env)."""
+    return (os.environ.get(KEY_ENV) or "").strip() or None
+
+
+def _parse_key(text: str, source: str, state: Path | None = None) -> bytes:
+    try:
+        key = base64.urlsafe_b64decode(text.strip().encode("ascii"))
+    except ValueError:  # not ASCII, or not base64
+        key = b""
+    if len(key) != 32:
+        fix = (
+            f"; {state} cannot be read without the key it was written with: restore that key, or start "
+            f"fresh with {RESET}"
+            if state is not None
+            else ""
+        )
+        raise StateError(
+            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as "
+            f"`python -c 'from console.sandbox.store import new_key_text; print(new_key_text())'` makes){fix}"
+        )
+    return key
+
+
+def _read_key_file(path: Path, state: Path) -> bytes | None:
+    """The key in ``path`` (None if there is none): a plain file of the sandbox's user, never a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a symlink planted since the check
+        raise StateError(f"cannot read the state key {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise StateError(
+                f"{path} is not a regular file of the sandbox's user; it is not used as the state key"
+            )
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+        text = os.read(fd, 4096).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+    return _parse_key(text, str(path), state)
+
+
+def _create_key_file(path: Path) -> bytes:
+    """A new key in ``path``, 0600, complete or not there at all: written to a temporary file of its own
+    (O_EXCL), then linked to ``path`` (which, like O_EXCL, never replaces a file nor follows a link)."""
+    text = new_key_text()
+    temp = None
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # 0600, O_EXCL
+        with os.fdopen(fd, "w") as out:
+            out.write(text + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.link(temp, path)
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    except FileExistsError:
+        raise StateError(f"{path} appeared while the sandbox made its state key; start it again") from None
+    except OSError as exc:
+        raise StateError(f"cannot create the state key {path}: {exc.strerror}") from None
+    finally:
+        if temp is not None:
+            with _quiet_oserror():
+                os.unlink(temp)
+    return _parse_key(text, str(path))
 
 
 # Encoding -----------------------------------------------------------------------------------------
@@ -219,16 +362,23 @@ def _hashable(value):
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, *, key: str | None = None) -> None:
+        """``key``: the state key (as ``SANDBOX_STATE_KEY`` has it); None: ``SANDBOX_STATE_KEY``, else
+        ``<state>.key``, made on first use."""
         self.path = state_path(path)
         self.files = self.path.with_name(self.path.name + ".files")
+        self.key_file = key_path(self.path)
+        self._key_text = key
         _check_own_paths(self.path)
         self.codec = Codec()
-        self._rows: dict[tuple, str] = {}  # what the file holds, as last written: key -> encoded row
-        self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (api_key, tbl, id) -> (first, last) seq
+        self.cipher: Cipher | None = None
+        # What the file holds, as last written: key -> the row's encoding in clear (compared, so a row is
+        # sealed and written only when that changed: a new nonce alone never rewrites a row).
+        self._rows: dict[tuple, str] = {}
+        self._seqs: dict[tuple, tuple[int, int]] = {}  # telemetry (tenant, tbl, id) -> (first, last) seq
         self.saves = 0
-        self.touched: set[str] = set()  # API keys of requests since the last periodic save
-        self._audit: dict[str, tuple[dict, int]] = {}  # api_key -> (newest entry saved, its row number)
+        self.touched: set[str] = set()  # key digests of requests since the last periodic save
+        self._audit: dict[str, tuple[dict, int]] = {}  # tenant id -> (newest entry saved, its row number)
         self._lock = _take_lock(self.path)
         try:
             self.db = self._open()
@@ -251,7 +401,9 @@ class Store:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            # Nothing is written before the file is known to be the sandbox's own (or empty).
+            # Nothing is written (not even a key) before the file is known to be the sandbox's own (or
+            # empty).
+            meta: dict[str, str] = {}
             if tables:
                 if "meta" not in tables:
                     raise self._foreign()
@@ -261,25 +413,34 @@ class Store:
                     raise self._foreign() from None
                 if meta.get("format") != FORMAT:
                     raise self._foreign()
-                if meta.get("version") != str(VERSION):
+                if meta.get("version") not in (str(VERSION), "1"):
                     raise StateError(
                         f"{self.path} holds sandbox state of format version {meta.get('version')}, this "
-                        f"sandbox reads version {VERSION}; start fresh with `manage.py sandbox --reset`"
+                        f"sandbox reads version {VERSION}; start fresh with {RESET}"
                     )
+            current = meta.get("version") == str(VERSION)
+            # A fresh file or one of format 1 (in clear) gets a key; a sealed one needs the key it had.
+            self.cipher = Cipher(self._key(make=not current))
+            if current:
+                self._check_key(meta)
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(SCHEMA)
-            if not tables:
+            if meta.get("version") == "1":
+                self._migrate_from_1(db)
+            elif meta.get("rebuild"):
+                self._rebuild(db)
+            elif not tables:
+                db.executescript(SCHEMA)
                 db.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [("format", FORMAT), ("version", str(VERSION))],
+                    [("format", FORMAT), ("version", str(VERSION)), ("key_check", self._key_check())],
                 )
         except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()
             raise StateError(
                 f"{self.path} is not a readable sandbox state file ({exc}); move it away or start fresh "
-                "with `python manage.py sandbox --reset`"
+                f"with {RESET}"
             ) from None
         except StateError:
             db.close()
@@ -289,6 +450,121 @@ class Store:
                 _owner_only(Path(f"{self.path}{suffix}"))
         self.files.mkdir(mode=0o700, exist_ok=True)
         return db
+
+    def _key(self, *, make: bool) -> bytes:
+        if self._key_text is not None:
+            return _parse_key(self._key_text, "the key given", self.path)
+        configured = configured_key()
+        if configured is not None:
+            return _parse_key(configured, KEY_ENV, self.path)
+        key = _read_key_file(self.key_file, self.path)
+        if key is not None:
+            return key
+        if not make:
+            raise StateError(
+                f"{self.path} is encrypted and its key {self.key_file} is missing: restore that file (or "
+                f"set {KEY_ENV} to the key it was written with); without its key the state cannot be read "
+                f"and is not overwritten: to start fresh instead, {RESET} removes it"
+            )
+        return _create_key_file(self.key_file)
+
+    def _key_check(self) -> str:
+        return base64.b64encode(self.cipher.seal(KEY_CHECK, "meta", "key_check")).decode()
+
+    def _check_key(self, meta: dict) -> None:
+        try:
+            sealed = base64.b64decode(meta.get("key_check", ""), validate=True)
+            opened = self.cipher.open(sealed, "meta", "key_check")
+        except ValueError:  # Unreadable, or not base64
+            opened = None
+        if opened != KEY_CHECK:
+            source = (
+                "the key given"
+                if self._key_text is not None
+                else (KEY_ENV if configured_key() is not None else str(self.key_file))
+            )
+            raise StateError(
+                f"{self.path} was encrypted with another key than {source}: restore the key it was "
+                f"written with ({self.key_file}, or {KEY_ENV}); without it the state cannot be read and is "
+                f"not overwritten: to start fresh instead, {RESET} removes it"
+            )
+
+    def _migrate_from_1(self, db: sqlite3.Connection) -> None:
+        """Format 1 (every row in clear, tenants and created API keys by their key) to this one, in one
+        transaction; then the file is rebuilt (VACUUM) and its WAL emptied, so no page in clear is left."""
+        from console.sandbox.state import key_digest
+
+        seal = self.cipher.seal
+        db.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left with their old rows
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            old = {
+                table: db.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608 (our table names)
+                for table in ("tenants", "records", "audit", "telemetry")
+            }
+            for table in old:
+                db.execute(f"DROP TABLE {table}")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            ids: dict[str, str] = {}
+            for api_key, data in old["tenants"]:
+                fields = json.loads(data)
+                tenant_id = fields["id"]
+                if not isinstance(tenant_id, str) or not isinstance(api_key, str):
+                    raise TypeError("tenant id")
+                ids[api_key] = tenant_id
+                fields["key_sha256"] = key_digest(api_key)
+                db.execute(
+                    "INSERT INTO tenants (tenant, data) VALUES (?, ?)",
+                    (tenant_id, seal(_dumps(fields), "tenant", tenant_id)),
+                )
+            for api_key, tbl, record_id, data in old["records"]:
+                if api_key in ids:
+                    tenant_id = ids[api_key]
+                    text = _dumps(_upgraded_from_1(tbl, json.loads(data), api_key, tenant_id))
+                    db.execute(
+                        "INSERT INTO records (tenant, tbl, id, data) VALUES (?, ?, ?, ?)",
+                        (tenant_id, tbl, record_id, seal(text, "record", tenant_id, tbl, record_id)),
+                    )
+            for api_key, n, data in old["audit"]:
+                if api_key in ids:
+                    db.execute(
+                        "INSERT INTO audit (tenant, n, data) VALUES (?, ?, ?)",
+                        (ids[api_key], n, seal(data, "audit", ids[api_key], n)),
+                    )
+            for api_key, tbl, record_id, seq, data in old["telemetry"]:
+                if api_key in ids:
+                    place = (ids[api_key], tbl, record_id, seq)
+                    db.execute(
+                        "INSERT INTO telemetry (tenant, tbl, id, seq, data) VALUES (?, ?, ?, ?, ?)",
+                        (*place, seal(data, "telemetry", *place)),
+                    )
+            db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
+            db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [("key_check", self._key_check()), ("rebuild", "after the migration from format 1")],
+            )
+            db.execute("COMMIT")
+        except BaseException as exc:
+            db.execute("ROLLBACK")
+            if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):
+                raise StateError(
+                    f"{self.path} holds sandbox state of format version 1 that could not be migrated "
+                    f"({type(exc).__name__}); it is left as it was: move it away or start fresh with {RESET}"
+                ) from None
+            raise
+        self._rebuild(db)
+        db.execute("PRAGMA secure_delete = OFF")
+        log.info("sandbox state %s: migrated from format version 1 to %d (encrypted)", self.path, VERSION)
+
+    @staticmethod
+    def _rebuild(db: sqlite3.Connection) -> None:
+        """Every page rewritten (VACUUM) and the WAL emptied: what format 1 left in free pages or WAL frames
+        goes. Marked in meta until done, so a crash right after the migration's commit redoes it."""
+        db.execute("VACUUM")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("DELETE FROM meta WHERE key = 'rebuild'")
 
     def _foreign(self) -> StateError:
         return StateError(
@@ -302,28 +578,33 @@ class Store:
         """Every saved tenant into ``registry`` (same keys, ids and records); how many were loaded."""
         from console.sandbox.state import Tenant
 
-        codec = self.codec
+        codec, unseal = self.codec, self.cipher.open
         where = "the tenants"
         try:
             tenants = {}
-            for api_key, data in self.db.execute("SELECT api_key, data FROM tenants"):
+            for tenant_id, sealed in self.db.execute("SELECT tenant, data FROM tenants"):
+                where = f"tenant {tenant_id}"
+                data = unseal(sealed, "tenant", tenant_id)
                 fields = codec.decode(json.loads(data))
-                tenant = Tenant(api_key=api_key, id=fields["id"])
+                if not isinstance(fields["key_sha256"], str):
+                    raise TypeError("key_sha256")
+                tenant = Tenant(key_sha256=fields["key_sha256"], id=tenant_id)
                 tenant.clock_offset = fields.get("clock_offset") or timedelta(0)
                 tenant.keepalive_seconds = float(fields.get("keepalive_seconds", 15.0))
                 tenant.settings = fields.get("settings") or {}
                 tenant.default_project_id = fields.get("default_project_id", "")
-                tenants[api_key] = tenant
-                self._rows[("tenant", api_key)] = data
-            for api_key, tbl, record_id, data in self.db.execute(
-                "SELECT api_key, tbl, id, data FROM records"
+                tenants[tenant_id] = tenant
+                self._rows[("tenant", tenant_id)] = data
+            for tenant_id, tbl, record_id, sealed in self.db.execute(
+                "SELECT tenant, tbl, id, data FROM records"
             ):
-                tenant = tenants.get(api_key)
+                tenant = tenants.get(tenant_id)
                 if tenant is None:
                     continue
                 where = f"record {tbl}/{record_id}"
+                data = unseal(sealed, "record", tenant_id, tbl, record_id)
                 tenant.table(tbl)[record_id] = codec.decode(json.loads(data))
-                self._rows[("record", api_key, tbl, record_id)] = data
+                self._rows[("record", tenant_id, tbl, record_id)] = data
             where = "the telemetry archives"
             self._load_telemetry(tenants)
             where = "the audit logs"
@@ -344,41 +625,43 @@ class Store:
         ) as exc:
             # The exception's type only: its text could quote a stored value.
             detail = str(exc) if isinstance(exc, sqlite3.DatabaseError) else type(exc).__name__
+            if isinstance(exc, Unreadable):
+                detail = "does not open with the key: damaged"
             raise StateError(
                 f"{self.path} could not be read as sandbox state ({where}: {detail}); move it away or "
                 "start fresh with `python manage.py sandbox --reset`"
             ) from None
         for tenant in tenants.values():
-            registry.tenants[tenant.api_key] = tenant
+            registry.tenants[tenant.key_sha256] = tenant
             for key in tenant.table("api_keys").values():
-                if key.get("_secret"):  # keys it created work again (deleted or expired ones stay refused)
-                    registry.tenants[key["_secret"]] = tenant
+                if key.get("_key_sha256"):  # keys it created work again (deleted or expired stay refused)
+                    registry.tenants[key["_key_sha256"]] = tenant
         return len(tenants)
 
     def _load_audit(self, tenants: dict) -> None:
         from console.sandbox.resources import audit_logs
 
-        rows = self.db.execute("SELECT api_key, n, data FROM audit ORDER BY api_key, n")
-        for api_key, n, data in rows:
-            tenant = tenants.get(api_key)
+        rows = self.db.execute("SELECT tenant, n, data FROM audit ORDER BY tenant, n")
+        for tenant_id, n, sealed in rows:
+            tenant = tenants.get(tenant_id)
             if tenant is None:
                 continue
             entries = tenant.settings.setdefault(AUDIT, deque(maxlen=audit_logs.MAX_ENTRIES))
-            entries.append(json.loads(data))
-            self._audit[api_key] = (entries[-1], n)
+            entries.append(json.loads(self.cipher.open(sealed, "audit", tenant_id, n)))
+            self._audit[tenant_id] = (entries[-1], n)
 
     def _load_telemetry(self, tenants: dict) -> None:
         from console.sandbox.resources import telemetry
 
         rows = self.db.execute(
-            "SELECT api_key, tbl, id, seq, data FROM telemetry ORDER BY api_key, tbl, id, seq"
+            "SELECT tenant, tbl, id, seq, data FROM telemetry ORDER BY tenant, tbl, id, seq"
         )
-        for api_key, tbl, record_id, seq, data in rows:
-            record = tenants.get(api_key) and tenants[api_key].table(tbl).get(record_id)
+        for tenant_id, tbl, record_id, seq, sealed in rows:
+            record = tenants.get(tenant_id) and tenants[tenant_id].table(tbl).get(record_id)
             archive = (record or {}).get("_telemetry")
             if archive is None:
                 continue
-            body = json.loads(data)
+            body = json.loads(self.cipher.open(sealed, "telemetry", tenant_id, tbl, record_id, seq))
             frame = f"id: {seq}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
             event = body["event"]
             archive.events.append(
@@ -391,31 +674,31 @@ class Store:
                     body=body,
                 )
             )
-            first, _ = self._seqs.get((api_key, tbl, record_id), (seq, seq))
-            self._seqs[(api_key, tbl, record_id)] = (first, seq)
+            first, _ = self._seqs.get((tenant_id, tbl, record_id), (seq, seq))
+            self._seqs[(tenant_id, tbl, record_id)] = (first, seq)
 
     # Saving -------------------------------------------------------------------------------------------
 
     def save(self, registry, only=None) -> int:
         """Write what changed since the last save, in one transaction; the number of rows written.
 
-        ``only``: the API keys of the tenants to save (a request changes its own tenant only); None saves
-        every tenant."""
+        ``only``: the digests (``key_digest``) of the API keys of the tenants to save (a request changes its
+        own tenant only); None saves every tenant. Rows are compared in clear and sealed when written."""
         from console.sandbox import engine
 
         _remember_browsers(engine.get())
         codec = self.codec
         rows: dict[tuple, str] = {}
         telemetry: dict[tuple, object] = {}
-        # A tenant is listed under its own key and under every API key it created: saved once, by its own.
+        # A tenant is listed under its own key and under every API key it created: saved once, by its id.
         if only is None:
             scope = None
-            tenants = [t for key, t in list(registry.tenants.items()) if key == t.api_key]
+            tenants = registry.own()
         else:
-            chosen = {registry.tenants[k].api_key: registry.tenants[k] for k in only if k in registry.tenants}
+            chosen = {registry.tenants[d].id: registry.tenants[d] for d in only if d in registry.tenants}
             scope, tenants = set(chosen), list(chosen.values())
         for tenant in tenants:
-            rows[("tenant", tenant.api_key)] = json.dumps(
+            rows[("tenant", tenant.id)] = json.dumps(
                 codec.encode(
                     {
                         "id": tenant.id,
@@ -423,6 +706,7 @@ class Store:
                         "keepalive_seconds": tenant.keepalive_seconds,
                         "settings": {k: v for k, v in tenant.settings.items() if k != AUDIT},
                         "default_project_id": tenant.default_project_id,
+                        "key_sha256": tenant.key_sha256,
                     }
                 ),
                 separators=(",", ":"),
@@ -430,43 +714,44 @@ class Store:
             for tbl, table in list(tenant.tables.items()):
                 for record_id, record in list(table.items()):
                     codec.logs.clear()
-                    rows[("record", tenant.api_key, tbl, record_id)] = codec.record(tbl, record_id, record)
+                    rows[("record", tenant.id, tbl, record_id)] = codec.record(tbl, record_id, record)
                     for (t, i), archive in codec.logs.items():
-                        telemetry[(tenant.api_key, t, i)] = archive
+                        telemetry[(tenant.id, t, i)] = archive
         changed = [(key, data) for key, data in rows.items() if self._rows.get(key) != data]
         gone = [key for key in self._rows if key not in rows and (scope is None or key[1] in scope)]
         appended, trimmed, seqs = self._telemetry_changes(telemetry)
         logged, forgotten, marks = self._audit_changes(tenants)
         if not changed and not gone and not appended and not trimmed and not logged and not forgotten:
             return 0
-        db = self.db
+        db, seal = self.db, self.cipher.seal
+        sealed = [(key, seal(data, *key)) for key, data in changed]
         db.execute("BEGIN IMMEDIATE")
         try:
-            for key, data in changed:
+            for key, blob in sealed:
                 if key[0] == "tenant":
-                    db.execute("INSERT OR REPLACE INTO tenants (api_key, data) VALUES (?, ?)", (key[1], data))
+                    db.execute("INSERT OR REPLACE INTO tenants (tenant, data) VALUES (?, ?)", (key[1], blob))
                 else:
                     db.execute(
-                        "INSERT OR REPLACE INTO records (api_key, tbl, id, data) VALUES (?, ?, ?, ?)",
-                        (*key[1:], data),
+                        "INSERT OR REPLACE INTO records (tenant, tbl, id, data) VALUES (?, ?, ?, ?)",
+                        (*key[1:], blob),
                     )
             for key in gone:
                 if key[0] == "tenant":
-                    db.execute("DELETE FROM tenants WHERE api_key = ?", (key[1],))
-                    db.execute("DELETE FROM telemetry WHERE api_key = ?", (key[1],))
-                    db.execute("DELETE FROM audit WHERE api_key = ?", (key[1],))
+                    db.execute("DELETE FROM tenants WHERE tenant = ?", (key[1],))
+                    db.execute("DELETE FROM telemetry WHERE tenant = ?", (key[1],))
+                    db.execute("DELETE FROM audit WHERE tenant = ?", (key[1],))
                 else:
-                    db.execute("DELETE FROM records WHERE api_key = ? AND tbl = ? AND id = ?", key[1:])
-                    db.execute("DELETE FROM telemetry WHERE api_key = ? AND tbl = ? AND id = ?", key[1:])
+                    db.execute("DELETE FROM records WHERE tenant = ? AND tbl = ? AND id = ?", key[1:])
+                    db.execute("DELETE FROM telemetry WHERE tenant = ? AND tbl = ? AND id = ?", key[1:])
             db.executemany(
-                "INSERT OR REPLACE INTO telemetry (api_key, tbl, id, seq, data) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO telemetry (tenant, tbl, id, seq, data) VALUES (?, ?, ?, ?, ?)",
                 appended,
             )
             db.executemany(
-                "DELETE FROM telemetry WHERE api_key = ? AND tbl = ? AND id = ? AND seq < ?", trimmed
+                "DELETE FROM telemetry WHERE tenant = ? AND tbl = ? AND id = ? AND seq < ?", trimmed
             )
-            db.executemany("INSERT OR REPLACE INTO audit (api_key, n, data) VALUES (?, ?, ?)", logged)
-            db.executemany("DELETE FROM audit WHERE api_key = ? AND n < ?", forgotten)
+            db.executemany("INSERT OR REPLACE INTO audit (tenant, n, data) VALUES (?, ?, ?)", logged)
+            db.executemany("DELETE FROM audit WHERE tenant = ? AND n < ?", forgotten)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -483,12 +768,9 @@ class Store:
         return len(changed) + len(gone) + len(appended) + len(trimmed)
 
     def unsaved(self, registry) -> list[str]:
-        """Tenants created since the last save (a tenant's creation carries no key of its own)."""
-        return [
-            key
-            for key, t in list(registry.tenants.items())
-            if key == t.api_key and ("tenant", key) not in self._rows
-        ]
+        """Tenants created since the last save (a tenant's creation carries no key of its own): the
+        digests of their keys, as ``save`` takes them."""
+        return [t.key_sha256 for t in registry.own() if ("tenant", t.id) not in self._rows]
 
     def _audit_changes(self, tenants: list) -> tuple[list, list, dict]:
         """The audit entries appended since the last save (the log only grows at its end, and drops its
@@ -498,7 +780,7 @@ class Store:
             entries = tenant.settings.get(AUDIT)
             if not entries:
                 continue
-            last, n = self._audit.get(tenant.api_key, (None, 0))
+            last, n = self._audit.get(tenant.id, (None, 0))
             if entries[-1] is last:
                 continue
             new = []
@@ -509,11 +791,10 @@ class Store:
             new.reverse()
             for entry in new:
                 n += 1
-                logged.append(
-                    (tenant.api_key, n, json.dumps(self.codec.encode(entry), separators=(",", ":")))
-                )
-            forgotten.append((tenant.api_key, n - len(entries) + 1))
-            marks[tenant.api_key] = (entries[-1], n)
+                text = json.dumps(self.codec.encode(entry), separators=(",", ":"))
+                logged.append((tenant.id, n, self.cipher.seal(text, "audit", tenant.id, n)))
+            forgotten.append((tenant.id, n - len(entries) + 1))
+            marks[tenant.id] = (entries[-1], n)
         return logged, forgotten, marks
 
     def _telemetry_changes(self, archives: dict) -> tuple[list, list, dict]:
@@ -527,7 +808,8 @@ class Store:
             if (saved_first, saved_last) == (first, last):
                 continue
             for event in archive.after(saved_last):
-                appended.append((*key, event.seq, json.dumps(event.body, separators=(",", ":"))))
+                text = json.dumps(event.body, separators=(",", ":"))
+                appended.append((*key, event.seq, self.cipher.seal(text, "telemetry", *key, event.seq)))
             if saved_first is not None and first > saved_first:
                 trimmed.append((*key, first))
             seqs[key] = (first, last)
@@ -552,7 +834,7 @@ def state_path(path: str | os.PathLike) -> Path:
 
 
 # Every path the store opens, creates, changes the mode of or removes, beside the state file itself.
-COMPANIONS = ("", "-wal", "-shm", "-journal", ".lock", ".files")
+COMPANIONS = ("", "-wal", "-shm", "-journal", ".lock", ".key", ".files")
 
 
 def _check_own_paths(path: Path) -> None:
@@ -582,6 +864,28 @@ def _check_own_paths(path: Path) -> None:
                 f"{candidate} belongs to another user (uid {info.st_uid}); the sandbox uses state of its "
                 "own user only: move it away or point SANDBOX_STATE elsewhere"
             )
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _upgraded_from_1(tbl: str, record, api_key: str, tenant_id: str):
+    """A record of format 1 with the API keys it held in clear replaced: a created key by its digest (as
+    ``api_keys.issue`` keeps it now), the tenant's own key in a session by the tenant's id. In place, so
+    the next save finds the same encoding."""
+    from console.sandbox.state import key_digest
+
+    if not isinstance(record, dict):
+        return record
+    if tbl == "api_keys" and isinstance(record.get("_secret"), str):
+        record = {
+            ("_key_sha256" if k == "_secret" else k): (key_digest(v) if k == "_secret" else v)
+            for k, v in record.items()
+        }
+    if tbl == "browsers" and record.get("_tenant") == api_key:
+        record["_tenant"] = tenant_id
+    return record
 
 
 def _owner_only(path: Path) -> None:
@@ -705,6 +1009,7 @@ def reset(path: str | os.PathLike) -> list[Path]:
         Path(f"{target}-wal"),
         Path(f"{target}-shm"),
         Path(f"{target}-journal"),
+        key_path(target),  # a fresh start gets a new key (SANDBOX_STATE_KEY, if set, stays the key)
         _lock_path(target),
     ):
         if os.path.lexists(candidate):

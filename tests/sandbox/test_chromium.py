@@ -727,3 +727,22 @@ def test_it_keeps_the_demo_sessions_history_and_starts_them_in_standby(chromium_
         "GET", f"/browsers/{smoke['session_id']}/telemetry/events", params={"order": "desc", "limit": 1}
     ).json()[0]["event"]
     assert again == newest
+
+
+def test_it_opens_the_cdp_proxy_to_its_tenants_api_key_and_no_other(real, chromium_sandbox):
+    # The sandbox keeps API keys as digests only: the key a client sends is recognised by its digest.
+    session = create(real, start_url="https://lab.example.com/")
+    bare = session["cdp_ws_url"].split("?")[0]
+    outsider = new_tenant(chromium_sandbox[0])
+    with sync_playwright() as playwright:
+        with pytest.raises(Exception, match=r"403|Unexpected status|WebSocket error"):
+            playwright.chromium.connect_over_cdp(
+                bare, headers={"Authorization": f"Bearer {outsider.api_key}"}, timeout=10_000
+            )
+        browser = playwright.chromium.connect_over_cdp(
+            bare, headers={"Authorization": f"Bearer {real.api_key}"}, timeout=20_000
+        )
+        try:
+            assert [p.url for c in browser.contexts for p in c.pages] == ["https://lab.example.com/"]
+        finally:
+            browser.close()

@@ -4,8 +4,9 @@ Choices where the SDK leaves room:
 
 - Keys belong to the organization (the tenant), not to a project: ``project_id`` (null = org-wide) scopes
   what the key may reach; it must name a live project (400 ``project_id``).
-- A created or rotated key really works: its plaintext is added to the sandbox's key registry for this
-  tenant, and it is returned once (``CreatedAPIKey.key``); every later response carries ``masked_key``.
+- A created or rotated key really works: its digest (``key_digest``, SHA-256) is added to the sandbox's key
+  registry for this tenant, and it is returned once (``CreatedAPIKey.key``); every later response carries
+  ``masked_key``. The sandbox keeps the digest only (``_key_sha256``), as a service would.
 - ``days_to_expire`` is 1..3650 (null = never); ``expires_at`` (RFC 3339, in the future) may be given
   instead. A key past its ``expires_at`` and a deleted key are refused with 401.
 - Rotate issues a new key with the old one's name and project and sets the old key's ``expires_at`` to
@@ -25,7 +26,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, paginate, read_json
-from console.sandbox.state import Tenant, new_id, parse_time, registry, rfc3339
+from console.sandbox.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
 
 TABLE = "api_keys"
 NAME_MAX = 255
@@ -44,9 +45,15 @@ def render(record: dict) -> dict:
     return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
+def of_token(tenant: Tenant, token: str) -> dict | None:
+    """The record of the key ``token`` if this module made it (None for the tenant's own key)."""
+    digest = key_digest(token)
+    return next((r for r in tenant.table(TABLE).values() if r["_key_sha256"] == digest), None)
+
+
 def is_refused(tenant: Tenant, token: str) -> bool:
     """A key this module made that was deleted or is past its expiry (the tenant's own key never is)."""
-    record = next((r for r in tenant.table(TABLE).values() if r["_secret"] == token), None)
+    record = of_token(tenant, token)
     if record is None:
         return False
     if record.get("deleted_at"):
@@ -84,7 +91,8 @@ def _name(value) -> str:
 def issue(
     tenant: Tenant, name: str, project: tuple[str | None, str | None], expires_at: str | None, *, creator=None
 ) -> tuple[dict, str]:
-    """A new key record and its plaintext (registered for the tenant)."""
+    """A new key record and its plaintext (its digest registered for the tenant; the plaintext is said
+    once, by the caller, and kept nowhere)."""
     secret = "sk_" + new_id(length=40)
     record = {
         "id": new_id("key"),
@@ -96,10 +104,10 @@ def issue(
         "deleted_at": None,
         "project_id": project[0],
         "project_name": project[1],
-        "_secret": secret,
+        "_key_sha256": key_digest(secret),
     }
     tenant.table(TABLE)[record["id"]] = record
-    registry.tenants[secret] = tenant
+    registry.tenants[record["_key_sha256"]] = tenant
     return record, secret
 
 
@@ -193,7 +201,7 @@ async def update_api_key(request: Request):
 async def delete_api_key(request: Request):
     record = _get(request)
     token = request.headers.get("authorization", "").partition(" ")[2].strip()
-    if record["_secret"] == token:
+    if of_token(request.state.tenant, token) is record:
         raise conflict(
             "a key cannot delete itself: use another key to delete this one", code="cannot_delete_current_key"
         )

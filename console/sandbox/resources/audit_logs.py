@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from console.sandbox.errors import invalid
 from console.sandbox.http import endpoint, int_param, ok
+from console.sandbox.resources import api_keys
 from console.sandbox.state import Tenant, parse_time, rfc3339
 
 MAX_ENTRIES = 20_000
@@ -58,7 +59,7 @@ def record(tenant: Tenant, request: Request, status: int) -> None:
     route = request.scope.get("route")
     started = getattr(request.state, "started", None)
     token = request.headers.get("authorization", "").partition(" ")[2].strip()
-    key = next((r for r in tenant.table("api_keys").values() if r["_secret"] == token), None)
+    key = api_keys.of_token(tenant, token) if token else None
     _log(tenant).append(
         {
             "timestamp": rfc3339(tenant.now()),

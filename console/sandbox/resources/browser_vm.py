@@ -19,6 +19,7 @@ from starlette.routing import Mount
 
 from console.sandbox.state import Tenant, registry
 
+TENANT_SCOPE = "sandbox.vm_tenant"  # read by console.sandbox.http.tenant_of
 SUBRESOURCES = ("curl", "telemetry/stream", "computer", "playwright", "process", "fs", "logs/stream")
 _PATH = re.compile(r"/_vm/([^/]+)/(.*)$")
 
@@ -71,10 +72,7 @@ async def vm_app(scope, receive, send) -> None:
     headers = [
         (k, v) for k, v in scope["headers"] if k.lower() not in (b"authorization", b"x-kernel-project")
     ]
-    headers += [
-        (b"authorization", f"Bearer {tenant.api_key}".encode()),
-        (b"x-kernel-project-id", record["_project"].encode()),
-    ]
+    headers += [(b"x-kernel-project-id", record["_project"].encode())]
     path = f"/browsers/{session_id}/{rest}"
     inner = {
         **scope,
@@ -83,6 +81,9 @@ async def vm_app(scope, receive, send) -> None:
         "root_path": "",
         "query_string": urlencode([(k, v) for k, v in query if k != "jwt"]).encode(),
         "headers": headers,
+        # As the session's tenant, without its API key (the sandbox keeps only the key's digest); a
+        # scope entry no client can set.
+        TENANT_SCOPE: tenant,
     }
     await scope["app"](inner, receive, send)
 

@@ -141,7 +141,7 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
         "webdriver_ws_url": "",
         "base_url": f"https://{session_id}.vm.sandbox.invalid/api",
         "_project": project,
-        "_tenant": tenant.api_key,
+        "_tenant": tenant.id,
         "_jwt": new_id(length=40),
         # Its own token: a live-view link must not carry the CDP token (full control of the browser).
         "_live_token": new_id(length=40),
