@@ -487,6 +487,27 @@ async def write_file(request: Request):
     return no_content()
 
 
+async def save_download(record: dict, name: str, source: str, moment: float) -> None:
+    """Copy a finished download (Playwright's file ``source``, outside the session) to the session's
+    ``/home/kernel/Downloads/<name>`` through the rooted walk, as the files API writes: a link a command of
+    the session left there (the file's name, ``Downloads`` itself) is replaced or refused, never followed,
+    so a download cannot become a write of the sandbox's user on the host. Failures raise ``ApiError``."""
+    raw = "/home/kernel/Downloads/" + name
+    parts = _parts(raw)
+    if len(parts) != 4:  # a name holding "/" or only dots is no name of a file in Downloads
+        raise invalid("not a file name", path="a download's name")
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as data:
+
+        async def chunks():
+            while chunk := data.read(CHUNK):
+                yield chunk
+
+        with _walk(record, raw, parent_is_file=PARENT_NOT_DIR) as walk:
+            target = _writable_name(walk, parts, raw, "path", create=True)
+            await _spool(chunks(), walk, target, "path", mode=0o644, moment=moment)
+
+
 async def _form(request: Request, *, max_files: int, field: str):
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("send multipart/form-data", **{field: "upload the file as a multipart field"})
