@@ -73,6 +73,9 @@ MAX_BODY = 64 * 1024 * 1024
 # event's lines until its blank line, so an event that never ends would otherwise grow without end.
 MAX_EVENT = 16 * 1024 * 1024
 EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+# The most of an error answer (non-2xx) the console reads: its JSON code, message and details, or the start
+# of a text shown as ERROR_BODY_PREVIEW. A longer body is cut there (its JSON then unread), never read whole.
+MAX_ERROR_BODY = 64 * 1024
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
@@ -305,8 +308,13 @@ async def _send(
         if response.is_success:
             return response
 
+        body = b""
         try:
-            await response.aread()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) >= MAX_ERROR_BODY:
+                    body = body[:MAX_ERROR_BODY]
+                    break
         except httpx.TransportError:
             pass
         finally:
@@ -321,7 +329,7 @@ async def _send(
                 await asyncio.sleep(hint)
                 attempt += 1
                 continue
-        raise_for_status(svc, response)
+        raise_for_status(svc, response, body)
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -407,16 +415,19 @@ def _redact(svc: Service, text: str) -> str:
     return text.replace(svc.api_key, "***") if svc.api_key else text
 
 
-def raise_for_status(svc: Service, response: httpx.Response) -> None:
-    """Raise the ServiceError that matches a non-2xx response (its body must have been read)."""
+def raise_for_status(svc: Service, response: httpx.Response, content: bytes | None = None) -> None:
+    """Raise the ServiceError that matches a non-2xx response: ``content`` is what was read of its body
+    (at most ``MAX_ERROR_BODY``), else the response's body must have been read."""
     if response.is_success:
         return
     status = response.status_code
     request_id = response.headers.get("x-request-id")
+    if content is None:
+        content = response.content
     body: Any = None
     try:
-        body = response.json()
-    except ValueError:
+        body = jsonlib.loads(content)
+    except (ValueError, RecursionError):
         body = None
     code = message = inner_error = None
     details: list[dict[str, Any]] = []
@@ -426,7 +437,7 @@ def raise_for_status(svc: Service, response: httpx.Response) -> None:
         details = [d for d in body.get("details") or [] if isinstance(d, dict)]
         inner_error = body.get("inner_error") if isinstance(body.get("inner_error"), dict) else None
     if not message:
-        text = response.text.strip()
+        text = content[: ERROR_BODY_PREVIEW * 4].decode(response.encoding or "utf-8", "replace").strip()
         if text:
             message = f"HTTP {status} from the service: {text[:ERROR_BODY_PREVIEW]}"
         else:
@@ -573,7 +584,8 @@ async def sse(
     called whenever bytes arrive, keepalive comments included (httpx-sse never yields those): how the
     relay tells a quiet stream from a frozen one.
     """
-    headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+    # Uncompressed: the event bound (_Bounded) counts the bytes on the wire, which gzip would multiply.
+    headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Cache-Control": "no-store"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
     response = await _send(svc, "GET", path, params=params, headers=headers, stream=True)
@@ -582,6 +594,14 @@ async def sse(
         if "text/event-stream" not in content_type:
             raise errors.Unavailable(
                 f"expected an event stream from {path}, got {content_type or 'no content type'}",
+                status=response.status_code,
+                request_id=response.headers.get("x-request-id"),
+            )
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise errors.Unavailable(
+                f"expected an uncompressed event stream from {path}, got one compressed with "
+                f"{encoding[:40]!r}",
                 status=response.status_code,
                 request_id=response.headers.get("x-request-id"),
             )
