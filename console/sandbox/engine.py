@@ -814,6 +814,11 @@ class Engine:
                 continue
             target = live.directory / "extensions" / stored["id"]
             if not target.exists():
+                try:  # bounded at upload; an archive stored by an older sandbox is checked here
+                    extensions.validate_archive(stored["_content"])
+                except extensions.BadArchive as exc:
+                    log.warning("extension %s not unpacked: %s", stored["id"], exc)
+                    continue
                 with zipfile.ZipFile(io.BytesIO(stored["_content"])) as archive:
                     archive.extractall(target)
             manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)
