@@ -211,6 +211,29 @@ def resolve(record: dict, raw, field: str = "path") -> Path:
     return target
 
 
+def open_regular(record: dict, raw, field: str = "path") -> int:
+    """A descriptor of the regular file at ``raw``, opened as ``read_file`` opens it: walked from the
+    session's directory, never through a symlink out of it, without waiting on a FIFO a command left
+    there (the caller closes it). The API's errors otherwise: 404 missing, 400 a directory or no file."""
+    parts = _parts(raw, field)
+    with _walk(record, raw, field) as walk:
+        name = walk.locate(parts)
+        if name is None:
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"})
+        fd = walk.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"})
+        if not stat.S_ISREG(st.st_mode):
+            raise invalid(f"{raw} is not a regular file", **{field: "only regular files can be read"})
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _outside(field: str) -> ApiError:
     return invalid(
         f"{field} leaves the session's filesystem",
