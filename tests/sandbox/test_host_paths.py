@@ -1,8 +1,10 @@
-"""A session's log stream of a file (``logs/stream?source=path``) reads it as the files API does.
+"""What a session's commands can make the sandbox (root) do with host paths: nothing outside the session.
 
-The stream re-reads the file on every poll while it follows. A command of the session owns the file and
-can swap it at any moment, for a symlink to a host file (which the sandbox, root, can read) or a FIFO
-(whose open waits for a writer, on the sandbox's event loop): neither may be followed or waited on.
+A session's log stream of a file (``logs/stream?source=path``) re-reads the file on every poll while it
+follows. A command of the session owns the file and can swap it at any moment, for a symlink to a host
+file (which the sandbox, root, can read) or a FIFO (whose open waits for a writer, on the sandbox's event
+loop): neither may be followed or waited on. A command's ``PATH`` may not make the sandbox look for a
+program in host folders outside the system's.
 """
 
 from __future__ import annotations
@@ -101,3 +103,23 @@ def test_it_streams_a_log_file_larger_than_one_read_line_by_line(tenant):
         json.loads(line[6:])["message"] for line in response.text.splitlines() if line.startswith("data: ")
     ]
     assert read == [*lines, "tail without newline"]
+
+
+def test_it_tells_nothing_of_the_hosts_folders_through_a_commands_path(tenant, tmp_path):
+    """The "command not found" check looks at the host's system folders only: a PATH that climbs out of
+    them (``/usr/../<folder>``) is left to the confined command, whether the program exists there or not."""
+    sid = session(tenant)
+    program = tmp_path / "only-on-the-host"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o700)
+    path = f"/usr/..{tmp_path}"
+
+    def answer(name: str) -> int:
+        response = tenant.call(
+            "POST", f"/browsers/{sid}/process/exec", json={"command": name, "env": {"PATH": path}}
+        )
+        if response.status_code == 503:
+            pytest.skip(response.json()["message"])
+        return response.status_code
+
+    assert answer("only-on-the-host") == answer("not-on-the-host-either")
