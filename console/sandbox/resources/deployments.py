@@ -42,7 +42,17 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, scoped, sse_response
+from console.sandbox.http import (
+    MAX_DEPTH,
+    endpoint,
+    no_content,
+    ok,
+    paginate,
+    project_of,
+    scoped,
+    sse_response,
+    too_deep,
+)
 from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "deployments"
@@ -250,8 +260,10 @@ def inspect_archive(content: bytes, entrypoint: str) -> tuple[str | None, list[d
         if "actions.json" in names:
             try:
                 schemas = json.loads(archive.read("actions.json"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None, [], "actions.json is not valid JSON"
+            if too_deep(schemas):  # kept in the state file, whose encoder recurses
+                return None, [], f"actions.json nests deeper than {MAX_DEPTH} levels"
             if not isinstance(schemas, dict):
                 return None, [], "actions.json must hold a JSON object"
     match = _PY_APP.search(source) or _JS_APP.search(source)
