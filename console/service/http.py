@@ -76,6 +76,11 @@ EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 # The most of an error answer (non-2xx) the console reads: its JSON code, message and details, or the start
 # of a text shown as ERROR_BODY_PREVIEW. A longer body is cut there (its JSON then unread), never read whole.
 MAX_ERROR_BODY = 64 * 1024
+# The longest a whole answer may take to arrive (its headers, then for ``request`` its body) once the request
+# is sent: the read timeout is per read, so a service sending a byte every few seconds held a page (and the
+# task serving it) for as long as it liked. Not for a request whose body is a stream (an upload, which
+# takes what it takes to send) nor for an event stream's body (it never ends).
+MAX_ANSWER_SECONDS = 60.0
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
@@ -258,6 +263,12 @@ async def _send(
         may_retry = False
     httpx_timeout = _timeout(timeout, stream, method)
     client = _client()
+    # Uploads (files, an async body) take what they take to send; everything else has a deadline.
+    deadline = (
+        None
+        if files is not None or not (content is None or isinstance(content, bytes | str))
+        else (max(MAX_ANSWER_SECONDS, timeout or 0))
+    )
 
     attempt = 0
     while True:
@@ -274,7 +285,10 @@ async def _send(
                 headers=send_headers,
                 timeout=httpx_timeout,
             )
-            response = await client.send(req, stream=True)
+            async with asyncio.timeout(deadline):
+                response = await client.send(req, stream=True)
+        except TimeoutError:
+            raise _too_slow(svc, deadline) from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             error = _transport_error(svc, exc, httpx_timeout)
             if may_retry and attempt < MAX_RETRIES:
@@ -330,6 +344,10 @@ async def _send(
                 attempt += 1
                 continue
         raise_for_status(svc, response, body)
+
+
+def _too_slow(svc: Service, seconds: float | None, **kw: Any) -> errors.NoAnswer:
+    return errors.NoAnswer(_redact(svc, f"the service took more than {_secs(seconds)} to answer"), **kw)
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -495,9 +513,14 @@ async def request(
     request_id = response.headers.get("x-request-id")
     try:
         # Read even a body we discard: an answer cut short must not pass for a success.
-        body = await _read_bounded(response, request_id)
+        async with asyncio.timeout(max(MAX_ANSWER_SECONDS, timeout or 0)):
+            body = await _read_bounded(response, request_id)
         if expect == "none":
             body = b""
+    except TimeoutError:
+        raise _too_slow(
+            svc, max(MAX_ANSWER_SECONDS, timeout or 0), status=response.status_code, request_id=request_id
+        ) from None
     except httpx.TransportError as exc:
         error = _transport_error(svc, exc, _timeout(timeout, False, method.upper()))
         error.status, error.request_id = response.status_code, request_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 import zlib
 
 import pytest
@@ -120,3 +121,32 @@ async def test_it_bounds_an_event_by_what_it_decompresses(serve, monkeypatch):
                 got.append(frame.data)
     assert "larger than" in caught.value.message or "compressed" in caught.value.message
     assert got in ([], ["{}"])
+
+
+def drip(head: bytes):
+    """A service that sends ``head`` (the status line and headers, or part of them) and then one byte of
+    what follows every 0.1 s for 30 s: each read gets a byte well within any read timeout."""
+
+    def respond(handler, server: Server) -> None:
+        handler.wfile.write(head)
+        handler.wfile.flush()
+        for _ in range(300):
+            server.write(handler, b" ")
+            time.sleep(0.1)
+
+    return respond
+
+
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n["
+HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: "
+
+
+@pytest.mark.parametrize("head", [ANSWER, HEADERS], ids=["body", "headers"])
+async def test_it_gives_up_on_an_answer_that_drips_in(serve, monkeypatch, head):
+    """One byte at a time, each in time: the whole answer still has a deadline (``MAX_ANSWER_SECONDS``)."""
+    monkeypatch.setattr(service_http, "MAX_ANSWER_SECONDS", 1.0, raising=False)
+    server = serve(drip(head))
+    with pytest.raises(errors.NoAnswer) as caught:
+        await service_http.request(server.service, "GET", "/org/projects", retry=False)
+    assert "1 s" in caught.value.message
+    assert server.sent < 150, "the console read on for more than half the answer's 30 s"
