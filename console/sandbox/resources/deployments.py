@@ -65,6 +65,10 @@ QUEUE_SECONDS = 1.0
 BUILD_SECONDS = 2.0
 TICK_SECONDS = 0.25
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+# The most of an archive's entrypoint or actions.json the build reads (by the entry's declared size, which
+# zipfile never reads past): both are read whole into memory, and a 200 MiB upload of one compressed entry
+# declared 200 GiB.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 _PY_APP = re.compile(r"""\bApp\(\s*["']([A-Za-z0-9][A-Za-z0-9_.-]*)["']""")
@@ -255,6 +259,10 @@ def inspect_archive(content: bytes, entrypoint: str) -> tuple[str | None, list[d
         names = set(archive.namelist())
         if entrypoint not in names:
             return None, [], f"entrypoint {entrypoint} was not found in the uploaded archive"
+        for name in (entrypoint, "actions.json"):
+            if name in names and archive.getinfo(name).file_size > MAX_SOURCE_BYTES:
+                limit = MAX_SOURCE_BYTES // (1024 * 1024)
+                return None, [], f"{name} is larger than the build reads ({limit} MiB)"
         source = archive.read(entrypoint).decode("utf-8", "replace")
         schemas = {}
         if "actions.json" in names:

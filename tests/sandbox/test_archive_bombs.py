@@ -1,5 +1,6 @@
-"""An extension archive is unpacked by the sandbox itself (as root, onto its own disk) when a session
-with the extension starts: what it may unpack is bounded at upload, like the files API's ``upload_zip``."""
+"""Archives the sandbox opens itself, bounded by what they declare. An extension archive is unpacked (as root,
+onto its own disk) when a session with the extension starts: what it may unpack is bounded at upload, like
+the files API's ``upload_zip``. An app's entrypoint is read whole into memory by its build."""
 
 import io
 import json
@@ -62,3 +63,29 @@ def test_it_never_unpacks_a_stored_archive_past_the_limit():
     """An archive stored before the bound (a state file of an older sandbox) is not unpacked at start."""
     with pytest.raises(extensions.BadArchive):
         extensions.validate_archive(bomb(extensions.MAX_EXTRACT_BYTES // MiB + 1))
+
+
+def test_it_never_reads_an_apps_entrypoint_past_what_a_build_reads(tenant):
+    """The build reads the entrypoint whole into memory: one declared past the bound fails the deployment
+    (a 200 MiB upload of one compressed file could declare 200 GiB)."""
+    from console.sandbox.resources import deployments
+
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("main.py", "w", force_zip64=True) as source,
+    ):
+        source.write(b'from kernel import App\n\napp = App("bomb")\n')
+        for _ in range(deployments.MAX_SOURCE_BYTES // MiB + 1):
+            source.write(b"#" * MiB)
+    response = tenant.call(
+        "POST",
+        "/deployments",
+        data={"version": "1.0.0", "entrypoint_rel_path": "main.py"},
+        files={"file": ("app.zip", buffer.getvalue(), "application/zip")},
+    )
+    assert response.status_code == 201, response.text
+    tenant.advance(10)
+    deployment = tenant.call("GET", f"/deployments/{response.json()['id']}").json()
+    assert deployment["status"] == "failed", deployment
+    assert "larger than" in deployment["status_reason"], deployment
