@@ -45,6 +45,7 @@ log = logging.getLogger("console.sandbox.engine")
 BINDING = "__sandboxTelemetry"
 DOMAINS = (("Runtime", "console"), ("Network", "network"))
 JSON_LIMIT, TEXT_LIMIT = 8192, 4096
+MAX_CONSOLE_ARGS = 32
 IDLE_AFTER = 0.5
 # The screenshot category is high volume (notes §6.3): a small image, now and then.
 SCREENSHOT_EVERY = float(os.environ.get("SANDBOX_TELEMETRY_SCREENSHOT_SECONDS", "10"))
@@ -240,8 +241,9 @@ class PageEvents:
     # Console ----------------------------------------------------------------------------------------
 
     def _console(self, params: dict) -> None:
-        args = [_arg_text(arg) for arg in params.get("args", [])]
-        text = " ".join(args)
+        # Bounded like the other text a page makes: a page logging megabytes at a time kept them all.
+        args = [_arg_text(arg)[:TEXT_LIMIT] for arg in params.get("args", [])[:MAX_CONSOLE_ARGS]]
+        text = " ".join(args)[:TEXT_LIMIT]
         level = params.get("type", "log")
         data = self.ctx()
         data.update(text=text, args=args)
@@ -258,7 +260,7 @@ class PageEvents:
         text = exception.get("description") or details.get("text") or "Uncaught exception"
         data = self.ctx()
         data.update(
-            text=text.splitlines()[0] if text else text,
+            text=text.splitlines()[0][:TEXT_LIMIT] if text else text,
             line=details.get("lineNumber"),
             column=details.get("columnNumber"),
             source_url=details.get("url") or self.url,

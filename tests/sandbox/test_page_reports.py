@@ -37,3 +37,26 @@ def test_it_keeps_only_bounded_plain_values_of_a_pages_report(real):  # noqa: F8
     assert data["y"] == 7
     assert "x" not in data and "selector" not in data and "extra" not in data
     assert 0 < len(data["text"]) <= 500
+
+
+def test_it_keeps_a_bounded_part_of_what_a_page_logs(real):  # noqa: F811
+    from console.sandbox.page_events import TEXT_LIMIT
+
+    session = create(
+        real,
+        start_url="https://lab.example.com/",
+        telemetry={"enabled": True, "browser": {"console": {"enabled": True}}},
+    )
+    sid = session["session_id"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            browser.contexts[0].pages[0].evaluate(
+                "() => console.log('huge', 'y'.repeat(2000000), ...Array(100).fill('arg'))"
+            )
+        finally:
+            browser.close()
+    event = wait_for_event(real, sid, "console_log", where=lambda data: "huge" in data.get("text", ""))
+    data = event["data"]
+    assert len(data["text"]) <= TEXT_LIMIT
+    assert all(len(arg) <= TEXT_LIMIT for arg in data["args"]) and len(data["args"]) < 100
