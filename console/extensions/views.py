@@ -93,6 +93,22 @@ async def extension_list(request):
     return await deferred.list_page(request, "extensions/list.html", "extensions-table", context, load)
 
 
+DISPOSITION_NAME = re.compile(r'filename\s*=\s*"?([^";]*)"?', re.IGNORECASE)
+
+
+def _safe_name(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-.")[:200] or "extension"
+
+
+def _zip_name(disposition: str) -> str | None:
+    """The file name a service's ``Content-Disposition`` gives, made safe, if it names a zip."""
+    match = DISPOSITION_NAME.search(disposition)
+    if match is None:
+        return None
+    name = _safe_name(match.group(1))
+    return name if name.lower().endswith(".zip") and name.lower() != ".zip" else None
+
+
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def extension_download(request, id_or_name: str):
@@ -116,11 +132,12 @@ async def extension_download(request, id_or_name: str):
         finally:
             await stack.aclose()
 
-    filename = re.sub(r"[^A-Za-z0-9._-]+", "-", id_or_name).strip("-") or "extension"
+    filename = _zip_name(reply.headers.get("content-disposition", "")) or _safe_name(id_or_name) + ".zip"
     response = StreamingHttpResponse(body(), content_type="application/zip")
-    response["Content-Disposition"] = reply.headers.get(
-        "content-disposition", f'attachment; filename="{filename}.zip"'
-    )
+    # Always an attachment under a name of our own making: the service's header is read for the extension's
+    # name only (a hostile one said ``inline; filename="../../evil.html"``).
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
     if reply.headers.get("content-length"):
         response["Content-Length"] = reply.headers["content-length"]
     return response

@@ -21,6 +21,7 @@ from console.web.paging import pager, paging
 from console.web.render import done, render
 
 UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+ARCHIVE_TYPES = {"tar": "application/x-tar", "tar.zst": "application/zstd"}
 
 
 def _url(request, name: str, **kwargs) -> str:
@@ -141,11 +142,11 @@ async def profile_download(request, profile_id: str):
             await stack.aclose()
 
     await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
-    response = StreamingHttpResponse(
-        body(), content_type=reply.headers.get("content-type") or "application/octet-stream"
-    )
+    # The type is the format's, never the service's (a hostile one answered text/html).
+    response = StreamingHttpResponse(body(), content_type=ARCHIVE_TYPES[fmt])
     filename = UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
     if reply.headers.get("content-length"):
         response["Content-Length"] = reply.headers["content-length"]
     response["Cache-Control"] = "no-store"

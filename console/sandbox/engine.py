@@ -438,15 +438,21 @@ class Engine:
         await live.context.route("**/*", handle)
 
     async def _save_download(self, live: Live, download) -> None:
-        """A download lands in the session's ``/home/kernel/Downloads`` (its filesystem in the API)."""
-        from console.sandbox.resources.browser_files import session_root
+        """A download lands in the session's ``/home/kernel/Downloads`` (its filesystem in the API). The
+        session's commands own that directory: the file is copied there through the files API's rooted
+        walk, never with ``save_as`` (the sandbox's user following a link a command planted wrote where
+        the link pointed, on the host)."""
+        from console.sandbox.resources import browser_files
 
         name = Path(download.suggested_filename).name or "download"
-        target = session_root(live.record) / "home/kernel/Downloads" / name
         with contextlib.suppress(Exception):
             async with asyncio.timeout(60):
-                await download.save_as(target)
-                await download.delete()
+                source = await download.path()
+                try:
+                    moment = live.tenant.now().timestamp()
+                    await browser_files.save_download(live.record, name, str(source), moment)
+                finally:
+                    await download.delete()
 
     def _crashed(self, live: Live) -> None:
         if live.state != "running":
@@ -808,6 +814,11 @@ class Engine:
                 continue
             target = live.directory / "extensions" / stored["id"]
             if not target.exists():
+                try:  # bounded at upload; an archive stored by an older sandbox is checked here
+                    extensions.validate_archive(stored["_content"])
+                except extensions.BadArchive as exc:
+                    log.warning("extension %s not unpacked: %s", stored["id"], exc)
+                    continue
                 with zipfile.ZipFile(io.BytesIO(stored["_content"])) as archive:
                     archive.extractall(target)
             manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)

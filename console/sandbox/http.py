@@ -162,9 +162,33 @@ async def read_json(request: Request) -> dict:
         body = json.loads(raw)
     except ValueError as exc:
         raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ApiError(
+            400, "invalid_json", f"the request body nests deeper than {MAX_DEPTH} levels"
+        ) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "the request body must be a JSON object")
+    if too_deep(body):
+        raise ApiError(400, "invalid_json", f"the request body nests deeper than {MAX_DEPTH} levels")
     return body
+
+
+# How deep a request's JSON may nest. What a tenant sends may be kept in the state file, whose encoder
+# recurses: a list 500 deep made every save that included the tenant fail (RecursionError), the periodic
+# saves of every tenant and the last one at shutdown among them.
+MAX_DEPTH = 100
+
+
+def too_deep(value) -> bool:
+    """Whether ``value`` (parsed JSON) nests deeper than ``MAX_DEPTH``, found without recursion."""
+    todo = [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            if level >= MAX_DEPTH:
+                return True
+            todo.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def ok(body, status: int = 200, headers: dict | None = None) -> JSONResponse:

@@ -34,6 +34,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import time
 
@@ -44,11 +45,16 @@ log = logging.getLogger("console.sandbox.engine")
 BINDING = "__sandboxTelemetry"
 DOMAINS = (("Runtime", "console"), ("Network", "network"))
 JSON_LIMIT, TEXT_LIMIT = 8192, 4096
+MAX_CONSOLE_ARGS = 32
 IDLE_AFTER = 0.5
 # The screenshot category is high volume (notes §6.3): a small image, now and then.
 SCREENSHOT_EVERY = float(os.environ.get("SANDBOX_TELEMETRY_SCREENSHOT_SECONDS", "10"))
 SCREENSHOT_SCALE = 0.25
 SETTLE_AFTER = 1.0
+# What the page's interaction reports may carry (INTERACTIONS_JS sends these; anything else is dropped).
+REPORTED_NUMBERS = frozenset({"x", "y", "from_x", "from_y", "to_x", "to_y"})
+REPORTED_TEXT = frozenset({"selector", "tag", "text", "key", "target_selector"})
+REPORTED_TEXT_LIMIT = 500
 INTERACTIONS_JS = """
 (() => {
   const report = window.__sandboxTelemetry;
@@ -235,8 +241,9 @@ class PageEvents:
     # Console ----------------------------------------------------------------------------------------
 
     def _console(self, params: dict) -> None:
-        args = [_arg_text(arg) for arg in params.get("args", [])]
-        text = " ".join(args)
+        # Bounded like the other text a page makes: a page logging megabytes at a time kept them all.
+        args = [_arg_text(arg)[:TEXT_LIMIT] for arg in params.get("args", [])[:MAX_CONSOLE_ARGS]]
+        text = " ".join(args)[:TEXT_LIMIT]
         level = params.get("type", "log")
         data = self.ctx()
         data.update(text=text, args=args)
@@ -253,7 +260,7 @@ class PageEvents:
         text = exception.get("description") or details.get("text") or "Uncaught exception"
         data = self.ctx()
         data.update(
-            text=text.splitlines()[0] if text else text,
+            text=text.splitlines()[0][:TEXT_LIMIT] if text else text,
             line=details.get("lineNumber"),
             column=details.get("columnNumber"),
             source_url=details.get("url") or self.url,
@@ -478,8 +485,15 @@ class PageEvents:
             return
         if source.get("frame") is not None and source["frame"] != self.live.page.main_frame:
             return
-        allowed = {"x", "y", "selector", "tag", "text", "key", "from_x", "from_y", "to_x", "to_y"}
-        data = {k: v for k, v in payload.items() if k in allowed or k == "target_selector"}
+        # The page's script reports these, but any script of the page can call the binding with anything:
+        # numbers stay finite numbers and text is cut, the rest is dropped (a page's nested lists or
+        # megabytes of text were kept in the tenant's telemetry, in memory and in the state file).
+        data = {}
+        for key, value in payload.items():
+            if key in REPORTED_NUMBERS and type(value) in (int, float) and math.isfinite(value):
+                data[key] = value
+            elif key in REPORTED_TEXT and isinstance(value, str):
+                data[key] = value[:REPORTED_TEXT_LIMIT]
         self.emit(kind, {**self.ctx(), **data})
 
     def crashed(self) -> None:

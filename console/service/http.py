@@ -73,6 +73,14 @@ MAX_BODY = 64 * 1024 * 1024
 # event's lines until its blank line, so an event that never ends would otherwise grow without end.
 MAX_EVENT = 16 * 1024 * 1024
 EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+# The most of an error answer (non-2xx) the console reads: its JSON code, message and details, or the start
+# of a text shown as ERROR_BODY_PREVIEW. A longer body is cut there (its JSON then unread), never read whole.
+MAX_ERROR_BODY = 64 * 1024
+# The longest a whole answer may take to arrive (its headers, then for ``request`` its body) once the request
+# is sent: the read timeout is per read, so a service sending a byte every few seconds held a page (and the
+# task serving it) for as long as it liked. Not for a request whose body is a stream (an upload, which
+# takes what it takes to send) nor for an event stream's body (it never ends).
+MAX_ANSWER_SECONDS = 60.0
 
 # The request id of the latest call made in this context (a view's task): the audit log records it.
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
@@ -255,6 +263,12 @@ async def _send(
         may_retry = False
     httpx_timeout = _timeout(timeout, stream, method)
     client = _client()
+    # Uploads (files, an async body) take what they take to send; everything else has a deadline.
+    deadline = (
+        None
+        if files is not None or not (content is None or isinstance(content, bytes | str))
+        else (max(MAX_ANSWER_SECONDS, timeout or 0))
+    )
 
     attempt = 0
     while True:
@@ -271,7 +285,10 @@ async def _send(
                 headers=send_headers,
                 timeout=httpx_timeout,
             )
-            response = await client.send(req, stream=True)
+            async with asyncio.timeout(deadline):
+                response = await client.send(req, stream=True)
+        except TimeoutError:
+            raise _too_slow(svc, deadline) from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             error = _transport_error(svc, exc, httpx_timeout)
             if may_retry and attempt < MAX_RETRIES:
@@ -305,8 +322,13 @@ async def _send(
         if response.is_success:
             return response
 
+        body = b""
         try:
-            await response.aread()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) >= MAX_ERROR_BODY:
+                    body = body[:MAX_ERROR_BODY]
+                    break
         except httpx.TransportError:
             pass
         finally:
@@ -321,7 +343,11 @@ async def _send(
                 await asyncio.sleep(hint)
                 attempt += 1
                 continue
-        raise_for_status(svc, response)
+        raise_for_status(svc, response, body)
+
+
+def _too_slow(svc: Service, seconds: float | None, **kw: Any) -> errors.NoAnswer:
+    return errors.NoAnswer(_redact(svc, f"the service took more than {_secs(seconds)} to answer"), **kw)
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -407,16 +433,19 @@ def _redact(svc: Service, text: str) -> str:
     return text.replace(svc.api_key, "***") if svc.api_key else text
 
 
-def raise_for_status(svc: Service, response: httpx.Response) -> None:
-    """Raise the ServiceError that matches a non-2xx response (its body must have been read)."""
+def raise_for_status(svc: Service, response: httpx.Response, content: bytes | None = None) -> None:
+    """Raise the ServiceError that matches a non-2xx response: ``content`` is what was read of its body
+    (at most ``MAX_ERROR_BODY``), else the response's body must have been read."""
     if response.is_success:
         return
     status = response.status_code
     request_id = response.headers.get("x-request-id")
+    if content is None:
+        content = response.content
     body: Any = None
     try:
-        body = response.json()
-    except ValueError:
+        body = jsonlib.loads(content)
+    except (ValueError, RecursionError):
         body = None
     code = message = inner_error = None
     details: list[dict[str, Any]] = []
@@ -426,7 +455,7 @@ def raise_for_status(svc: Service, response: httpx.Response) -> None:
         details = [d for d in body.get("details") or [] if isinstance(d, dict)]
         inner_error = body.get("inner_error") if isinstance(body.get("inner_error"), dict) else None
     if not message:
-        text = response.text.strip()
+        text = content[: ERROR_BODY_PREVIEW * 4].decode(response.encoding or "utf-8", "replace").strip()
         if text:
             message = f"HTTP {status} from the service: {text[:ERROR_BODY_PREVIEW]}"
         else:
@@ -484,9 +513,14 @@ async def request(
     request_id = response.headers.get("x-request-id")
     try:
         # Read even a body we discard: an answer cut short must not pass for a success.
-        body = await _read_bounded(response, request_id)
+        async with asyncio.timeout(max(MAX_ANSWER_SECONDS, timeout or 0)):
+            body = await _read_bounded(response, request_id)
         if expect == "none":
             body = b""
+    except TimeoutError:
+        raise _too_slow(
+            svc, max(MAX_ANSWER_SECONDS, timeout or 0), status=response.status_code, request_id=request_id
+        ) from None
     except httpx.TransportError as exc:
         error = _transport_error(svc, exc, _timeout(timeout, False, method.upper()))
         error.status, error.request_id = response.status_code, request_id
@@ -573,7 +607,8 @@ async def sse(
     called whenever bytes arrive, keepalive comments included (httpx-sse never yields those): how the
     relay tells a quiet stream from a frozen one.
     """
-    headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+    # Uncompressed: the event bound (_Bounded) counts the bytes on the wire, which gzip would multiply.
+    headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Cache-Control": "no-store"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
     response = await _send(svc, "GET", path, params=params, headers=headers, stream=True)
@@ -582,6 +617,14 @@ async def sse(
         if "text/event-stream" not in content_type:
             raise errors.Unavailable(
                 f"expected an event stream from {path}, got {content_type or 'no content type'}",
+                status=response.status_code,
+                request_id=response.headers.get("x-request-id"),
+            )
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise errors.Unavailable(
+                f"expected an uncompressed event stream from {path}, got one compressed with "
+                f"{encoding[:40]!r}",
                 status=response.status_code,
                 request_id=response.headers.get("x-request-id"),
             )

@@ -211,6 +211,29 @@ def resolve(record: dict, raw, field: str = "path") -> Path:
     return target
 
 
+def open_regular(record: dict, raw, field: str = "path") -> int:
+    """A descriptor of the regular file at ``raw``, opened as ``read_file`` opens it: walked from the
+    session's directory, never through a symlink out of it, without waiting on a FIFO a command left
+    there (the caller closes it). The API's errors otherwise: 404 missing, 400 a directory or no file."""
+    parts = _parts(raw, field)
+    with _walk(record, raw, field) as walk:
+        name = walk.locate(parts)
+        if name is None:
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"})
+        fd = walk.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise invalid(f"{raw} is a directory", **{field: "is a directory"})
+        if not stat.S_ISREG(st.st_mode):
+            raise invalid(f"{raw} is not a regular file", **{field: "only regular files can be read"})
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _outside(field: str) -> ApiError:
     return invalid(
         f"{field} leaves the session's filesystem",
@@ -485,6 +508,27 @@ async def write_file(request: Request):
         moment = request.state.tenant.now().timestamp()
         await _spool(request.stream(), walk, name, "path", mode=mode, moment=moment)
     return no_content()
+
+
+async def save_download(record: dict, name: str, source: str, moment: float) -> None:
+    """Copy a finished download (Playwright's file ``source``, outside the session) to the session's
+    ``/home/kernel/Downloads/<name>`` through the rooted walk, as the files API writes: a link a command of
+    the session left there (the file's name, ``Downloads`` itself) is replaced or refused, never followed,
+    so a download cannot become a write of the sandbox's user on the host. Failures raise ``ApiError``."""
+    raw = "/home/kernel/Downloads/" + name
+    parts = _parts(raw)
+    if len(parts) != 4:  # a name holding "/" or only dots is no name of a file in Downloads
+        raise invalid("not a file name", path="a download's name")
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as data:
+
+        async def chunks():
+            while chunk := data.read(CHUNK):
+                yield chunk
+
+        with _walk(record, raw, parent_is_file=PARENT_NOT_DIR) as walk:
+            target = _writable_name(walk, parts, raw, "path", create=True)
+            await _spool(chunks(), walk, target, "path", mode=0o644, moment=moment)
 
 
 async def _form(request: Request, *, max_files: int, field: str):

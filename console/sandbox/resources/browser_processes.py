@@ -272,13 +272,21 @@ def _check_program(command: str, env: dict[str, str]) -> None:
     if "/" in command:
         return
     folders = [f for f in env.get("PATH", "").split(":") if f]
-    if not folders or not all(f.startswith(confine.SYSTEM) for f in folders):
+    # Only plain system folders are looked at on the host (whose /usr is the session's): a PATH such as
+    # /usr/../root made this check (root's) tell whether a program exists in any host folder.
+    if not folders or not all(_system_folder(f) for f in folders):
         return
     for folder in folders:
         candidate = os.path.join(folder, command)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return
     raise invalid(f"command not found: {command}", command="no such program on the session's PATH")
+
+
+def _system_folder(folder: str) -> bool:
+    return folder == os.path.normpath(folder) and any(
+        folder == top or folder.startswith(top + "/") for top in confine.SYSTEM
+    )
 
 
 def _read_info(fd: int) -> int | None:

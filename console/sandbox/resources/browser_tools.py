@@ -25,6 +25,7 @@ import asyncio
 import base64
 import io
 import json
+import os
 import re
 import time
 from urllib.parse import urlsplit
@@ -43,6 +44,8 @@ ANSWERING = ("example.com", "example.net", "example.org")
 SUPERVISOR_PROCESSES = ("chromium", "kernel-images-api", "neko", "xvfb")
 EXTENSION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 POLL_SECONDS = 0.2
+# The most of a log file read at once: a file of any size (a sparse one of 100 GiB) is streamed in parts.
+READ_LIMIT = 1024 * 1024
 MAX_LOG_LINES = 2000
 
 
@@ -229,11 +232,12 @@ async def logs_stream(request: Request):
                 "supervisor_process is required",
                 supervisor_process=f"one of {', '.join(SUPERVISOR_PROCESSES)}",
             )
-        host = None
+        path = None
     elif source == "path":
-        host = browser_files.resolve(record, params.get("path"), "path")
-        if not host.is_file():
-            raise browser_files.file_not_found(params.get("path") or "")
+        # Opened as the files API reads (never through a symlink out, never waiting on a FIFO), here and
+        # at every poll: a command of the session may swap the file at any moment.
+        path = params.get("path")
+        os.close(browser_files.open_regular(record, path, "path"))
         process = None
     else:
         raise invalid("source is required", source="path or supervisor")
@@ -253,15 +257,23 @@ async def logs_stream(request: Request):
                         yield frame(at, message)
                     sent = len(lines)
                 else:
-                    with host.open("rb") as handle:
+                    try:
+                        fd = browser_files.open_regular(record, path, "path")
+                    except ApiError:
+                        return  # the file went, or is no longer a regular file of the session
+                    with os.fdopen(fd, "rb") as handle:
                         handle.seek(offset)
-                        chunk = handle.read()
-                    complete = chunk.rsplit(b"\n", 1)[0] if b"\n" in chunk else b""
-                    if complete or (chunk and not follow):
-                        data = chunk if not follow else complete + b"\n"
-                        offset += len(data)
-                        for line in data.decode("utf-8", "replace").splitlines():
-                            yield frame(rfc3339(tenant.now()), line)
+                        chunk = handle.read(READ_LIMIT)
+                    full = len(chunk) == READ_LIMIT
+                    # Complete lines only, but the last line at the end of a file not followed; a line
+                    # longer than the limit goes in parts.
+                    end = chunk.rfind(b"\n") + 1 if full or follow else len(chunk)
+                    data = chunk[: end or (len(chunk) if full else 0)]
+                    offset += len(data)
+                    for line in data.decode("utf-8", "replace").splitlines():
+                        yield frame(rfc3339(tenant.now()), line)
+                    if full:
+                        continue
                 if not follow or not is_active(tenant, record):
                     return
                 try:

@@ -42,7 +42,17 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, scoped, sse_response
+from console.sandbox.http import (
+    MAX_DEPTH,
+    endpoint,
+    no_content,
+    ok,
+    paginate,
+    project_of,
+    scoped,
+    sse_response,
+    too_deep,
+)
 from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "deployments"
@@ -55,6 +65,10 @@ QUEUE_SECONDS = 1.0
 BUILD_SECONDS = 2.0
 TICK_SECONDS = 0.25
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+# The most of an archive's entrypoint or actions.json the build reads (by the entry's declared size, which
+# zipfile never reads past): both are read whole into memory, and a 200 MiB upload of one compressed entry
+# declared 200 GiB.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 _PY_APP = re.compile(r"""\bApp\(\s*["']([A-Za-z0-9][A-Za-z0-9_.-]*)["']""")
@@ -245,13 +259,19 @@ def inspect_archive(content: bytes, entrypoint: str) -> tuple[str | None, list[d
         names = set(archive.namelist())
         if entrypoint not in names:
             return None, [], f"entrypoint {entrypoint} was not found in the uploaded archive"
+        for name in (entrypoint, "actions.json"):
+            if name in names and archive.getinfo(name).file_size > MAX_SOURCE_BYTES:
+                limit = MAX_SOURCE_BYTES // (1024 * 1024)
+                return None, [], f"{name} is larger than the build reads ({limit} MiB)"
         source = archive.read(entrypoint).decode("utf-8", "replace")
         schemas = {}
         if "actions.json" in names:
             try:
                 schemas = json.loads(archive.read("actions.json"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None, [], "actions.json is not valid JSON"
+            if too_deep(schemas):  # kept in the state file, whose encoder recurses
+                return None, [], f"actions.json nests deeper than {MAX_DEPTH} levels"
             if not isinstance(schemas, dict):
                 return None, [], "actions.json must hold a JSON object"
     match = _PY_APP.search(source) or _JS_APP.search(source)

@@ -36,6 +36,11 @@ from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "extensions"
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+# What an archive may unpack to: the sandbox unpacks it itself onto its own disk when a session with the
+# extension starts, so these are checked at upload (and again before unpacking), by the entries' declared
+# sizes (zipfile never reads an entry past its declared size). The bounds of the files API's upload_zip.
+MAX_EXTRACT_BYTES = 100 * 1024 * 1024
+MAX_ENTRIES = 10_000
 NAME_MAX = 255
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ -]*$")
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -54,9 +59,17 @@ def validate_archive(content: bytes) -> dict:
     except (zipfile.BadZipFile, ValueError):
         raise BadArchive("the file is not a zip archive") from None
     with archive:
-        names = [info.filename for info in archive.infolist()]
+        infos = archive.infolist()
+        names = [info.filename for info in infos]
         if not names:
             raise BadArchive("the zip archive is empty")
+        if len(infos) > MAX_ENTRIES:
+            raise BadArchive(f"the archive has {len(infos)} entries; at most {MAX_ENTRIES}")
+        declared = sum(info.file_size for info in infos)
+        if declared > MAX_EXTRACT_BYTES:
+            raise BadArchive(
+                f"the archive would extract to {declared} bytes; at most {MAX_EXTRACT_BYTES} (100 MiB)"
+            )
         for name in names:
             path = name.replace("\\", "/")
             if path.startswith("/") or _DRIVE.match(path) or ".." in path.split("/"):
