@@ -174,6 +174,7 @@ class Engine:
         self._reaper: asyncio.Task | None = None
         self._linger: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._cleanups: set[asyncio.Task] = set()  # closings run to their end (``_to_the_end``)
         self._root: Path | None = None
         self._root_kept = False
         self._waking = 0
@@ -245,12 +246,13 @@ class Engine:
         if live.state == "running" and live.page is not None and live.page.is_closed():
             # A CDP client closed the session's page: keep the state and open a new page below.
             await self.standby(live)
-        if live.state == "running":
+        if live.state == "running" and live.page is not None:
             return live
+        # Not running, or being put in standby (its page already gone): after the lock, woken.
         async with live.lock:
             if live.state == "closed":
                 raise ApiError(404, "not_found", f"browser session {live.session_id!r} has ended")
-            if live.state != "running":
+            if live.state != "running" or live.page is None:
                 self._waking += 1
                 try:
                     # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for
@@ -525,7 +527,19 @@ class Engine:
             kept = live.storage or {"cookies": [], "origins": []}
             live.storage = {**kept, "cookies": [*kept.get("cookies", []), *state.get("cookies", [])]}
 
+    async def _to_the_end(self, coroutine) -> None:
+        """Run a closing to its end even when its caller is cancelled (the reaper or the linger task,
+        stopped by ``shutdown``): cut short, it would leave a browser's profile, a display or its
+        Xauthority behind. ``shutdown`` waits for the closings still running."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+        await asyncio.shield(task)
+
     async def _close_context(self, live: Live) -> None:
+        await self._to_the_end(self._close_context_now(live))
+
+    async def _close_context_now(self, live: Live) -> None:
         context, live.context, live.page, live.cdp = live.context, None, None, None
         if live.events is not None:
             live.events.detach()
@@ -598,10 +612,14 @@ class Engine:
         for task in (self._reaper, self._linger):
             if task is not None:
                 task.cancel()
+        # What they were closing is closed to its end first.
+        await asyncio.gather(*list(self._cleanups), return_exceptions=True)
         for live in list(self.lives.values()):
             with contextlib.suppress(Exception):
                 await self.close(live.record)
         await self._close_shared()
+        for key in list(self._displays):  # a display whose browser went without it
+            await self._stop_display(key)
         if self._playwright is not None:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
@@ -831,12 +849,30 @@ class Engine:
         """Move the session to a browser process of its own (state kept) and return it running."""
         live = await self.live(tenant, record)
         if not live.own_browser:
-            await self.standby(live)
+            # Marked first: a call that wakes the session between its standby and the wake below
+            # starts it in its own process already.
             live.own_browser = True
+            await self.standby(live)
             live = await self.live(tenant, record)
         if live.cdp_endpoint is None:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
         return live
+
+    async def on_page(self, tenant: Tenant, record: dict, operation, what: str = "the page"):
+        """``operation(live)`` on the session's running page, with ``guarded``'s deadline. A session
+        moved meanwhile (put in standby, or to a process of its own when a CDP client came: its page
+        closed under the operation, the browser did not fail) is woken and asked once more. Only for
+        operations that may run twice (a screenshot, a read), never for input."""
+        live = await self.live(tenant, record)
+        page = live.page
+        try:
+            return await guarded(operation(live), what)
+        except Exception:
+            moved = live.page is not page or live.state == "standby"
+            if not moved or live.state in ("crashed", "closed"):
+                raise
+        log.info("session %s moved during %s; asking its new page", live.session_id, what)
+        return await guarded(operation(await self.live(tenant, record)), what)
 
     def cdp_socket(self, live: Live):
         """A socket connected to the session's own browser's CDP port where that port is in a network
@@ -864,6 +900,9 @@ class Engine:
         return self._root
 
     async def _close_shared(self, keys=None) -> None:
+        await self._to_the_end(self._close_shared_now(keys))
+
+    async def _close_shared_now(self, keys=None) -> None:
         for key in list(self._shared if keys is None else keys):
             browser = self._shared.pop(key, None)
             if browser is not None:

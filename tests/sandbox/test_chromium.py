@@ -746,3 +746,32 @@ def test_it_opens_the_cdp_proxy_to_its_tenants_api_key_and_no_other(real, chromi
             assert [p.url for c in browser.contexts for p in c.pages] == ["https://lab.example.com/"]
         finally:
             browser.close()
+
+
+def test_it_keeps_answering_screenshots_while_a_cdp_client_moves_the_session(real):
+    # The first CDP client moves the session to a browser process of its own: the page it had is closed
+    # and reopened. Screenshots asked meanwhile (the console's session page asks one as its live screen
+    # connects) wait for the move or run again on the new page; none is a 503.
+    session = create(real, start_url="https://lab.example.com/")
+    sid = session["session_id"]
+    connected = []
+
+    def shots() -> list[int]:
+        codes = []
+        while not connected:
+            codes.append(real.call("POST", f"/browsers/{sid}/computer/screenshot", json={}).status_code)
+        for _ in range(3):
+            codes.append(real.call("POST", f"/browsers/{sid}/computer/screenshot", json={}).status_code)
+        return codes
+
+    with ThreadPoolExecutor(3) as pool:
+        asking = [pool.submit(shots) for _ in range(2)]
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=30_000)
+            try:
+                assert browser.contexts[0].pages[0].url == "https://lab.example.com/"
+            finally:
+                connected.append(True)
+                browser.close()
+        codes = [code for future in asking for code in future.result()]
+    assert set(codes) == {200}, codes

@@ -792,10 +792,14 @@ async def take_screenshot(request: Request):
         except ActionError as exc:
             raise invalid(f"region.{exc.field} {exc.message}", region=f"{exc.field} {exc.message}") from None
         box = (x, y, w, h)
-    live = await _live(request, record)
-    if live is not None:
+    if record.get("_engine") == "chromium":
         clip = {"x": box[0], "y": box[1], "width": box[2], "height": box[3]} if box else None
-        image = await engine.guarded(live.page.screenshot(type="png", clip=clip), "the page's screenshot")
+        image = await engine.get().on_page(
+            request.state.tenant,
+            record,
+            lambda live: live.page.screenshot(type="png", clip=clip),
+            "the page's screenshot",
+        )
     else:
         image = screenshot(record, box)
     return Response(image, media_type="image/png", headers={"Cache-Control": "no-store"})
