@@ -63,6 +63,19 @@
     return Math.round(sorted[Math.floor(sorted.length / 2)]);
   };
 
+  // console.js knows where to sign in and comes back to this page; the server's link is the fallback.
+  function signInLink(fallback) {
+    if (window.consoleAccess) return window.consoleAccess.signInLink();
+    var link = document.createElement("a");
+    link.href = fallback;
+    link.textContent = "sign in again";
+    return link;
+  }
+
+  function accessEnded(options) {
+    if (window.consoleAccess) window.consoleAccess.ended(options || { quiet: true });
+  }
+
   function setState(chip, status) {
     if (!chip) return;
     chip.className = "live-status live-status--" + status.state;
@@ -87,6 +100,19 @@
 
     source.addEventListener("status", function (event) {
       var status = JSON.parse(event.data);
+      if (status.sign_in) {
+        // Access ended (console/live/guard.py): no more frames, no more input, a way to sign in again.
+        source.close();
+        setState(chip, { state: "ended", label: "Ended", message: status.label });
+        pane.dataset.state = "ended";
+        delete pane.dataset.controlToken;
+        stats.textContent = "— fps · — ms";
+        note.hidden = false;
+        note.textContent = "";
+        note.append("Access ended — ", signInLink(status.sign_in), ".");
+        accessEnded();
+        return;
+      }
       setState(chip, status);
       pane.dataset.state = status.state;
       if (status.state === "ended" || status.state === "unavailable") {
@@ -275,7 +301,13 @@
       var tile = tiles[status.s];
       if (!tile) return;
       tile.dataset.state = status.state;
-      setState(tile.querySelector("[data-tile-state]"), status);
+      if (status.sign_in) {
+        // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
+        setState(tile.querySelector("[data-tile-state]"), { state: "ended", label: "Ended", message: status.label });
+        accessEnded({ quiet: false });
+      } else {
+        setState(tile.querySelector("[data-tile-state]"), status);
+      }
       var over = Object.keys(tiles).every(function (id) {
         var state = tiles[id].dataset.state;
         return state === "ended" || state === "unavailable" || state === "no-screen";
