@@ -145,6 +145,15 @@
   function pathOf(url) {
     try { return new URL(url, window.location.href).pathname; } catch (e) { return ""; }
   }
+  // What htmx asks by itself (a poll, a part loading, a pane revealed), not what the operator clicked.
+  function automatic(element) {
+    return /(^|[\s,])(load|revealed|intersect|poll|every)\b/.test(element.getAttribute("hx-trigger") || "");
+  }
+  // Once access ended, htmx asks nothing more by itself: the answers could only be the login page or 404.
+  window.addEventListener("htmx:beforeRequest", function (event) {
+    var element = event.target;
+    if (window.consoleAccess.isEnded() && element && element.getAttribute && automatic(element)) event.preventDefault();
+  }, true);
   // Before htmx does anything with the answer (and before django-htmx's debug handler, with DEBUG on, puts
   // an error page in place of the whole document): on the window, capturing.
   window.addEventListener("htmx:beforeOnLoad", function (event) {
@@ -156,9 +165,12 @@
     var verdict = window.consoleAccess.verdict(xhr.status, xhr.responseURL, redirected);
     var polled = element.hasAttribute("data-poll");
     var loading = element.classList.contains("deferred-loading");
-    if (verdict === "signed-out" || ((polled || loading) && verdict === "forbidden")) {
+    var unasked = polled || loading || automatic(element);
+    if (verdict === "signed-out" || (unasked && verdict === "forbidden")) {
       accessEnded();
-    } else if ((polled || loading) && verdict === "gone") {
+    } else if (unasked && verdict === "gone" && window.consoleAccess.isEnded()) {
+      // Already said.
+    } else if (unasked && verdict === "gone") {
       var reload = document.createElement("a");
       reload.href = window.location.pathname + window.location.search;
       reload.textContent = "Reload the page";
