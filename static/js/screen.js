@@ -105,8 +105,13 @@
         source.close();
         setState(chip, { state: "ended", label: "Ended", message: status.label });
         pane.dataset.state = "ended";
+        pane.dataset.accessEnded = "";
+        // Control went with access: no more input, no control form, no "you control" frame.
         delete pane.dataset.controlToken;
-        stats.textContent = "— fps · — ms";
+        pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
+        var stage = pane.querySelector("[data-screen-stage]");
+        if (stage) stage.classList.remove("screen__stage--control");
+        stats.textContent = "no frames";
         note.hidden = false;
         note.textContent = "";
         note.append("Access ended — ", signInLink(status.sign_in), ".");
@@ -142,6 +147,7 @@
         clearInterval(timer);
         return;
       }
+      if (pane.hasAttribute("data-access-ended")) return; // "no frames" stays
       var latency = meter.latency();
       stats.textContent = meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms";
     }, 500);

@@ -11,6 +11,7 @@ on Playwright's clock where the page polls).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -300,3 +301,78 @@ def test_it_stops_the_overviews_figures_once_access_ended(console, browser_page,
     assert errors == []
     if revoke == "flush_sessions":
         shoot(page, "overview")
+
+
+# The live screen (real browsers) ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def screen_console(chromium_sandbox, tmp_path_factory):
+    url, _ = chromium_sandbox
+    folder = tmp_path_factory.mktemp("access-ended-screen")
+    with running_console(url, folder, **QUICK) as console_url:
+        console = Console(console_url, folder, url)
+        yield console
+
+
+@pytest.fixture
+def real_session(screen_console):
+    body = {
+        "name": f"ended-{uuid.uuid4().hex[:6]}",
+        "headless": True,
+        "viewport": {"width": 640, "height": 480},
+        "start_url": "https://lab.example.com/?color=1e90ff",
+        "timeout_seconds": 600,
+    }
+    headers = {"Authorization": f"Bearer {TEST_DEMO_KEY}"}
+    response = httpx.post(f"{screen_console.sandbox_url}/browsers", json=body, headers=headers, timeout=60)
+    response.raise_for_status()
+    sid = response.json()["session_id"]
+    yield sid
+    httpx.delete(f"{screen_console.sandbox_url}/browsers/{sid}", headers=headers, timeout=30)
+    screen_console.restore()
+
+
+@pytest.mark.chromium
+def test_it_ends_the_live_screen_of_a_removed_member_and_takes_no_input(
+    screen_console, real_session, browser_page
+):
+    console, sid, page = screen_console, real_session, browser_page
+    streams = Watch(page, "/screen/stream/")
+    inputs = Watch(page, "/screen/input/")
+    sign_in(page, console)
+    page.goto(f"{console.url}/o/demo/browsers/{sid}/")
+    pane = page.locator("#screen-pane[data-mode='relay']")
+    expect(pane).to_be_visible(timeout=20_000)
+    pane.get_by_role("button", name="Take control").click()
+    pane = page.locator("#screen-pane[data-control-token]")
+    chip = pane.locator("[data-screen-state]")
+    expect(chip).to_have_attribute("data-state", "live", timeout=30_000)
+    expect(chip).to_have_text("Live")
+    expect(pane).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
+    opened = len(streams.requests)
+
+    console.remove_membership("operator")
+    note = page.locator("#screen-pane [data-screen-note]")
+    expect(note).to_have_text("Access ended — sign in again.", timeout=15_000)
+    assert_sign_in_link(note.get_by_role("link"), console, f"/o/demo/browsers/{sid}/")
+    chip = page.locator("#screen-pane [data-screen-state]")
+    expect(chip).to_have_attribute("data-state", "ended")
+    expect(chip).to_have_text("Ended")
+    expect(chip).to_have_attribute("title", ACCESS_ENDED)
+    expect(page.locator("#screen-pane [data-screen-stats]")).to_have_text("no frames")
+    # Control went with access: no form to release it, no "you control this browser".
+    expect(page.locator("#screen-pane").get_by_role("button", name="Release control")).to_be_hidden()
+    stage = page.locator("#screen-pane [data-screen-stage]")
+    expect(stage).not_to_have_class(re.compile("screen__stage--control"))
+    # The screen takes no input any more: a click on it sends nothing.
+    page.locator("#screen-pane [data-screen-image]").click(position={"x": 60, "y": 40})
+    # No reconnecting, no more frames.
+    frames = page.locator("#screen-pane").get_attribute("data-frames")
+    page.wait_for_timeout(3_000)
+    assert len(streams.requests) == opened
+    assert inputs.requests == []
+    expect(page.locator("#screen-pane")).to_have_attribute("data-frames", frames)
+    assert_no_raw_error(page)
+    assert streams.errors == []
+    shoot(page, "screen", "#pane-screen")
