@@ -135,12 +135,57 @@
       if (status === 404) return "gone";
       return "";
     },
+    // Why a stream could not be reopened: its URL asked once (the answer's headers only; a stream that opens
+    // is dropped at once). Resolves to a verdict, "ended" (204: nothing more will come) or "" (try again).
+    probe: function (url) {
+      var controller = new AbortController();
+      return fetch(url, { credentials: "same-origin", headers: { Accept: "text/event-stream" }, signal: controller.signal })
+        .then(function (response) {
+          controller.abort();
+          if (response.status === 204) return "ended";
+          return window.consoleAccess.verdict(response.status, response.url, response.redirected);
+        })
+        .catch(function () { return ""; });
+    },
   };
   onContent(pointSignInLinks);
   // A stream's last words: access ended (its link says so). The rest of the page stops polling too; the pane
   // itself says why, so no second notice.
   document.addEventListener("htmx:sseMessage", function (event) {
     if (event.detail && event.detail.type === "ended" && pointSignInLinks(event.target)) accessEnded({ quiet: true });
+  });
+  // A stream htmx could not reopen (EventSource CLOSED: the answer was not a stream, e.g. the login page
+  // after "sign out everywhere" while the laptop slept) would be retried forever: ask once why, and when it
+  // is access or the stream's end, stop it (no sse-connect: htmx's retry has nothing to open) and say so.
+  document.addEventListener("htmx:sseError", function (event) {
+    var root = event.target;
+    var source = event.detail && event.detail.source;
+    if (!source || source.readyState !== EventSource.CLOSED || !root.getAttribute || root.sseProbing) return;
+    var url = root.getAttribute("sse-connect");
+    if (!url) return;
+    root.sseProbing = true;
+    window.consoleAccess.probe(url).then(function (verdict) {
+      root.sseProbing = false;
+      if (!verdict) return;
+      root.removeAttribute("sse-connect");
+      source.close();
+      var access = verdict === "signed-out" || verdict === "forbidden";
+      var said = access ? [ACCESS_ENDED, signInLink()] : [verdict === "gone" ? "Ended: not found (gone, or no longer yours to see)" : "Ended"];
+      var chip = root.querySelector(".live-indicator");
+      if (chip) {
+        var state = document.createElement("span");
+        state.className = "live-status live-status--ended";
+        state.dataset.state = "ended";
+        state.textContent = "Ended";
+        var message = document.createElement("span");
+        message.className = "live-status__message";
+        message.append.apply(message, access ? [ACCESS_ENDED, signInLink()] : said);
+        chip.replaceChildren(state, " ", message);
+      }
+      var end = root.querySelector('[sse-swap="ended"]');
+      if (end) end.replaceChildren.apply(end, said);
+      if (access) accessEnded({ quiet: true });
+    });
   });
   function pathOf(url) {
     try { return new URL(url, window.location.href).pathname; } catch (e) { return ""; }

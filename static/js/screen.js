@@ -98,26 +98,27 @@
     var source = new EventSource(pane.dataset.streamUrl);
     pane._screenSource = source;
 
+    // Access ended (console/live/guard.py): no more frames, no more input, a way to sign in again.
+    function accessLost(label, fallback) {
+      source.close();
+      setState(chip, { state: "ended", label: "Ended", message: label });
+      pane.dataset.state = "ended";
+      pane.dataset.accessEnded = "";
+      // Control went with access: no more input, no control form, no "you control" frame.
+      delete pane.dataset.controlToken;
+      pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
+      var stage = pane.querySelector("[data-screen-stage]");
+      if (stage) stage.classList.remove("screen__stage--control");
+      stats.textContent = "no frames";
+      note.hidden = false;
+      note.textContent = "";
+      note.append("Access ended — ", signInLink(fallback), ".");
+      accessEnded();
+    }
+
     source.addEventListener("status", function (event) {
       var status = JSON.parse(event.data);
-      if (status.sign_in) {
-        // Access ended (console/live/guard.py): no more frames, no more input, a way to sign in again.
-        source.close();
-        setState(chip, { state: "ended", label: "Ended", message: status.label });
-        pane.dataset.state = "ended";
-        pane.dataset.accessEnded = "";
-        // Control went with access: no more input, no control form, no "you control" frame.
-        delete pane.dataset.controlToken;
-        pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
-        var stage = pane.querySelector("[data-screen-stage]");
-        if (stage) stage.classList.remove("screen__stage--control");
-        stats.textContent = "no frames";
-        note.hidden = false;
-        note.textContent = "";
-        note.append("Access ended — ", signInLink(status.sign_in), ".");
-        accessEnded();
-        return;
-      }
+      if (status.sign_in) return accessLost(status.label, status.sign_in);
       setState(chip, status);
       pane.dataset.state = status.state;
       if (status.state === "ended" || status.state === "unavailable") {
@@ -139,7 +140,17 @@
     source.onerror = function () {
       if (source.readyState === EventSource.CONNECTING) {
         setState(chip, { state: "reconnecting", label: "Reconnecting…" });
+        return;
       }
+      // Closed: the console answered something that is not a stream (the login page after signing out
+      // elsewhere, 404, 204 once the screen ended). Never "Live" after that: ask once why.
+      setState(chip, { state: "ended", label: "Ended", message: "The stream closed" });
+      pane.dataset.state = "ended";
+      if (!window.consoleAccess) return;
+      window.consoleAccess.probe(pane.dataset.streamUrl).then(function (verdict) {
+        if (verdict === "signed-out" || verdict === "forbidden") accessLost("Access ended — sign in again", "");
+        else if (verdict === "gone") setState(chip, { state: "ended", label: "Ended", message: "Not found: gone, or no longer yours to see" });
+      });
     };
     var timer = setInterval(function () {
       if (!document.body.contains(pane)) {

@@ -224,6 +224,44 @@ def test_it_ends_the_telemetry_pane_of_flushed_sessions_and_signs_in_back_to_the
     expect(page.locator("#telemetry-pane .live-indicator [data-state='live']")).to_be_visible(timeout=15_000)
 
 
+@pytest.fixture(scope="module")
+def unguarded_console(sandbox_url, tmp_path_factory):
+    """A console whose streams are not re-checked in the time of a test: only a reconnection learns."""
+    folder = tmp_path_factory.mktemp("access-ended-unguarded")
+    with running_console(sandbox_url, folder, STREAM_RECHECK_SECONDS="3600") as url:
+        yield Console(url, folder, sandbox_url)
+
+
+def test_it_stops_a_pane_whose_reconnection_is_refused_once_signed_out(unguarded_console, browser_page):
+    # The laptop slept through "sign out everywhere": the stream dropped without its last words, and the
+    # EventSource, reopened, gets the login page. The pane asks once why, then stops and says so.
+    console, page = unguarded_console, browser_page
+    streams = Watch(page, "/telemetry/stream/")
+    sid = new_session(console.sandbox_url)
+    sign_in(page, console)
+    chip = open_telemetry(page, console, sid)
+    console.flush_sessions("operator")
+    expect(chip).to_have_attribute("data-state", "live")  # the stream goes on: nothing re-checked it
+    page.evaluate("window.stop()")  # the connection drops (here: the page stops its loads)
+
+    pane = page.locator("#telemetry-pane")
+    ended = pane.locator("[data-telemetry-ended]")
+    expect(ended).to_have_text(ACCESS_ENDED, timeout=15_000)
+    assert_sign_in_link(ended.get_by_role("link"), console, f"/o/demo/browsers/{sid}/")
+    expect(chip).to_have_attribute("data-state", "ended")
+    expect(pane.locator(".live-indicator")).to_contain_text(ACCESS_ENDED)
+    assert pane.get_attribute("sse-connect") is None
+    ended_at = len(streams.requests)
+    page.wait_for_timeout(5_000)  # the SSE extension's retries would come at 0.5, 1, 2 and 4 s
+    assert streams.requests[ended_at:] == []
+    # The first stream; then the request that asked why (and, on a slow machine, the SSE extension's first
+    # retry, made before the answer came), each redirected to the login page.
+    first, *after = streams.requests
+    assert 2 <= len(after) <= 4, after
+    assert {urlsplit(url).path for url in after} == {urlsplit(first).path, "/login/"}
+    assert_no_raw_error(page)
+
+
 # The sessions list and the overview (polls) ---------------------------------------------------------------
 
 
