@@ -274,7 +274,8 @@ def list_polls(page) -> list[str]:
     return polls
 
 
-def test_it_stops_the_live_sessions_list_once_signed_out_elsewhere(console, browser_page):
+@pytest.mark.parametrize("revoke", ["flush_sessions", "remove_membership"])
+def test_it_stops_the_live_sessions_list_once_access_ended(console, browser_page, revoke):
     page = browser_page
     errors = Watch(page, "/o/demo/").errors
     polls = list_polls(page)
@@ -286,11 +287,16 @@ def test_it_stops_the_live_sessions_list_once_signed_out_elsewhere(console, brow
     page.clock.run_for(6_000)
     assert polls, "the list did not poll"
 
-    console.flush_sessions("operator")
-    page.clock.run_for(6_000)  # the next poll: redirected to the login page
+    getattr(console, revoke)("operator")
+    page.clock.run_for(6_000)  # the next poll: redirected to the login page, or 404 for a non-member
     expect(label).to_have_attribute("data-state", "ended")
-    expect(label).to_contain_text("Access ended — sign in again")
-    assert_sign_in_link(label.get_by_role("link"), console, "/o/demo/browsers/?status=active")
+    if revoke == "flush_sessions":
+        expect(label).to_contain_text("Access ended — sign in again (this list no longer updates)")
+        assert_sign_in_link(label.get_by_role("link"), console, "/o/demo/browsers/?status=active")
+    else:
+        expect(label).to_contain_text("Not updating: this list answered “not found”")
+        reload = label.get_by_role("link", name="reload the page")
+        expect(reload).to_have_attribute("href", "/o/demo/browsers/?status=active")
     expect(page.locator("#browsers-table-live [data-live-toggle]")).to_be_hidden()
     ended_at = len(polls)
     page.clock.run_for(60_000)  # a dozen poll intervals
@@ -298,7 +304,7 @@ def test_it_stops_the_live_sessions_list_once_signed_out_elsewhere(console, brow
     expect(page.locator("#browsers-table")).to_be_visible()  # what it showed stays
     assert_no_raw_error(page)
     assert errors == []
-    shoot(page, "sessions-list")
+    shoot(page, f"sessions-list-{revoke}")
 
 
 def card_polls(page) -> list[str]:
