@@ -113,6 +113,8 @@
   function accessEnded(options) {
     var first = !document.documentElement.hasAttribute("data-access-ended");
     document.documentElement.setAttribute("data-access-ended", "");
+    var gone = document.getElementById("poll-gone"); // a 404 to a poll: access ending explains it
+    if (gone) gone.remove();
     if (!(options && options.quiet)) {
       notice("access-ended", [ACCESS_ENDED, signInLink(), ". What this page shows is as it was then: it no longer updates."]);
     }

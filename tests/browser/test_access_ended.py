@@ -359,10 +359,14 @@ def screen_console(chromium_sandbox, tmp_path_factory):
         yield console
 
 
+WALL_TAG = uuid.uuid4().hex[:8]  # this module's sessions on the wall, and no other
+
+
 @pytest.fixture
 def real_session(screen_console):
     body = {
         "name": f"ended-{uuid.uuid4().hex[:6]}",
+        "tags": {"wall": WALL_TAG},
         "headless": True,
         "viewport": {"width": 640, "height": 480},
         "start_url": "https://lab.example.com/?color=1e90ff",
@@ -420,3 +424,30 @@ def test_it_ends_the_live_screen_of_a_removed_member_and_takes_no_input(
     assert_no_raw_error(page)
     assert streams.errors == []
     shoot(page, "screen", "#pane-screen")
+
+
+@pytest.mark.chromium
+def test_it_ends_the_wall_of_a_removed_member_and_says_so_once(screen_console, real_session, browser_page):
+    console, sid, page = screen_console, real_session, browser_page
+    streams = Watch(page, "/wall/stream/")
+    badges = Watch(page, "/wall/badges")
+    sign_in(page, console)
+    page.goto(f"{console.url}/o/demo/browsers/wall/?tag=wall:{WALL_TAG}")
+    tile = page.locator(f"[data-tile='{sid}']")
+    expect(tile).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
+    state = tile.locator("[data-tile-state]")
+    expect(state).to_have_attribute("data-state", "live")
+
+    console.remove_membership("operator")
+    expect(state).to_have_attribute("data-state", "ended", timeout=15_000)
+    expect(state).to_have_text("Ended")
+    expect(state).to_have_attribute("title", ACCESS_ENDED)
+    flash = page.locator("#flash")
+    expect(flash).to_contain_text(ACCESS_ENDED)
+    expect(flash.locator("p")).to_have_count(1)
+    assert_sign_in_link(flash.get_by_role("link"), console, f"/o/demo/browsers/wall/?tag=wall:{WALL_TAG}")
+    expect(page.locator("[data-poll]")).to_have_count(0)  # the error badges stop polling
+    opened, polled = len(streams.requests), len(badges.requests)
+    page.wait_for_timeout(3_000)
+    assert (len(streams.requests), len(badges.requests)) == (opened, polled)
+    assert streams.errors == []
