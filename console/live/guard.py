@@ -11,7 +11,9 @@ the request's member still may watch:
 - the user is still a member of the org, with at least the role the view asked for (``org_view`` records it).
 
 When any of that is no longer true, the stream stops reading (its viewer leaves the hub, so an upstream
-nobody else watches closes), sends ``final`` (an event its pane already takes as "ended") and closes. A
+nobody else watches closes), sends ``final`` (an event its pane already takes as "ended") and closes. The
+final words carry a link to sign in (``sign_in_url``): the pane's script points its ``next`` at the page the
+pane is on (static/js/console.js, ``a[data-sign-in]``), and stops reconnecting. A
 database error during a check keeps the stream and tries again at the next interval (nobody can revoke
 anything while the database is unreachable either); it is logged. Any other failure of a check ends it.
 """
@@ -30,14 +32,28 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.db import DatabaseError, close_old_connections
 from django.db.models import Subquery
 from django.http import HttpRequest, StreamingHttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from console.accounts.models import Membership, Role
 
 log = logging.getLogger("console.live")
 
 ACCESS_ENDED = "Access ended — sign in again"
+
+
+def sign_in_url(request: HttpRequest) -> str:
+    """Where "sign in again" leads: the login page, back to the org's overview after it (the pane's script
+    replaces ``next`` with the page it is on)."""
+    return f"{reverse('login')}?{urlencode({'next': reverse('dashboard', args=[request.org.slug])})}"
+
+
+def access_ended_html(request: HttpRequest) -> str:
+    """ACCESS_ENDED as HTML, "sign in again" a link (``data-sign-in``: see static/js/console.js)."""
+    return format_html('Access ended — <a href="{}" data-sign-in>sign in again</a>', sign_in_url(request))
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from console.live.guard import ACCESS_ENDED, stream_response
-from console.live.hub import Channel, Frame, Hub, encode, status_frame, viewer_stream
+from console.live.guard import access_ended_html, stream_response
+from console.live.hub import Channel, Frame, Hub, encode, viewer_stream
 
 hub = Hub(
     buffer_size=getattr(settings, "LIVE_BUFFER_SIZE", 2000),
@@ -27,6 +27,12 @@ def relay_response(request: HttpRequest, channel: Channel) -> HttpResponse:
         return HttpResponse(status=204)
     broadcast, viewer = hub.subscribe(channel, last_event_id)
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
-    # Once the member lost access (console.live.guard): the pane shows "ended", as at the resource's end.
-    final = status_frame("ended", ACCESS_ENDED) + encode(Frame(html=ACCESS_ENDED, event="ended"), None)
+    # Once the member lost access (console.live.guard): the pane shows "ended", as at the resource's end,
+    # with a link to sign in again, in its status chip and where its "ended" event lands.
+    ended = access_ended_html(request)
+    chip = (
+        '<span class="live-status live-status--ended" data-state="ended">Ended</span> '
+        f'<span class="live-status__message">{ended}</span>'
+    )
+    final = encode(Frame(html=chip, event="status"), None) + encode(Frame(html=ended, event="ended"), None)
     return stream_response(request, viewer_stream(broadcast, viewer, keepalive), final=final)

@@ -70,6 +70,174 @@
     document.addEventListener("DOMContentLoaded", function () { callback(document); });
     document.addEventListener("htmx:load", function (event) { callback(event.target); });
   }
+
+  // Access ended (signed out elsewhere, the session flushed, the password changed, the membership removed,
+  // the role lowered). Streams say so themselves (console/live/guard.py: their last words carry a link,
+  // a[data-sign-in]); a poll or a fragment learns it from its answer: a redirect to the login page, 401 or
+  // 403. Then the page stops every poll (pools.js, live.js ask consoleAccess.isEnded()), never swaps the
+  // login page into a fragment, and says so once above the content, with a link to sign in that comes back
+  // to this page. A 404 to a poll stops that poll: what it watched is gone, or no longer this member's.
+  var ACCESS_ENDED = "Access ended — ";
+  function loginPath() {
+    return (document.body && document.body.dataset.loginUrl) || "/login/";
+  }
+  function signInUrl() {
+    var here = window.location.pathname + window.location.search;
+    return loginPath() + "?next=" + encodeURIComponent(here);
+  }
+  function signInLink() {
+    var link = document.createElement("a");
+    link.href = signInUrl();
+    link.dataset.signIn = "";
+    link.textContent = "sign in again";
+    return link;
+  }
+  function pointSignInLinks(scope) {
+    var links = scope.matches && scope.matches("a[data-sign-in]") ? [scope] : [];
+    if (scope.querySelectorAll) links = links.concat(Array.prototype.slice.call(scope.querySelectorAll("a[data-sign-in]")));
+    links.forEach(function (link) { link.href = signInUrl(); });
+    return links.length > 0;
+  }
+  function notice(id, parts) {
+    var flash = document.getElementById("flash");
+    if (!flash || document.getElementById(id)) return;
+    var line = document.createElement("p");
+    line.id = id;
+    line.className = "flash flash-warning";
+    line.setAttribute("role", "alert");
+    parts.forEach(function (part) {
+      line.appendChild(typeof part === "string" ? document.createTextNode(part) : part);
+    });
+    flash.appendChild(line);
+  }
+  function accessEnded(options) {
+    var first = !document.documentElement.hasAttribute("data-access-ended");
+    document.documentElement.setAttribute("data-access-ended", "");
+    var gone = document.getElementById("poll-gone"); // a 404 to a poll: access ending explains it
+    if (gone) gone.remove();
+    if (!(options && options.quiet)) {
+      notice("access-ended", [ACCESS_ENDED, signInLink(), ". What this page shows is as it was then: it no longer updates."]);
+    }
+    if (first) document.dispatchEvent(new CustomEvent("console:access-ended"));
+  }
+  function stopPolling(element, why) {
+    element.removeAttribute("data-poll"); // pools.js sends "poll" to [data-poll] only
+    element.dataset.pollStopped = why;
+  }
+  window.consoleAccess = {
+    signInUrl: signInUrl,
+    signInLink: signInLink,
+    ended: accessEnded,
+    isEnded: function () { return document.documentElement.hasAttribute("data-access-ended"); },
+    // What an answer says about access: "signed-out" (the login page, 401), "forbidden" (403), "gone" (404),
+    // or "" (anything else). `url` is where the answer finally came from (after redirects).
+    verdict: function (status, url, redirected) {
+      if (status === 401 || (redirected && pathOf(url) === loginPath())) return "signed-out";
+      if (status === 403) return "forbidden";
+      if (status === 404) return "gone";
+      return "";
+    },
+    // Why a stream could not be reopened: its URL asked once (the answer's headers only; a stream that opens
+    // is dropped at once). Resolves to a verdict, "ended" (204: nothing more will come) or "" (try again).
+    probe: function (url) {
+      var controller = new AbortController();
+      return fetch(url, { credentials: "same-origin", headers: { Accept: "text/event-stream" }, signal: controller.signal })
+        .then(function (response) {
+          controller.abort();
+          if (response.status === 204) return "ended";
+          return window.consoleAccess.verdict(response.status, response.url, response.redirected);
+        })
+        .catch(function () { return ""; });
+    },
+  };
+  onContent(pointSignInLinks);
+  // A stream's last words: access ended (its link says so). The rest of the page stops polling too; the pane
+  // itself says why, so no second notice.
+  document.addEventListener("htmx:sseMessage", function (event) {
+    if (event.detail && event.detail.type === "ended" && pointSignInLinks(event.target)) accessEnded({ quiet: true });
+  });
+  // A stream htmx could not reopen (EventSource CLOSED: the answer was not a stream, e.g. the login page
+  // after "sign out everywhere" while the laptop slept) would be retried forever: ask once why, and when it
+  // is access or the stream's end, stop it (no sse-connect: htmx's retry has nothing to open) and say so.
+  document.addEventListener("htmx:sseError", function (event) {
+    var root = event.target;
+    var source = event.detail && event.detail.source;
+    if (!source || source.readyState !== EventSource.CLOSED || !root.getAttribute || root.sseProbing) return;
+    var url = root.getAttribute("sse-connect");
+    if (!url) return;
+    root.sseProbing = true;
+    window.consoleAccess.probe(url).then(function (verdict) {
+      root.sseProbing = false;
+      if (!verdict) return;
+      root.removeAttribute("sse-connect");
+      source.close();
+      var access = verdict === "signed-out" || verdict === "forbidden";
+      var said = access ? [ACCESS_ENDED, signInLink()] : [verdict === "gone" ? "Ended: not found (gone, or no longer yours to see)" : "Ended"];
+      var chip = root.querySelector(".live-indicator");
+      if (chip) {
+        var state = document.createElement("span");
+        state.className = "live-status live-status--ended";
+        state.dataset.state = "ended";
+        state.textContent = "Ended";
+        var message = document.createElement("span");
+        message.className = "live-status__message";
+        message.append.apply(message, access ? [ACCESS_ENDED, signInLink()] : said);
+        chip.replaceChildren(state, " ", message);
+      }
+      var end = root.querySelector('[sse-swap="ended"]');
+      if (end) end.replaceChildren.apply(end, said);
+      if (access) accessEnded({ quiet: true });
+    });
+  });
+  function pathOf(url) {
+    try { return new URL(url, window.location.href).pathname; } catch (e) { return ""; }
+  }
+  // What htmx asks by itself (a poll, a part loading, a pane revealed), not what the operator clicked.
+  function automatic(element) {
+    return /(^|[\s,])(load|revealed|intersect|poll|every)\b/.test(element.getAttribute("hx-trigger") || "");
+  }
+  // Once access ended, htmx asks nothing more by itself: the answers could only be the login page or 404.
+  window.addEventListener("htmx:beforeRequest", function (event) {
+    var element = event.target;
+    if (window.consoleAccess.isEnded() && element && element.getAttribute && automatic(element)) event.preventDefault();
+  }, true);
+  // Before htmx does anything with the answer (and before django-htmx's debug handler, with DEBUG on, puts
+  // an error page in place of the whole document): on the window, capturing.
+  window.addEventListener("htmx:beforeOnLoad", function (event) {
+    var xhr = event.detail.xhr;
+    var element = event.target;
+    if (!xhr || !element || !element.hasAttribute) return;
+    var asked = event.detail.pathInfo ? pathOf(event.detail.pathInfo.finalRequestPath || "") : "";
+    var redirected = Boolean(xhr.responseURL) && pathOf(xhr.responseURL) !== asked;
+    var verdict = window.consoleAccess.verdict(xhr.status, xhr.responseURL, redirected);
+    var polled = element.hasAttribute("data-poll");
+    var loading = element.classList.contains("deferred-loading");
+    var unasked = polled || loading || automatic(element);
+    if (verdict === "signed-out" || (unasked && verdict === "forbidden")) {
+      accessEnded();
+    } else if (unasked && verdict === "gone" && window.consoleAccess.isEnded()) {
+      // Already said.
+    } else if (unasked && verdict === "gone") {
+      var reload = document.createElement("a");
+      reload.href = window.location.pathname + window.location.search;
+      reload.textContent = "Reload the page";
+      notice("poll-gone", ["Updates stopped: the console answered “not found” (what this page shows is gone, or no longer yours to see). ", reload]);
+    } else {
+      return;
+    }
+    // Never the login page (or an error page) inside a fragment; a part still loading says it will not.
+    event.preventDefault();
+    event.stopPropagation();
+    if (polled) stopPolling(element, verdict);
+    if (loading) {
+      element.classList.remove("deferred-loading");
+      element.removeAttribute("aria-busy");
+      element.textContent = "Not loaded: " + (verdict === "gone" ? "not found." : "access ended.");
+    }
+  }, true);
+  document.addEventListener("console:access-ended", function () {
+    document.querySelectorAll("[data-poll]").forEach(function (element) { stopPolling(element, "access-ended"); });
+  });
   function store(key, value) {
     try {
       if (value === null) localStorage.removeItem(key);

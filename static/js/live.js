@@ -7,7 +7,9 @@
 // - a row whose content changed, or a new row, is highlighted briefly (a class: the CSP allows no styles);
 // - the rest of the list (pager, summaries) is replaced when it differs; the table head is kept.
 // Filters, sorting and paging stay as they are: the URL carries them, and console.js sorts again on htmx:load.
-// A poll never runs while the tab is hidden; the Pause button stops it until Resume.
+// A poll never runs while the tab is hidden; the Pause button stops it until Resume. A poll answered with the
+// login page, 401 or 403 (access ended: console.js) or 404 stops for good and says so, as do all the page's
+// lists once any part of the page learnt that access ended.
 (function () {
   "use strict";
 
@@ -36,7 +38,27 @@
     if (toggle) toggle.textContent = list.paused ? "Resume" : "Pause";
   }
 
+  function describeEnd(list) {
+    var label = list.note.querySelector("[data-live-label]");
+    var toggle = list.note.querySelector("[data-live-toggle]");
+    if (toggle) toggle.hidden = true;
+    if (!label || label.dataset.state === "ended" && label.dataset.ended === list.ended) return;
+    label.className = "live-status live-status--ended";
+    label.dataset.state = "ended";
+    label.dataset.ended = list.ended;
+    label.textContent = "";
+    if (list.ended === "gone") {
+      var reload = document.createElement("a");
+      reload.href = window.location.pathname + window.location.search;
+      reload.textContent = "reload the page";
+      label.append("Not updating: this list answered “not found” (gone, or no longer yours to see); ", reload);
+    } else {
+      label.append("Access ended — ", window.consoleAccess.signInLink(), " (this list no longer updates)");
+    }
+  }
+
   function describe(list) {
+    if (list.ended) return describeEnd(list);
     var now = Date.now();
     if (list.paused) return setLabel(list, "ended", "Paused: not updating");
     if (document.visibilityState !== "visible") return setLabel(list, "ended", "Paused while this tab is hidden");
@@ -201,7 +223,7 @@
 
   function poll(list) {
     var root = document.getElementById(list.id);
-    if (!root || list.inFlight || root.classList.contains("deferred-loading")) return;
+    if (!root || list.ended || list.inFlight || root.classList.contains("deferred-loading")) return;
     var url = currentUrl(list.note);
     list.inFlight = true;
     list.lastAttempt = Date.now();
@@ -210,11 +232,18 @@
       headers: { "HX-Request": "true", "HX-Target": list.id, "HX-Current-URL": window.location.href },
     })
       .then(function (response) {
+        var verdict = window.consoleAccess.verdict(response.status, response.url, response.redirected);
+        if (verdict) {
+          list.ended = verdict;
+          if (verdict !== "gone") window.consoleAccess.ended({ quiet: true }); // the note says it
+          return null;
+        }
         if (response.redirected) throw new Error("signed out?");
         if (!response.ok) throw new Error("HTTP " + response.status);
         return response.text();
       })
       .then(function (html) {
+        if (html === null) return;
         // The operator changed filters or pages meanwhile: what they asked for wins.
         if (document.getElementById(list.id) !== root || currentUrl(list.note) !== url) return;
         var doc = new DOMParser().parseFromString(html, "text/html");
@@ -248,7 +277,8 @@
     var visible = document.visibilityState === "visible";
     lists.forEach(function (list) {
       if (!document.contains(list.note)) return;
-      if (visible && !list.paused && (force || Date.now() - list.lastAttempt >= list.every)) poll(list);
+      if (!list.ended && window.consoleAccess.isEnded()) list.ended = "signed-out";
+      if (visible && !list.ended && !list.paused && (force || Date.now() - list.lastAttempt >= list.every)) poll(list);
       describe(list);
     });
     lists = lists.filter(function (list) { return document.contains(list.note); });
@@ -268,6 +298,7 @@
         updatedAt: Date.now(),
         paused: false,
         error: "",
+        ended: "",
         inFlight: false,
       };
       note.liveList = list;
@@ -281,13 +312,14 @@
   document.addEventListener("DOMContentLoaded", function () { setUp(document); });
   document.addEventListener("htmx:load", function (event) { setUp(event.target); });
   document.addEventListener("visibilitychange", function () { tick(true); });
+  document.addEventListener("console:access-ended", function () { tick(false); });
   setInterval(function () { tick(false); }, TICK_MS);
 
   document.addEventListener("click", function (event) {
     var toggle = event.target.closest("[data-live-toggle]");
     if (!toggle) return;
     var note = toggle.closest("[data-live-list]");
-    if (!note || !note.liveList) return;
+    if (!note || !note.liveList || note.liveList.ended) return;
     note.liveList.paused = !note.liveList.paused;
     if (!note.liveList.paused) poll(note.liveList);
     describe(note.liveList);
@@ -297,7 +329,7 @@
   function refreshOn(event) {
     lists.forEach(function (list) {
       var names = (list.note.dataset.liveRefreshOn || "").split(/\s+/);
-      if (names.indexOf(event.type) >= 0 && !list.paused) poll(list);
+      if (names.indexOf(event.type) >= 0 && !list.paused && !list.ended) poll(list);
     });
   }
   var listening = {};

@@ -63,6 +63,19 @@
     return Math.round(sorted[Math.floor(sorted.length / 2)]);
   };
 
+  // console.js knows where to sign in and comes back to this page; the server's link is the fallback.
+  function signInLink(fallback) {
+    if (window.consoleAccess) return window.consoleAccess.signInLink();
+    var link = document.createElement("a");
+    link.href = fallback;
+    link.textContent = "sign in again";
+    return link;
+  }
+
+  function accessEnded(options) {
+    if (window.consoleAccess) window.consoleAccess.ended(options || { quiet: true });
+  }
+
   function setState(chip, status) {
     if (!chip) return;
     chip.className = "live-status live-status--" + status.state;
@@ -85,8 +98,27 @@
     var source = new EventSource(pane.dataset.streamUrl);
     pane._screenSource = source;
 
+    // Access ended (console/live/guard.py): no more frames, no more input, a way to sign in again.
+    function accessLost(label, fallback) {
+      source.close();
+      setState(chip, { state: "ended", label: "Ended", message: label });
+      pane.dataset.state = "ended";
+      pane.dataset.accessEnded = "";
+      // Control went with access: no more input, no control form, no "you control" frame.
+      delete pane.dataset.controlToken;
+      pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
+      var stage = pane.querySelector("[data-screen-stage]");
+      if (stage) stage.classList.remove("screen__stage--control");
+      stats.textContent = "no frames";
+      note.hidden = false;
+      note.textContent = "";
+      note.append("Access ended — ", signInLink(fallback), ".");
+      accessEnded();
+    }
+
     source.addEventListener("status", function (event) {
       var status = JSON.parse(event.data);
+      if (status.sign_in) return accessLost(status.label, status.sign_in);
       setState(chip, status);
       pane.dataset.state = status.state;
       if (status.state === "ended" || status.state === "unavailable") {
@@ -108,7 +140,17 @@
     source.onerror = function () {
       if (source.readyState === EventSource.CONNECTING) {
         setState(chip, { state: "reconnecting", label: "Reconnecting…" });
+        return;
       }
+      // Closed: the console answered something that is not a stream (the login page after signing out
+      // elsewhere, 404, 204 once the screen ended). Never "Live" after that: ask once why.
+      setState(chip, { state: "ended", label: "Ended", message: "The stream closed" });
+      pane.dataset.state = "ended";
+      if (!window.consoleAccess) return;
+      window.consoleAccess.probe(pane.dataset.streamUrl).then(function (verdict) {
+        if (verdict === "signed-out" || verdict === "forbidden") accessLost("Access ended — sign in again", "");
+        else if (verdict === "gone") setState(chip, { state: "ended", label: "Ended", message: "Not found: gone, or no longer yours to see" });
+      });
     };
     var timer = setInterval(function () {
       if (!document.body.contains(pane)) {
@@ -116,6 +158,7 @@
         clearInterval(timer);
         return;
       }
+      if (pane.hasAttribute("data-access-ended")) return; // "no frames" stays
       var latency = meter.latency();
       stats.textContent = meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms";
     }, 500);
@@ -275,7 +318,13 @@
       var tile = tiles[status.s];
       if (!tile) return;
       tile.dataset.state = status.state;
-      setState(tile.querySelector("[data-tile-state]"), status);
+      if (status.sign_in) {
+        // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
+        setState(tile.querySelector("[data-tile-state]"), { state: "ended", label: "Ended", message: status.label });
+        accessEnded({ quiet: false });
+      } else {
+        setState(tile.querySelector("[data-tile-state]"), status);
+      }
       var over = Object.keys(tiles).every(function (id) {
         var state = tiles[id].dataset.state;
         return state === "ended" || state === "unavailable" || state === "no-screen";

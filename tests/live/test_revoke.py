@@ -136,12 +136,21 @@ def burst(tenant, session_id: str, count: int = 3) -> int:
     return answer["first_seq"] + count - 1
 
 
+SIGN_IN = '<a href="/login/?next=%2Fo%2Facme%2F" data-sign-in>sign in again</a>'
+ENDED_HTML = f"Access ended — {SIGN_IN}"
+
+
 async def assert_ended_by_the_guard(stream: Stream) -> None:
     seen = (await stream.to_the_end()).decode()
     assert stream.closed
-    # The pane's status chip says "ended" with the reason, then `ended` (sse-close) closes the EventSource.
-    assert 'data-state="ended"' in seen and ACCESS_ENDED in seen
-    assert seen.rstrip().endswith(f"event: ended\ndata: {ACCESS_ENDED}")
+    # The pane's status chip says "ended" with the reason, then `ended` (sse-close) closes the EventSource;
+    # both carry the link to sign in again (static/js/console.js points its `next` at the pane's page).
+    status, ended = seen.rstrip().split("\n\n")[-2:]
+    assert status == (
+        'event: status\ndata: <span class="live-status live-status--ended" data-state="ended">Ended</span> '
+        f'<span class="live-status__message">{ENDED_HTML}</span>'
+    )
+    assert ended == f"event: ended\ndata: {ENDED_HTML}"
 
 
 async def assert_still_streams(stream: Stream, tenant, session_id: str) -> None:
@@ -272,7 +281,13 @@ async def test_it_ends_the_screen_and_the_wall_of_a_member_removed_from_the_org(
             assert lines[-2] == "event: status"
             final = json.loads(lines[-1].removeprefix("data: "))
             # The pane and the wall's tile close their EventSource on "ended" (static/js/screen.js).
-            assert final == {"s": session_id, "state": "ended", "label": ACCESS_ENDED, "message": ""}
+            assert final == {
+                "s": session_id,
+                "state": "ended",
+                "label": ACCESS_ENDED,
+                "message": "",
+                "sign_in": "/login/?next=%2Fo%2Facme%2F",
+            }
         # The operator's screen is still open: keepalives keep coming, and no "ended".
         before = stays.seen.count(b"event: keepalive")
         await stays.until(b"event: keepalive", count=before + 2)

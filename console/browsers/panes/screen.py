@@ -194,11 +194,11 @@ async def screen_stream(request, session_id: str):
     return stream_response(request, [source(request, session_id)], fps)
 
 
-def access_ended(screen_ids: list[str]) -> bytes:
+def access_ended(screen_ids: list[str], sign_in: str) -> bytes:
     """What a screen stream says when its member lost access: each screen "ended", which the pane and the
-    wall's tiles take as the end (no reconnecting)."""
+    wall's tiles take as the end (no reconnecting), with where to sign in again (``sign_in``)."""
     events = (
-        {"s": sid, "state": "ended", "label": guard.ACCESS_ENDED, "message": ""}
+        {"s": sid, "state": "ended", "label": guard.ACCESS_ENDED, "message": "", "sign_in": sign_in}
         for sid in dict.fromkeys(screen_ids)
     )
     return b"".join(f"event: status\ndata: {json.dumps(e)}\n\n".encode() for e in events)
@@ -211,7 +211,7 @@ def stream_response(request, sources: list[relay.Source], fps: float) -> Streami
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
     viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
-    final = access_ended([v.screen.screen_id for v in viewers])
+    final = access_ended([v.screen.screen_id for v in viewers], guard.sign_in_url(request))
     return guard.stream_response(request, relay.stream(viewers, wake, keepalive), final=final)
 
 
