@@ -28,7 +28,9 @@ How a real session lives:
   (default 300) goes to standby too. The next call that needs the page wakes it (a new context with the
   kept state, on the kept URL). Sessions created at start-up (demo data) and pool browsers start in
   standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is never put
-  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound.
+  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound; a wake waits
+  for its turn up to ``SANDBOX_ADMISSION_TIMEOUT_SECONDS`` (default 120, not counted against its own
+  launch), then gets a busy 503 with a Retry-After and leaves the session as it was.
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
@@ -93,7 +95,10 @@ FLAGS = [
 STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
 # Seconds a browser operation may take before the request gets an error instead of waiting.
 LAUNCH_TIMEOUT = 30.0
-ADMISSION_TIMEOUT = 120.0  # how long a wake may wait for the others ahead of it to start
+# How long a wake may wait for its turn (the wakes ahead of it) before the request is told the sandbox is
+# busy (``SANDBOX_ADMISSION_TIMEOUT_SECONDS``), and the Retry-After of that answer.
+ADMISSION_TIMEOUT = 120.0
+BUSY_RETRY_AFTER = 5
 OPERATION_TIMEOUT = 15.0
 NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
 # Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
@@ -165,6 +170,7 @@ class Engine:
         self.max_browsers = max(1, int(_number("SANDBOX_MAX_BROWSERS", 4)))
         self.idle_seconds = _number("SANDBOX_BROWSER_IDLE_SECONDS", 300)
         self.linger_seconds = _number("SANDBOX_BROWSER_LINGER_SECONDS", 60)
+        self.admission_timeout = max(0.0, _number("SANDBOX_ADMISSION_TIMEOUT_SECONDS", ADMISSION_TIMEOUT))
         self.owner = os.environ.get("SANDBOX_BROWSER_OWNER") or new_id("sandbox", 12)
         self.lives: dict[str, Live] = {}
         self._playwright = None
@@ -247,24 +253,20 @@ class Engine:
             await self.standby(live)
         if live.state == "running":
             return live
-        async with live.lock:
+        # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for its turn
+        # (behind another request waking this session, then behind the wakes of other sessions: a burst of
+        # sessions starting at once) is not this browser failing, and it does not count against its launch:
+        # past the admission timeout the request is told the sandbox is busy, and the session stays as it
+        # was (standby, or crashed).
+        turn = asyncio.get_running_loop().time() + self.admission_timeout
+        await self._wait_turn(live.lock, turn)
+        try:
             if live.state == "closed":
                 raise ApiError(404, "not_found", f"browser session {live.session_id!r} has ended")
             if live.state != "running":
                 self._waking += 1
                 try:
-                    # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for
-                    # the others (a burst of sessions starting at once) is not this browser failing: past
-                    # ADMISSION_TIMEOUT the request is told to try again, and the session stays as it was.
-                    try:
-                        async with asyncio.timeout(ADMISSION_TIMEOUT):
-                            await self._admission.acquire()
-                    except TimeoutError:
-                        raise ApiError(
-                            503,
-                            "browser_unavailable",
-                            "the sandbox is busy starting other browsers; try again",
-                        ) from None
+                    await self._wait_turn(self._admission, turn)
                     try:
                         async with asyncio.timeout(LAUNCH_TIMEOUT):
                             await self._wake(live)
@@ -292,8 +294,28 @@ class Engine:
                     ) from None
                 finally:
                     self._waking -= 1
+        finally:
+            live.lock.release()
         self._start_reaper()
         return live
+
+    async def _wait_turn(self, lock: asyncio.Lock, turn: float) -> None:
+        """Acquire ``lock`` by the loop time ``turn``, else 503 ``browser_unavailable`` (busy) with a
+        Retry-After: the caller holds nothing then."""
+        try:
+            async with asyncio.timeout_at(turn):
+                await lock.acquire()
+        except TimeoutError:
+            raise ApiError(
+                503,
+                "browser_unavailable",
+                "the sandbox is busy starting other browsers; try again",
+                inner_error={
+                    "code": "admission_timeout",
+                    "message": f"waited {self.admission_timeout:g} s for the browsers starting ahead of it",
+                },
+                headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+            ) from None
 
     async def _wake(self, live: Live) -> None:
         from console.sandbox import page_events
@@ -817,7 +839,9 @@ class Engine:
         return folders
 
     async def dedicate(self, tenant: Tenant, record: dict) -> Live:
-        """Move the session to a browser process of its own (state kept) and return it running."""
+        """Move the session to a browser process of its own (state kept) and return it running and
+        attached (``Live.attached``, which the caller gives back): attached with no await after its wake,
+        so another session's wake cannot put it in standby before its client is connected."""
         live = await self.live(tenant, record)
         if not live.own_browser:
             await self.standby(live)
@@ -825,6 +849,7 @@ class Engine:
             live = await self.live(tenant, record)
         if live.cdp_endpoint is None:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
+        live.attached += 1
         return live
 
     def cdp_socket(self, live: Live):
