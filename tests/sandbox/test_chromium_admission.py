@@ -73,8 +73,10 @@ def test_it_answers_busy_and_keeps_the_session_as_it_was_when_a_wake_is_not_admi
             # page and navigates to a page that answers 8 s late, all under the admission.
             slow = pool.submit(create, tenant, start_url="https://lab.example.com/?delay_ms=8000")
             wait_until(
-                lambda: (found := states(tenant)).get(sid) == "standby"
-                and "running" in [state for other, state in found.items() if other != sid],
+                lambda: (
+                    (found := states(tenant)).get(sid) == "standby"
+                    and "running" in [state for other, state in found.items() if other != sid]
+                ),
                 what="the slow session's wake",
             )
             screenshot = tenant.call("POST", f"/browsers/{sid}/computer/screenshot", json={})
