@@ -64,6 +64,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -952,8 +953,13 @@ class Display:
     Every display has an X authentication cookie of its own (MIT-MAGIC-COOKIE-1, 16 random bytes): Xvfb
     starts with ``-auth`` on an Xauthority file holding it (0600, owned by the user Xvfb runs as, in a
     private 0700 directory removed when the display stops), and only the browser it serves is given that
-    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused, whichever
-    socket it reaches the display through (the file or the abstract one)."""
+    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused. The
+    display listens on its socket file alone (``/tmp/.X11-unix/X<n>``, which only its browser's jail
+    binds): no TCP, and no abstract socket, which every process of the host's network namespace could
+    reach. Its number is chosen by the sandbox (``_free_displays``, from ``FIRST_DISPLAY``) and held by
+    Xvfb's lock file."""
+
+    _starting: set[int] = set()  # display numbers this process is starting a server on
 
     def __init__(self, process: asyncio.subprocess.Process, number: int, authority: Path):
         self.process = process
@@ -990,46 +996,66 @@ class Display:
 
     @classmethod
     async def _start(cls, size: dict, authority: Path) -> Display:
-        read, write = os.pipe()
+        """Xvfb on the first display number that looks free, or the next if another server locked it first.
+
+        The number is given explicitly: an explicit display's server takes ``/tmp/.X<n>-lock`` before it
+        touches a socket, and gives up if another live server holds it. Asked to pick a number itself
+        (``-displayfd`` alone), a server without the abstract socket (``-nolisten local``) would take
+        display 0 whatever serves it: it replaces the socket file of a running display, and removes it on
+        its way out."""
+        problem = "no display number was free"
+        for number in _free_displays(cls._starting):
+            cls._starting.add(number)
+            try:
+                display = await cls._try(number, size, authority)
+            finally:
+                cls._starting.discard(number)
+            if isinstance(display, Display):
+                return display
+            problem = display
+        raise RuntimeError(f"Xvfb did not start: {problem}")
+
+    @classmethod
+    async def _try(cls, number: int, size: dict, authority: Path) -> Display | str:
+        """Xvfb on display ``number`` once it accepts connections; why not, if another server has it."""
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
         screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
+        # setpriv: killed with the sandbox, even if the sandbox itself is killed.
+        process = await asyncio.create_subprocess_exec(
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "--",
+            cls.binary(),
+            f":{number}",
+            *("-screen", "0", screen, "-noreset"),
+            # Only clients holding the display's cookie are accepted.
+            *("-auth", str(authority)),
+            # The socket file only: neither TCP nor the abstract socket (@/tmp/.X11-unix/X<n>), which
+            # every process of the host's network namespace could reach (the shared browsers' jails
+            # share it). A jail sees only its own display's socket file (docs/security.md).
+            *("-nolisten", "tcp", "-nolisten", "local"),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
+            **confine.popen_options(),
+        )
         try:
-            # setpriv: killed with the sandbox, even if the sandbox itself is killed.
-            process = await asyncio.create_subprocess_exec(
-                "setpriv",
-                "--pdeathsig",
-                "KILL",
-                "--",
-                cls.binary(),
-                *("-displayfd", str(write), "-screen", "0", screen, "-noreset"),
-                # Only clients holding the display's cookie are accepted.
-                *("-auth", str(authority)),
-                # No TCP. The abstract socket stays: with it off (-nolisten local) a display's socket file
-                # went missing when a session woke on a new display (bwrap could not bind it). Shared
-                # browsers' jails share the host's network namespace and so its abstract sockets, but a
-                # client without this display's cookie is refused there as on the socket file
-                # (docs/security.md).
-                *("-nolisten", "tcp"),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-                pass_fds=(write,),
-                env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
-                **confine.popen_options(),
-            )
-        finally:
-            os.close(write)
-        try:
-            loop = asyncio.get_running_loop()
             async with asyncio.timeout(LAUNCH_TIMEOUT):
-                number = await loop.run_in_executor(None, _read_display, read)
+                while True:
+                    if process.returncode is not None:
+                        if _lock_owner(number) not in (None, process.pid):
+                            return f"display :{number} was taken by another server"
+                        raise RuntimeError(f"Xvfb exited with {process.returncode} on display :{number}")
+                    if _lock_owner(number) == process.pid and _accepts(f"/tmp/.X11-unix/X{number}"):
+                        return cls(process, number, authority)
+                    await asyncio.sleep(0.02)
         except BaseException:
-            process.kill()
-            await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
             raise
-        finally:
-            os.close(read)
-        return cls(process, number, authority)
 
     async def stop(self) -> None:
         try:
@@ -1046,10 +1072,13 @@ class Display:
             shutil.rmtree(self.authority.parent, ignore_errors=True)
 
     def _remove_leftovers(self) -> None:
-        """A killed Xvfb leaves its socket file behind: removed, if it is still the one this server made."""
+        """A killed Xvfb leaves its socket and lock files behind: removed, if they are still this server's."""
         if self._socket_stamp is not None and _stamp(self.socket_file) == self._socket_stamp:
             with contextlib.suppress(OSError):
                 self.socket_file.unlink()
+        if _lock_owner(self.number) == self.process.pid:
+            with contextlib.suppress(OSError):
+                Path(f"/tmp/.X{self.number}-lock").unlink()
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -1107,15 +1136,47 @@ def _x11_sockets() -> None:
         sockets.chmod(0o1777)
 
 
-def _read_display(fd: int) -> int:
-    """The display number Xvfb writes on ``-displayfd`` once it accepts connections."""
-    text = b""
-    while not text.endswith(b"\n"):
-        chunk = os.read(fd, 16)
-        if not chunk:
-            raise RuntimeError("Xvfb exited before it opened a display")
-        text += chunk
-    return int(text)
+FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
+
+
+def _free_displays(starting: set[int], tries: int = 64):
+    """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file, no socket file,
+    no abstract socket, and none this process is starting."""
+    abstract = {
+        fields[7]
+        for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+        if len(fields := line.split()) >= 8 and fields[7].startswith("@/tmp/.X11-unix/X")
+    }
+    number = FIRST_DISPLAY
+    while tries > 0:
+        taken = (
+            number in starting
+            or os.path.lexists(f"/tmp/.X{number}-lock")
+            or os.path.lexists(f"/tmp/.X11-unix/X{number}")
+            or f"@/tmp/.X11-unix/X{number}" in abstract
+        )
+        if not taken:
+            tries -= 1
+            yield number
+        number += 1
+
+
+def _lock_owner(number: int) -> int | None:
+    """The process id in display ``number``'s lock file (the server holding it), if there is one."""
+    try:
+        return int(Path(f"/tmp/.X{number}-lock").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _accepts(path: str) -> bool:
+    """Whether a server listens on the Unix socket file ``path`` (a connection opens; closed at once)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 _engine: Engine | None = None
