@@ -1140,8 +1140,9 @@ FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
 
 
 def _free_displays(starting: set[int], tries: int = 64):
-    """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file, no socket file,
-    no abstract socket, and none this process is starting."""
+    """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file of a live
+    process (Xvfb replaces a dead one's), no socket file, no abstract socket, and none this process is
+    starting."""
     abstract = {
         fields[7]
         for line in Path("/proc/net/unix").read_text().splitlines()[1:]
@@ -1151,7 +1152,7 @@ def _free_displays(starting: set[int], tries: int = 64):
     while tries > 0:
         taken = (
             number in starting
-            or os.path.lexists(f"/tmp/.X{number}-lock")
+            or _locked(number)
             or os.path.lexists(f"/tmp/.X11-unix/X{number}")
             or f"@/tmp/.X11-unix/X{number}" in abstract
         )
@@ -1167,6 +1168,22 @@ def _lock_owner(number: int) -> int | None:
         return int(Path(f"/tmp/.X{number}-lock").read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+def _locked(number: int) -> bool:
+    """Whether display ``number``'s lock file names a live process (or cannot be read)."""
+    if not os.path.lexists(f"/tmp/.X{number}-lock"):
+        return False
+    owner = _lock_owner(number)
+    if owner is None:
+        return True
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _accepts(path: str) -> bool:

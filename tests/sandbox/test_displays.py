@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from console.sandbox import engine
+from console.sandbox import confine, engine
 from tests.sandbox_fixtures import socket_inodes
 
 pytestmark = pytest.mark.skipif(engine.Display.unavailable() is not None, reason="no Xvfb")
@@ -224,3 +224,26 @@ async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch)
     assert display.process.returncode == -signal.SIGKILL
     assert engine._stamp(display.socket_file) is None  # its number is free to take again
     assert not Path(f"/tmp/.X{display.number}-lock").exists()  # noqa: ASYNC240
+
+
+async def test_it_takes_a_number_whose_lock_file_names_a_dead_process(monkeypatch):
+    """A killed sandbox's displays leave their lock files: Xvfb replaces such a lock (the number is free)."""
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    number = next(engine._free_displays(set()))
+    ended = await asyncio.create_subprocess_exec("true")
+    await ended.wait()
+    lock = Path(f"/tmp/.X{number}-lock")
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{ended.pid:10d}\n")
+    if (ids := confine.identity()) is not None:
+        os.chown(lock, *ids)  # as Xvfb's user left it (/tmp is sticky: only its owner may remove it)
+    try:
+        display = await engine.Display.start({"width": 64, "height": 48})
+        try:
+            assert display.number == number
+            assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240
+        finally:
+            await display.stop()
+    finally:
+        lock.unlink(missing_ok=True)  # noqa: ASYNC240
