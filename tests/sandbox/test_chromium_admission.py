@@ -200,3 +200,46 @@ def test_it_never_puts_a_session_in_standby_between_its_wake_and_its_cdp_client(
         assert first["id"] == 1 and second["id"] == 2 and "Chrome" in second["result"]["product"]
     finally:
         stop_sandbox(process)
+
+
+def test_it_never_puts_a_session_in_standby_between_its_wake_and_its_live_viewer():
+    url, process = chromium_sandbox(SANDBOX_MAX_BROWSERS="1")
+    try:
+        tenant = new_tenant(url)
+        # Each wake of this session holds the admission 4 s on its page (a slow page); a live view is
+        # a headful session's.
+        viewed = create(tenant, start_url="https://lab.example.com/?delay_ms=4000", headless=False)
+        other = create(tenant, start_url="https://lab.example.com/")  # running; the first in standby
+        socket_url = viewed["browser_live_view_url"].replace("http", "ws", 1).replace("?", "/ws?", 1)
+        framed, done = threading.Event(), threading.Event()
+
+        def viewer() -> bytes:
+            """A live viewer of the first session: one frame, then another once told to."""
+            with connect(socket_url, open_timeout=60) as socket:
+                socket.recv(timeout=30)
+                framed.set()
+                done.wait(120)
+                # A click makes the page repaint (a frame is sent when the screen changes).
+                for kind in ("down", "up"):
+                    socket.send(json.dumps({"type": kind, "x": 60, "y": 40, "button": "left"}))
+                return socket.recv(timeout=30)
+
+        with ThreadPoolExecutor(1) as pool:
+            frame = pool.submit(viewer)
+            wait_until(
+                lambda: (
+                    (found := states(tenant))[viewed["session_id"]] == "running"
+                    and found[other["session_id"]] == "standby"
+                ),
+                what="the viewed session's wake",
+            )
+            assert not framed.is_set(), "the wake was over before the other call: nothing was tested"
+            other_shot = tenant.call("POST", f"/browsers/{other['session_id']}/computer/screenshot", json={})
+            # Admitted right after the viewed session's wake, the other wake found it held by its viewer.
+            assert other_shot.status_code == 429, other_shot.text
+            assert states(tenant)[viewed["session_id"]] == "running"
+            assert framed.wait(30)
+            done.set()
+            assert frame.result(timeout=60)[:2] == b"\xff\xd8"
+    finally:
+        stop_sandbox(process)
