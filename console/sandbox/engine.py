@@ -1141,8 +1141,9 @@ FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
 
 def _free_displays(starting: set[int], tries: int = 64):
     """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file of a live
-    process (Xvfb replaces a dead one's), no socket file, no abstract socket, and none this process is
-    starting."""
+    process, no socket file anything listens on, no abstract socket, and none this process is starting.
+    A killed server's leftovers do not hold a number: Xvfb replaces a dead process's lock file, and a
+    socket file once it holds the lock."""
     abstract = {
         fields[7]
         for line in Path("/proc/net/unix").read_text().splitlines()[1:]
@@ -1153,7 +1154,7 @@ def _free_displays(starting: set[int], tries: int = 64):
         taken = (
             number in starting
             or _locked(number)
-            or os.path.lexists(f"/tmp/.X11-unix/X{number}")
+            or _accepts(f"/tmp/.X11-unix/X{number}")
             or f"@/tmp/.X11-unix/X{number}" in abstract
         )
         if not taken:

@@ -226,8 +226,9 @@ async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch)
     assert not Path(f"/tmp/.X{display.number}-lock").exists()  # noqa: ASYNC240
 
 
-async def test_it_takes_a_number_whose_lock_file_names_a_dead_process(monkeypatch):
-    """A killed sandbox's displays leave their lock files: Xvfb replaces such a lock (the number is free)."""
+async def test_it_takes_a_number_a_killed_server_left_its_files_on(monkeypatch):
+    """A killed sandbox's displays leave their lock and socket files: the number is free again (Xvfb
+    replaces a dead process's lock, then the socket file nothing listens on)."""
     monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
     number = next(engine._free_displays(set()))
     ended = await asyncio.create_subprocess_exec("true")
@@ -236,14 +237,21 @@ async def test_it_takes_a_number_whose_lock_file_names_a_dead_process(monkeypatc
     fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     with os.fdopen(fd, "w") as handle:
         handle.write(f"{ended.pid:10d}\n")
+    left = Path(f"/tmp/.X11-unix/X{number}")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(left))  # the file stays when the socket closes; nothing listens on it
     if (ids := confine.identity()) is not None:
-        os.chown(lock, *ids)  # as Xvfb's user left it (/tmp is sticky: only its owner may remove it)
+        for path in (lock, left):  # as Xvfb's user left them (/tmp is sticky: only their owner removes them)
+            os.chown(path, *ids)
     try:
         display = await engine.Display.start({"width": 64, "height": 48})
         try:
             assert display.number == number
             assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240
+            assert unix_sockets(display.process.pid) == [str(left)]
+            assert x11_setup(str(left), b"MIT-MAGIC-COOKIE-1", cookie_of(display.authority)) == 1
         finally:
             await display.stop()
     finally:
         lock.unlink(missing_ok=True)  # noqa: ASYNC240
+        left.unlink(missing_ok=True)  # noqa: ASYNC240
