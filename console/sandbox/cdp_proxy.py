@@ -9,7 +9,10 @@
   state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``); everything else passes through untouched, so
-  ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service.
+  ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service. A session whose
+  browser cannot be had is refused before the websocket opens with the error answer of a service call:
+  503 ``browser_unavailable`` (the sandbox busy starting other browsers, with a Retry-After; or the
+  browser not starting) or 429 ``browser_limit_reached``.
 - The process's own debugging port listens on 127.0.0.1 of the process's own network namespace when the
   sandbox is root (``confine.Network``; ``engine.cdp_socket`` opens the relay's connection there), so
   nothing else of the machine reaches it. A sandbox that is not root leaves it on the host's 127.0.0.1:
@@ -29,6 +32,7 @@ import json
 import secrets
 import time
 
+from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -61,6 +65,17 @@ def _session(websocket: WebSocket):
     return None
 
 
+async def _refuse(websocket: WebSocket, error: ApiError) -> None:
+    """Refuse the handshake with the error's status, body and headers (a busy sandbox's 503 and its
+    Retry-After, the limit's 429), where the server can send such an answer; else close with 1013 (try
+    again later), which the client sees as a refused handshake."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        answer = JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+        await websocket.send_denial_response(answer)
+    else:
+        await websocket.close(code=1013)
+
+
 def _refusal(text: str) -> str | None:
     """The error reply for a command the proxy does not pass on, else None."""
     try:
@@ -90,14 +105,17 @@ async def cdp(websocket: WebSocket):
     tenant, record = found
     browsers_engine = engine.get()
     try:
-        live = await browsers_engine.dedicate(tenant, record)
-    except ApiError:
-        await websocket.close(code=1013)
+        live = await browsers_engine.dedicate(tenant, record)  # attached
+    except ApiError as error:
+        await _refuse(websocket, error)
         return
-    await websocket.accept()
-    live.attached += 1
-    browser_computer.emit(tenant, record, [("cdp_connect", {})])
     started, counted, reason = time.monotonic(), 0, "upstream_error"
+    try:
+        await websocket.accept()
+    except BaseException:
+        live.attached -= 1
+        raise
+    browser_computer.emit(tenant, record, [("cdp_connect", {})])
     try:
         # Into the browser's own network namespace where it has one (its port is nowhere else).
         into = {"sock": sock} if (sock := browsers_engine.cdp_socket(live)) is not None else {}

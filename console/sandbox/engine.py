@@ -28,7 +28,9 @@ How a real session lives:
   (default 300) goes to standby too. The next call that needs the page wakes it (a new context with the
   kept state, on the kept URL). Sessions created at start-up (demo data) and pool browsers start in
   standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is never put
-  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound.
+  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound; a wake waits
+  for its turn up to ``SANDBOX_ADMISSION_TIMEOUT_SECONDS`` (default 120, not counted against its own
+  launch), then gets a busy 503 with a Retry-After and leaves the session as it was.
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
@@ -62,6 +64,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -93,7 +96,10 @@ FLAGS = [
 STEALTH_JS = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
 # Seconds a browser operation may take before the request gets an error instead of waiting.
 LAUNCH_TIMEOUT = 30.0
-ADMISSION_TIMEOUT = 120.0  # how long a wake may wait for the others ahead of it to start
+# How long a wake may wait for its turn (the wakes ahead of it) before the request is told the sandbox is
+# busy (``SANDBOX_ADMISSION_TIMEOUT_SECONDS``), and the Retry-After of that answer.
+ADMISSION_TIMEOUT = 120.0
+BUSY_RETRY_AFTER = 5
 OPERATION_TIMEOUT = 15.0
 NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
 # Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
@@ -165,6 +171,7 @@ class Engine:
         self.max_browsers = max(1, int(_number("SANDBOX_MAX_BROWSERS", 4)))
         self.idle_seconds = _number("SANDBOX_BROWSER_IDLE_SECONDS", 300)
         self.linger_seconds = _number("SANDBOX_BROWSER_LINGER_SECONDS", 60)
+        self.admission_timeout = max(0.0, _number("SANDBOX_ADMISSION_TIMEOUT_SECONDS", ADMISSION_TIMEOUT))
         self.owner = os.environ.get("SANDBOX_BROWSER_OWNER") or new_id("sandbox", 12)
         self.lives: dict[str, Live] = {}
         self._playwright = None
@@ -248,25 +255,21 @@ class Engine:
             await self.standby(live)
         if live.state == "running" and live.page is not None:
             return live
-        # Not running, or being put in standby (its page already gone): after the lock, woken.
-        async with live.lock:
+        # Not running, or being put in standby (its page already gone): woken after the lock.
+        # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for its turn
+        # (behind another request waking this session, then behind the wakes of other sessions: a burst of
+        # sessions starting at once) is not this browser failing, and it does not count against its launch:
+        # past the admission timeout the request is told the sandbox is busy, and the session stays as it
+        # was (standby, or crashed).
+        turn = asyncio.get_running_loop().time() + self.admission_timeout
+        await self._wait_turn(live.lock, turn)
+        try:
             if live.state == "closed":
                 raise ApiError(404, "not_found", f"browser session {live.session_id!r} has ended")
             if live.state != "running" or live.page is None:
                 self._waking += 1
                 try:
-                    # One wake at a time: each sees the others' browsers, so the bound holds. Waiting for
-                    # the others (a burst of sessions starting at once) is not this browser failing: past
-                    # ADMISSION_TIMEOUT the request is told to try again, and the session stays as it was.
-                    try:
-                        async with asyncio.timeout(ADMISSION_TIMEOUT):
-                            await self._admission.acquire()
-                    except TimeoutError:
-                        raise ApiError(
-                            503,
-                            "browser_unavailable",
-                            "the sandbox is busy starting other browsers; try again",
-                        ) from None
+                    await self._wait_turn(self._admission, turn)
                     try:
                         async with asyncio.timeout(LAUNCH_TIMEOUT):
                             await self._wake(live)
@@ -294,8 +297,28 @@ class Engine:
                     ) from None
                 finally:
                     self._waking -= 1
+        finally:
+            live.lock.release()
         self._start_reaper()
         return live
+
+    async def _wait_turn(self, lock: asyncio.Lock, turn: float) -> None:
+        """Acquire ``lock`` by the loop time ``turn``, else 503 ``browser_unavailable`` (busy) with a
+        Retry-After: the caller holds nothing then."""
+        try:
+            async with asyncio.timeout_at(turn):
+                await lock.acquire()
+        except TimeoutError:
+            raise ApiError(
+                503,
+                "browser_unavailable",
+                "the sandbox is busy starting other browsers; try again",
+                inner_error={
+                    "code": "admission_timeout",
+                    "message": f"waited {self.admission_timeout:g} s for the browsers starting ahead of it",
+                },
+                headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+            ) from None
 
     async def _wake(self, live: Live) -> None:
         from console.sandbox import page_events
@@ -846,7 +869,9 @@ class Engine:
         return folders
 
     async def dedicate(self, tenant: Tenant, record: dict) -> Live:
-        """Move the session to a browser process of its own (state kept) and return it running."""
+        """Move the session to a browser process of its own (state kept) and return it running and
+        attached (``Live.attached``, which the caller gives back): attached with no await after its wake,
+        so another session's wake cannot put it in standby before its client is connected."""
         live = await self.live(tenant, record)
         if not live.own_browser:
             # Marked first: a call that wakes the session between its standby and the wake below
@@ -856,6 +881,7 @@ class Engine:
             live = await self.live(tenant, record)
         if live.cdp_endpoint is None:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
+        live.attached += 1
         return live
 
     async def on_page(self, tenant: Tenant, record: dict, operation, what: str = "the page"):
@@ -977,8 +1003,13 @@ class Display:
     Every display has an X authentication cookie of its own (MIT-MAGIC-COOKIE-1, 16 random bytes): Xvfb
     starts with ``-auth`` on an Xauthority file holding it (0600, owned by the user Xvfb runs as, in a
     private 0700 directory removed when the display stops), and only the browser it serves is given that
-    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused, whichever
-    socket it reaches the display through (the file or the abstract one)."""
+    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused. The
+    display listens on its socket file alone (``/tmp/.X11-unix/X<n>``, which only its browser's jail
+    binds): no TCP, and no abstract socket, which every process of the host's network namespace could
+    reach. Its number is chosen by the sandbox (``_free_displays``, from ``FIRST_DISPLAY``) and held by
+    Xvfb's lock file."""
+
+    _starting: set[int] = set()  # display numbers this process is starting a server on
 
     def __init__(self, process: asyncio.subprocess.Process, number: int, authority: Path):
         self.process = process
@@ -1015,46 +1046,66 @@ class Display:
 
     @classmethod
     async def _start(cls, size: dict, authority: Path) -> Display:
-        read, write = os.pipe()
+        """Xvfb on the first display number that looks free, or the next if another server locked it first.
+
+        The number is given explicitly: an explicit display's server takes ``/tmp/.X<n>-lock`` before it
+        touches a socket, and gives up if another live server holds it. Asked to pick a number itself
+        (``-displayfd`` alone), a server without the abstract socket (``-nolisten local``) would take
+        display 0 whatever serves it: it replaces the socket file of a running display, and removes it on
+        its way out."""
+        problem = "no display number was free"
+        for number in _free_displays(cls._starting):
+            cls._starting.add(number)
+            try:
+                display = await cls._try(number, size, authority)
+            finally:
+                cls._starting.discard(number)
+            if isinstance(display, Display):
+                return display
+            problem = display
+        raise RuntimeError(f"Xvfb did not start: {problem}")
+
+    @classmethod
+    async def _try(cls, number: int, size: dict, authority: Path) -> Display | str:
+        """Xvfb on display ``number`` once it accepts connections; why not, if another server has it."""
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
         screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
+        # setpriv: killed with the sandbox, even if the sandbox itself is killed.
+        process = await asyncio.create_subprocess_exec(
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "--",
+            cls.binary(),
+            f":{number}",
+            *("-screen", "0", screen, "-noreset"),
+            # Only clients holding the display's cookie are accepted.
+            *("-auth", str(authority)),
+            # The socket file only: neither TCP nor the abstract socket (@/tmp/.X11-unix/X<n>), which
+            # every process of the host's network namespace could reach (the shared browsers' jails
+            # share it). A jail sees only its own display's socket file (docs/security.md).
+            *("-nolisten", "tcp", "-nolisten", "local"),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
+            **confine.popen_options(),
+        )
         try:
-            # setpriv: killed with the sandbox, even if the sandbox itself is killed.
-            process = await asyncio.create_subprocess_exec(
-                "setpriv",
-                "--pdeathsig",
-                "KILL",
-                "--",
-                cls.binary(),
-                *("-displayfd", str(write), "-screen", "0", screen, "-noreset"),
-                # Only clients holding the display's cookie are accepted.
-                *("-auth", str(authority)),
-                # No TCP. The abstract socket stays: with it off (-nolisten local) a display's socket file
-                # went missing when a session woke on a new display (bwrap could not bind it). Shared
-                # browsers' jails share the host's network namespace and so its abstract sockets, but a
-                # client without this display's cookie is refused there as on the socket file
-                # (docs/security.md).
-                *("-nolisten", "tcp"),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-                pass_fds=(write,),
-                env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
-                **confine.popen_options(),
-            )
-        finally:
-            os.close(write)
-        try:
-            loop = asyncio.get_running_loop()
             async with asyncio.timeout(LAUNCH_TIMEOUT):
-                number = await loop.run_in_executor(None, _read_display, read)
+                while True:
+                    if process.returncode is not None:
+                        if _lock_owner(number) not in (None, process.pid):
+                            return f"display :{number} was taken by another server"
+                        raise RuntimeError(f"Xvfb exited with {process.returncode} on display :{number}")
+                    if _lock_owner(number) == process.pid and _accepts(f"/tmp/.X11-unix/X{number}"):
+                        return cls(process, number, authority)
+                    await asyncio.sleep(0.02)
         except BaseException:
-            process.kill()
-            await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
             raise
-        finally:
-            os.close(read)
-        return cls(process, number, authority)
 
     async def stop(self) -> None:
         try:
@@ -1071,10 +1122,13 @@ class Display:
             shutil.rmtree(self.authority.parent, ignore_errors=True)
 
     def _remove_leftovers(self) -> None:
-        """A killed Xvfb leaves its socket file behind: removed, if it is still the one this server made."""
+        """A killed Xvfb leaves its socket and lock files behind: removed, if they are still this server's."""
         if self._socket_stamp is not None and _stamp(self.socket_file) == self._socket_stamp:
             with contextlib.suppress(OSError):
                 self.socket_file.unlink()
+        if _lock_owner(self.number) == self.process.pid:
+            with contextlib.suppress(OSError):
+                Path(f"/tmp/.X{self.number}-lock").unlink()
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -1132,15 +1186,65 @@ def _x11_sockets() -> None:
         sockets.chmod(0o1777)
 
 
-def _read_display(fd: int) -> int:
-    """The display number Xvfb writes on ``-displayfd`` once it accepts connections."""
-    text = b""
-    while not text.endswith(b"\n"):
-        chunk = os.read(fd, 16)
-        if not chunk:
-            raise RuntimeError("Xvfb exited before it opened a display")
-        text += chunk
-    return int(text)
+FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
+
+
+def _free_displays(starting: set[int], tries: int = 64):
+    """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file of a live
+    process, no socket file anything listens on, no abstract socket, and none this process is starting.
+    A killed server's leftovers do not hold a number: Xvfb replaces a dead process's lock file, and a
+    socket file once it holds the lock."""
+    abstract = {
+        fields[7]
+        for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+        if len(fields := line.split()) >= 8 and fields[7].startswith("@/tmp/.X11-unix/X")
+    }
+    number = FIRST_DISPLAY
+    while tries > 0:
+        taken = (
+            number in starting
+            or _locked(number)
+            or _accepts(f"/tmp/.X11-unix/X{number}")
+            or f"@/tmp/.X11-unix/X{number}" in abstract
+        )
+        if not taken:
+            tries -= 1
+            yield number
+        number += 1
+
+
+def _lock_owner(number: int) -> int | None:
+    """The process id in display ``number``'s lock file (the server holding it), if there is one."""
+    try:
+        return int(Path(f"/tmp/.X{number}-lock").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _locked(number: int) -> bool:
+    """Whether display ``number``'s lock file names a live process (or cannot be read)."""
+    if not os.path.lexists(f"/tmp/.X{number}-lock"):
+        return False
+    owner = _lock_owner(number)
+    if owner is None:
+        return True
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _accepts(path: str) -> bool:
+    """Whether a server listens on the Unix socket file ``path`` (a connection opens; closed at once)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 _engine: Engine | None = None

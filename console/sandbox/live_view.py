@@ -146,12 +146,27 @@ async def stream(websocket: WebSocket):
     interactive = interactive and websocket.query_params.get("readOnly") != "true"
     try:
         live = await engine.get().live(tenant, record)
-        cdp = await engine.guarded(live.context.new_cdp_session(live.page), "the live view")
     except ApiError:
         await websocket.close(code=1013)
         return
-    await websocket.accept()
+    # Held from its wake on, with no await between: another session's wake cannot put it in standby
+    # while the view is being set up.
     live.attached += 1
+    try:
+        cdp = await engine.guarded(live.context.new_cdp_session(live.page), "the live view")
+    except BaseException as error:
+        live.attached -= 1
+        if not isinstance(error, ApiError):
+            raise
+        await websocket.close(code=1013)
+        return
+    try:
+        await websocket.accept()
+    except BaseException:
+        live.attached -= 1
+        with contextlib.suppress(Exception):
+            await cdp.detach()
+        raise
     viewer = "lv_" + new_id(length=12)
     browser_computer.emit(tenant, record, [("live_view_connect", {"session_id": viewer})])
     started = time.monotonic()

@@ -22,11 +22,12 @@ follow a fulfilled redirect by itself, past the routes.
   ``console.log``, ``color=RRGGBB`` paints the page, a button at (20, 20)-(220, 80) logs
   ``button clicked`` when clicked, and a link at (20, 100)-(220, 140) downloads ``report.csv``;
   ``animate=1`` repaints a counter every animation frame (a screen that always changes, for the live
-  screen's benchmark).
+  screen's benchmark); ``delay_ms=N`` answers N ms late (at most 10 s: a slow page).
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import time
@@ -167,11 +168,23 @@ def news(request: Request):
 # The lab (tests and demos) -------------------------------------------------------------------------
 
 
+MAX_DELAY_MS = 10_000  # lab.example.com's ``delay_ms``: at most a navigation's timeout
 # The demo world's geolocation: exit addresses of the sandbox's proxies and their country.
 GEOLOCATION: dict[str, str] = {}
 
 
-def lab(request: Request):
+async def lab(request: Request):
+    # A slow page: the answer comes DELAY ms late (a navigation that keeps a wake busy, for tests).
+    try:
+        delay = min(max(int(request.query_params.get("delay_ms", "0")), 0), MAX_DELAY_MS)
+    except ValueError:
+        delay = 0
+    if delay:
+        await asyncio.sleep(delay / 1000)
+    return _lab(request)
+
+
+def _lab(request: Request):
     if request.url.path == "/ip":
         address = request.client.host if request.client else None
         if len(GEOLOCATION) > 10_000:

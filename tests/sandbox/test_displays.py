@@ -1,15 +1,17 @@
 """The Xvfb displays of headful sessions (console/sandbox/engine.py ``Display``) as another jail meets them.
 
-A display never listens on TCP, and each jail binds only its own display's socket file. The shared
-browser processes' jails share the host's network namespace (to reach the loopback proxies) and with it
-the abstract Unix sockets, where Xvfb also listens (docs/security.md says why that stays): so every
-display asks for a cookie of its own (MIT-MAGIC-COOKIE-1), and a client without it is refused on either
-socket. The clients here speak the
-X11 connection setup themselves (``x11_setup``): no X library between the test and the server.
+A display listens on its socket file alone: never on TCP, and never on the abstract Unix socket
+(``@/tmp/.X11-unix/X<n>``), which every process of the host's network namespace (the shared browsers'
+jails among them) could reach; each jail binds only its own display's socket file. Every display asks
+for a cookie of its own (MIT-MAGIC-COOKIE-1), and a client without it is refused. The sandbox picks the
+display number itself and Xvfb's lock file holds it, so a new display never takes a running one's socket
+file. The clients here speak the X11 connection setup themselves (``x11_setup``): no X library between
+the test and the server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from console.sandbox import engine
+from console.sandbox import confine, engine
 from tests.sandbox_fixtures import socket_inodes
 
 pytestmark = pytest.mark.skipif(engine.Display.unavailable() is not None, reason="no Xvfb")
@@ -114,7 +116,17 @@ def uid_of(pid: int) -> int:
     raise AssertionError(f"no Uid line for {pid}")
 
 
-async def test_it_refuses_a_client_without_the_displays_cookie_on_either_socket(monkeypatch):
+def abstract_x_sockets() -> set[str]:
+    """Every abstract X socket of the host's network namespace (``@/tmp/.X11-unix/X<n>``), any server's."""
+    found = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7].startswith("@/tmp/.X11-unix/"):
+            found.add(fields[7])
+    return found
+
+
+async def test_it_refuses_a_client_without_the_displays_cookie(monkeypatch):
     monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
     first = await engine.Display.start({"width": 64, "height": 48})
     second = await engine.Display.start({"width": 64, "height": 48})
@@ -127,31 +139,80 @@ async def test_it_refuses_a_client_without_the_displays_cookie_on_either_socket(
             info = path.lstat()
             assert stat.S_IMODE(info.st_mode) == mode, path
             assert info.st_uid == uid_of(first.process.pid), path
-        socket_file = f"/tmp/.X11-unix/X{first.name.lstrip(':')}"
-        for address in (socket_file, "@" + socket_file):
-            assert x11_setup(address) == 0, address  # no authorization at all
-            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie_of(second.authority)) == 0, address
-            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", bytes(16)) == 0, address
-            assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie) == 1, address
-            assert x11_windows(address, cookie) == 0  # nothing shows on it yet
+        address = f"/tmp/.X11-unix/X{first.name.lstrip(':')}"
+        assert x11_setup(address) == 0  # no authorization at all
+        assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie_of(second.authority)) == 0
+        assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", bytes(16)) == 0
+        assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie) == 1
+        assert x11_windows(address, cookie) == 0  # nothing shows on it yet
     finally:
         await first.stop()
         await second.stop()
     assert [folder for folder in folders if folder.exists()] == []  # the cookies go with their displays
 
 
-async def test_it_listens_on_its_socket_file_and_never_on_tcp(monkeypatch):
+async def test_it_listens_on_its_socket_file_and_never_on_tcp_nor_an_abstract_socket(monkeypatch):
     monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
     display = await engine.Display.start({"width": 64, "height": 48})
     try:
         listening = unix_sockets(display.process.pid)
         number = display.name.lstrip(":")
-        assert f"/tmp/.X11-unix/X{number}" in listening
+        assert listening == [f"/tmp/.X11-unix/X{number}"]
+        # Nobody's abstract socket of this display: not a connection's way in.
+        assert f"@/tmp/.X11-unix/X{number}" not in abstract_x_sockets()
+        with pytest.raises(ConnectionRefusedError):
+            x11_setup(f"@/tmp/.X11-unix/X{number}")
         tcp = "".join(Path(f"/proc/net/{name}").read_text() for name in ("tcp", "tcp6"))  # noqa: ASYNC240
         port = f":{6000 + int(number):04X} "
         assert not [line for line in tcp.splitlines()[1:] if port in line and " 0A " in line]
+        # Its number is held by Xvfb's lock file, as any X server's.
+        lock = Path(f"/tmp/.X{number}-lock")
+        assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240
     finally:
         await display.stop()
+    assert not lock.exists()  # noqa: ASYNC240
+
+
+async def test_it_never_takes_the_socket_file_of_a_running_display(monkeypatch):
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    first = await engine.Display.start({"width": 64, "height": 48})
+    made = engine._stamp(first.socket_file)
+    started = await asyncio.gather(*(engine.Display.start({"width": 64, "height": 48}) for _ in range(2)))
+    try:
+        numbers = {first.number, *(display.number for display in started)}
+        assert len(numbers) == 3
+        # The first display keeps its socket file, and it still answers its own cookie there.
+        assert engine._stamp(first.socket_file) == made
+        assert x11_setup(str(first.socket_file), b"MIT-MAGIC-COOKIE-1", cookie_of(first.authority)) == 1
+        for display in started:
+            assert unix_sockets(display.process.pid) == [str(display.socket_file)]
+    finally:
+        for display in (first, *started):
+            await display.stop()
+
+
+async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatch):
+    """Between the look at a number and Xvfb's start, another server may lock it: the next one is taken."""
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    free = engine._free_displays(set())
+    taken = next(free)
+    lock = Path(f"/tmp/.X{taken}-lock")
+    # A live process holds it (this test's), written as an X server writes its lock file.
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{os.getpid():10d}\n")
+    offered = iter([taken, *free])
+    monkeypatch.setattr(engine, "_free_displays", lambda starting: offered)
+    try:
+        display = await engine.Display.start({"width": 64, "height": 48})
+        try:
+            assert display.number != taken
+            assert not Path(f"/tmp/.X11-unix/X{taken}").exists()  # noqa: ASYNC240
+        finally:
+            await display.stop()
+        assert lock.read_text() == f"{os.getpid():10d}\n"  # noqa: ASYNC240 - left to its owner
+    finally:
+        lock.unlink()  # noqa: ASYNC240
 
 
 async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch):
@@ -162,3 +223,35 @@ async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch)
     await display.stop()
     assert display.process.returncode == -signal.SIGKILL
     assert engine._stamp(display.socket_file) is None  # its number is free to take again
+    assert not Path(f"/tmp/.X{display.number}-lock").exists()  # noqa: ASYNC240
+
+
+async def test_it_takes_a_number_a_killed_server_left_its_files_on(monkeypatch):
+    """A killed sandbox's displays leave their lock and socket files: the number is free again (Xvfb
+    replaces a dead process's lock, then the socket file nothing listens on)."""
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    number = next(engine._free_displays(set()))
+    ended = await asyncio.create_subprocess_exec("true")
+    await ended.wait()
+    lock = Path(f"/tmp/.X{number}-lock")
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{ended.pid:10d}\n")
+    left = Path(f"/tmp/.X11-unix/X{number}")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(left))  # the file stays when the socket closes; nothing listens on it
+    if (ids := confine.identity()) is not None:
+        for path in (lock, left):  # as Xvfb's user left them (/tmp is sticky: only their owner removes them)
+            os.chown(path, *ids)
+    try:
+        display = await engine.Display.start({"width": 64, "height": 48})
+        try:
+            assert display.number == number
+            assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240
+            assert unix_sockets(display.process.pid) == [str(left)]
+            assert x11_setup(str(left), b"MIT-MAGIC-COOKIE-1", cookie_of(display.authority)) == 1
+        finally:
+            await display.stop()
+    finally:
+        lock.unlink(missing_ok=True)  # noqa: ASYNC240
+        left.unlink(missing_ok=True)  # noqa: ASYNC240
