@@ -4,6 +4,7 @@ The projects list over the real sandbox: the database queries it makes and how m
 they take, and the connections it opens to the service. None of these depend on how loaded the machine is.
 """
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,8 +17,10 @@ from django.db import connection
 from django.test import AsyncRequestFactory
 from django.test.utils import CaptureQueriesContext
 
-from console.service import http
+from console.accounts.models import Membership, Organization, Role
 from console.web.decorators import load_memberships
+from tests.conftest import make_client, make_user
+from tests.sandbox_fixtures import new_tenant, running_sandbox, socket_inodes
 
 PAGE = "/o/{slug}/projects/"
 
@@ -84,47 +87,47 @@ async def test_it_resolves_the_user_and_memberships_in_one_orm_trip(admin, admin
 
 def _connections_to(port: int) -> set[int]:
     """Local ports of this process's established TCP connections to ``port`` (from /proc)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
+    ours = socket_inodes([os.getpid()])
     ports = set()
     for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
-            if state == "01" and inode in inodes and int(remote.rsplit(":", 1)[1], 16) == port:
-                ports.add(int(local.rsplit(":", 1)[1], 16))
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+                if state == "01" and inode in ours and int(remote.rsplit(":", 1)[1], 16) == port:
+                    ports.add(int(local.rsplit(":", 1)[1], 16))
     return ports
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/net/tcp"), reason="reads connections from /proc")
-async def test_it_reuses_one_connection_across_pages_and_orgs_each_call_with_its_own_key(
-    admin_client, outsider_client, tenant, other_tenant
-):
+@pytest.fixture
+def two_orgs(transactional_db):
+    """Two organizations on two tenants of a sandbox of their own (nothing else in this test run calls it:
+    the other tests' event streams and pollers use the shared one), and a member of both."""
+    with running_sandbox(SANDBOX_ENGINE="simulated") as url:
+        tenants = [new_tenant(url) for _ in range(2)]
+        user = make_user("pat")
+        for slug, tenant in zip(("north", "south"), tenants, strict=True):
+            org = Organization(name=slug.title(), slug=slug, service_base_url=tenant.url)
+            org.set_api_key(tenant.api_key)
+            org.save()
+            Membership.objects.create(user=user, org=org, role=Role.VIEWER)
+        yield make_client(user), tenants
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads connections from /proc")
+async def test_it_reuses_one_connection_across_pages_and_orgs_each_call_with_its_own_key(two_orgs):
     """One pooled connection serves page after page, of either organization; the key is per request
     (never the client's), so each tenant sees exactly its own calls."""
-    await http.aclose_clients()  # earlier tests on this event loop left connections in the shared pool
-    sandbox_port = urlsplit(tenant.url).port
-    already = _connections_to(sandbox_port)
-    before = {t.api_key: len(t.requests()) for t in (tenant, other_tenant)}
+    client, tenants = two_orgs
+    sandbox_port = urlsplit(tenants[0].url).port
+    assert _connections_to(sandbox_port) == set()
 
     used = set()
     for i in range(6):
-        client, slug = (admin_client, "acme") if i % 2 == 0 else (outsider_client, "globex")
-        response = await client.get(PAGE.format(slug=slug))
+        response = await client.get(PAGE.format(slug=("north", "south")[i % 2]))
         assert response.status_code == 200
-        used |= _connections_to(sandbox_port) - already
+        used |= _connections_to(sandbox_port)
 
     assert len(used) == 1, used
-    for t in (tenant, other_tenant):
-        calls = [(r["method"], r["path"]) for r in t.requests()[before[t.api_key] :]]
-        assert calls == [("GET", "/org/projects")] * 3
+    for tenant in tenants:
+        assert [(r["method"], r["path"]) for r in tenant.requests()] == [("GET", "/org/projects")] * 3
