@@ -39,6 +39,7 @@ from typing import Any, Literal
 import httpcore
 import httpx
 import httpx_sse
+from httpcore._utils import is_socket_readable
 
 from console.service import errors, targets
 
@@ -160,13 +161,44 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
         if reason:
             await stream.aclose()
             raise targets.ForbiddenTarget(f"the service base URL's host {host} connected to {reason}")
-        return stream
+        return _Stream(stream)
 
     async def connect_unix_socket(self, path, timeout=None, socket_options=None):
         raise targets.ForbiddenTarget("the service is reached over TCP only")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """A pooled connection's stream, answering "is it readable?" from the socket it keeps.
+
+    On every request and every response's end the pool asks each idle connection whether the service closed
+    it (``is_readable``); httpcore's anyio stream answers by building all its attributes, a ``getpeername``
+    call included, then polling the socket. With a dozen idle connections (a busy console) that was a
+    measurable part of a proxied page. The answer is the same: a poll of the same socket.
+    """
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self._socket = inner.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable" and self._socket is not None:
+            return is_socket_readable(self._socket)
+        return self._inner.get_extra_info(info)
 
 
 def _transport() -> httpx.AsyncHTTPTransport:

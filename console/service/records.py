@@ -30,6 +30,7 @@ import dataclasses
 import re
 import types
 import typing
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
 
@@ -66,20 +67,35 @@ def _is_record(hint: Any) -> bool:
     return isinstance(hint, type) and issubclass(hint, Record)
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
+def _converter(hint: Any) -> Callable[[Any], Any] | None:
+    """How a field typed ``hint`` turns a non-None JSON value into its Python value (None: kept as is).
+
+    Worked out once per field (``Record._fields``), not per value: a list page builds dozens of records.
+    """
     hint = _unwrap_optional(hint)
     if hint is datetime:
-        return parse_datetime(value)
-    if _is_record(hint) and isinstance(value, dict):
-        return hint.from_json(value)
-    if typing.get_origin(hint) is list and isinstance(value, list):
+        return parse_datetime
+    if _is_record(hint):
+        return lambda value: hint.from_json(value) if isinstance(value, dict) else value
+    if typing.get_origin(hint) is list:
         (item_hint,) = typing.get_args(hint) or (Any,)
         item_hint = _unwrap_optional(item_hint)
         if item_hint is datetime or _is_record(item_hint):
-            return [_convert(item_hint, v) for v in value]
-    return value
+            item = _converter(item_hint)
+            return lambda value: (
+                [None if v is None else item(v) for v in value] if isinstance(value, list) else value
+            )
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    name: str
+    convert: Callable[[Any], Any] | None
+    # Declared without a default: the contract always sends it (an id).
+    required: bool
+    # A required ``id`` / ``…_id``: it becomes a path segment of console links.
+    link: bool
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,21 +104,27 @@ class Record:
 
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
-    _hints: ClassVar[dict[str, Any] | None] = None
+    _fields: ClassVar[tuple[_Field, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._hints = None
+        cls._fields = None
         dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
     @classmethod
-    def _field_hints(cls) -> dict[str, Any]:
-        if cls.__dict__.get("_hints") is None:
+    def _field_specs(cls) -> tuple[_Field, ...]:
+        # Resolved on first use, not at class creation: hints may name records defined further down.
+        if cls.__dict__.get("_fields") is None:
             hints = typing.get_type_hints(cls)
-            cls._hints = {
-                f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls) if f.name != "extra"
-            }
-        return cls._hints  # type: ignore[return-value]
+            specs = []
+            for f in dataclasses.fields(cls):
+                if f.name == "extra":
+                    continue
+                required = not _has_default(cls, f.name)
+                link = required and (f.name == "id" or f.name.endswith("_id"))
+                specs.append(_Field(f.name, _converter(hints.get(f.name, Any)), required, link))
+            cls._fields = tuple(specs)
+        return cls._fields  # type: ignore[return-value]
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Self:
@@ -110,26 +132,30 @@ class Record:
             raise _bad_shape(f"expected {_a(cls)} object, got {_kind(data)}")
         data = dict(data or {})
         kwargs: dict[str, Any] = {}
-        for name, hint in cls._field_hints().items():
-            if name in data:
-                kwargs[name] = _convert(hint, data.pop(name))
-            elif not _has_default(cls, name):
-                kwargs[name] = None
-        # A field declared without a default is one the contract always sends (an id): without it
-        # nothing can link to the record, so the answer is unusable rather than merely sparse.
-        missing = [n for n in cls._field_hints() if not _has_default(cls, n) and kwargs.get(n) in (None, "")]
+        missing, unlinkable = [], []
+        for spec in cls._field_specs():
+            if spec.name in data:
+                value = data.pop(spec.name)
+                if value is not None and spec.convert is not None:
+                    value = spec.convert(value)
+                kwargs[spec.name] = value
+            elif spec.required:
+                kwargs[spec.name] = None
+            else:
+                continue
+            if not spec.required:
+                continue
+            value = kwargs[spec.name]
+            # A field declared without a default is one the contract always sends (an id): without it
+            # nothing can link to the record, so the answer is unusable rather than merely sparse.
+            if value in (None, ""):
+                missing.append(spec.name)
+            # Ids become path segments of console links: one with "/" matches no route (reverse() raised,
+            # a 500) and one of dots only links elsewhere in the console ("/browsers/../").
+            elif spec.link and isinstance(value, str) and ("/" in value or not value.strip(".")):
+                unlinkable.append(spec.name)
         if missing:
             raise _bad_shape(f"{_a(cls)} object without {', '.join(missing)}")
-        # Ids become path segments of console links: one with "/" matches no route (reverse() raised, a
-        # 500) and one of dots only links elsewhere in the console ("/browsers/../").
-        unlinkable = [
-            n
-            for n in cls._field_hints()
-            if (n == "id" or n.endswith("_id"))
-            and not _has_default(cls, n)
-            and isinstance(kwargs[n], str)
-            and ("/" in kwargs[n] or not kwargs[n].strip("."))
-        ]
         if unlinkable:
             raise _bad_shape(f"{_a(cls)} object whose {', '.join(unlinkable)} no link can hold")
         return cls(**kwargs, extra=data)

@@ -2,6 +2,8 @@
 
 import functools
 
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -11,15 +13,25 @@ from console.accounts.models import Membership, Role
 
 
 async def load_memberships(request) -> list[Membership]:
-    """Resolve the user and their memberships once, so templates never query the DB from async code."""
-    user = await request.auser()
-    request.user = user
-    if not user.is_authenticated:
-        request.memberships = []
-    else:
-        qs = Membership.objects.filter(user=user).select_related("org").order_by("org__name")
-        request.memberships = [m async for m in qs]
+    """Resolve the user and their memberships once, so templates never query the DB from async code.
+
+    One trip to the database thread for all of it (the session, the user and its session hash check, the
+    memberships): ``await request.auser()`` and an async queryset made three, each a thread switch.
+    """
+    request.user, request.memberships = await sync_to_async(_user_and_memberships, thread_sensitive=True)(
+        request
+    )
     return request.memberships
+
+
+def _user_and_memberships(request) -> tuple:
+    # Django's own get_user (what request.auser() awaits, run synchronously): the same session and hash
+    # checks, the session flushed when they fail. Kept on the request as AuthenticationMiddleware keeps it.
+    user = get_user(request)
+    request._cached_user = request._acached_user = user
+    if not user.is_authenticated:
+        return user, []
+    return user, list(Membership.objects.filter(user=user).select_related("org").order_by("org__name"))
 
 
 def org_view(min_role: str = "viewer"):

@@ -28,6 +28,7 @@ class Console:
     session_cookie: str
     org_slug: str
     env: dict
+    pid: int = 0  # the uvicorn process (one worker: it serves the requests itself)
 
     @property
     def cookie_header(self) -> str:
@@ -116,7 +117,7 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(f"{url}/healthz", proc)
-        yield Console(url=url, session_cookie=session, org_slug="bench", env=env)
+        yield Console(url=url, session_cookie=session, org_slug="bench", env=env, pid=proc.pid)
     finally:
         proc.terminate()
         try:
@@ -154,6 +155,12 @@ def wrk(url: str, *, headers: dict[str, str], seconds: int = 6, connections: int
         found = re.search(pattern, out)
         errors += int(found.group(1)) if found else 0
     return WrkResult(rps=rps, p50_ms=p50, p99_ms=p99, errors=errors)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> str:
