@@ -25,6 +25,7 @@ import email.utils
 import json as jsonlib
 import logging
 import random
+import select
 import time
 import urllib.parse
 import weakref
@@ -39,7 +40,6 @@ from typing import Any, Literal
 import httpcore
 import httpx
 import httpx_sse
-from httpcore._utils import is_socket_readable
 
 from console.service import errors, targets
 
@@ -170,6 +170,17 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+def _readable(sock) -> bool:
+    """Whether the service sent something (or closed) on an idle pooled connection: a poll of its socket
+    that never waits; a socket that is gone counts as readable, so the pool drops it."""
+    fd = -1 if sock is None else sock.fileno()
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _Stream(httpcore.AsyncNetworkStream):
     """A pooled connection's stream, answering "is it readable?" from the socket it keeps.
 
@@ -197,7 +208,7 @@ class _Stream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable" and self._socket is not None:
-            return is_socket_readable(self._socket)
+            return _readable(self._socket)
         return self._inner.get_extra_info(info)
 
 
