@@ -1,4 +1,5 @@
-"""A tiny HTTP server on loopback that records what reaches it: a stand-in for an attacker's listener."""
+"""Tiny HTTP servers on loopback: one that records what reaches it (a stand-in for an attacker's listener),
+and ``serving`` for a test's own hostile or scripted service."""
 
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,19 @@ class Listener:
 
 
 @contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` answering on a free loopback port (its URL), quietly, in threads; stopped after."""
+    quiet = type(handler.__name__, (handler,), {"log_message": lambda self, *args: None})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
 def listening() -> Iterator[Listener]:
     listener = Listener(url="")
 
@@ -36,15 +50,5 @@ def listening() -> Iterator[Listener]:
 
         do_POST = do_GET
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    listener.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as listener.url:
         yield listener
-    finally:
-        server.shutdown()
-        server.server_close()

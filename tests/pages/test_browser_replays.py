@@ -12,6 +12,7 @@ import pytest
 
 from console.accounts.models import AuditLog
 from console.browsers.panes import replays as pane
+from tests.listener import serving
 
 LONG = 259_200
 
@@ -241,16 +242,9 @@ def lying_service(org):
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    org.service_base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    org.save()
-    yield video
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as org.service_base_url:
+        org.save()
+        yield video
 
 
 @pytest.mark.parametrize("replay", ["rep_whole", "rep_garbage", "rep_elsewhere"])

@@ -3,9 +3,10 @@ the console's own content type and file name: a hostile service cannot make one 
 origin (``text/html``, ``inline``) nor choose the name it is saved under."""
 
 import http.server
-import threading
 
 import pytest
+
+from tests.listener import serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,16 +26,9 @@ def html_service(org):
             self.end_headers()
             self.wfile.write(PAGE)
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    org.service_base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    org.save()
-    yield
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as org.service_base_url:
+        org.save()
+        yield
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from console.sandbox.resources import extensions
+from tests.sandbox.test_deployments import build_failure
 
 MiB = 1024 * 1024
 MANIFEST = json.dumps({"manifest_version": 3, "name": "Bomb", "version": "1.0"})
@@ -78,14 +79,4 @@ def test_it_never_reads_an_apps_entrypoint_past_what_a_build_reads(tenant):
         source.write(b'from kernel import App\n\napp = App("bomb")\n')
         for _ in range(deployments.MAX_SOURCE_BYTES // MiB + 1):
             source.write(b"#" * MiB)
-    response = tenant.call(
-        "POST",
-        "/deployments",
-        data={"version": "1.0.0", "entrypoint_rel_path": "main.py"},
-        files={"file": ("app.zip", buffer.getvalue(), "application/zip")},
-    )
-    assert response.status_code == 201, response.text
-    tenant.advance(10)
-    deployment = tenant.call("GET", f"/deployments/{response.json()['id']}").json()
-    assert deployment["status"] == "failed", deployment
-    assert "larger than" in deployment["status_reason"], deployment
+    assert "larger than" in build_failure(tenant, buffer.getvalue())

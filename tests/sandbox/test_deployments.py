@@ -43,6 +43,15 @@ def created(tenant, content=None, **fields) -> dict:
     return response.json()
 
 
+def build_failure(tenant, content: bytes) -> str:
+    """Deploy ``content`` and let its build run: the reason the build failed (it must fail)."""
+    deployment = created(tenant, content)
+    tenant.advance(10)
+    deployment = get(tenant, deployment["id"])
+    assert deployment["status"] == "failed", deployment
+    return deployment["status_reason"]
+
+
 def get(tenant, deployment_id) -> dict:
     response = tenant.call("GET", f"/deployments/{deployment_id}")
     assert response.status_code == 200, response.text

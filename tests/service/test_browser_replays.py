@@ -3,11 +3,11 @@ sandbox running Chromium records real MP4s."""
 
 import asyncio
 import http.server
-import threading
 
 import pytest
 
 from console.service import BadResponse, Conflict, Invalid, NotFound, Service, browser_replays, browsers
+from tests.listener import serving
 from tests.sandbox_fixtures import new_tenant
 
 
@@ -102,15 +102,8 @@ def html_server():
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 async def test_it_refuses_a_download_that_is_not_a_video(html_server):

@@ -22,6 +22,7 @@ from console.service import (
 )
 from console.service import http as service_http
 from console.service.records import Project
+from tests.listener import serving
 from tests.sandbox_fixtures import free_port
 
 
@@ -321,7 +322,6 @@ async def test_it_refuses_an_answer_larger_than_it_reads(service, tenant, monkey
 def endless_event():
     """A loopback service whose event stream sends one event that never ends (no blank line)."""
     import http.server
-    import threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"
@@ -337,14 +337,8 @@ def endless_event():
             except OSError:
                 pass  # the client gave up: what it should do
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield Service(base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key="k", allow_private=True)
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        yield Service(base_url=url, api_key="k", allow_private=True)
 
 
 async def test_it_drops_a_stream_whose_event_grows_past_the_bound(endless_event, monkeypatch):
