@@ -196,6 +196,28 @@
   function automatic(element) {
     return /(^|[\s,])(load|revealed|intersect|poll|every)\b/.test(element.getAttribute("hx-trigger") || "");
   }
+  // The operator's action wins over a refresh in flight. A poll asked before the click, answering while
+  // the click's request is on its way, would replace the form that sent it: the action's answer (and its
+  // message) would then land in a detached element, and htmx would log an error for its flash. So while a
+  // request the operator made is in flight, what htmx asked by itself is not swapped over it; the action's
+  // answer brings the fresh state.
+  var acting = new Set();
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var element = event.target;
+    var xhr = event.detail && event.detail.xhr;
+    if (event.defaultPrevented || !xhr || !element.getAttribute || automatic(element) || element.hasAttribute("data-poll")) return;
+    acting.add(element);
+    xhr.addEventListener("loadend", function () { acting.delete(element); });
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var config = event.detail.requestConfig;
+    var element = config && config.elt;
+    var target = event.detail.target;
+    if (!acting.size || !element || !target || !(automatic(element) || element.hasAttribute("data-poll"))) return;
+    acting.forEach(function (busy) {
+      if (target.contains(busy)) event.detail.shouldSwap = false;
+    });
+  });
   // Once access ended, htmx asks nothing more by itself: the answers could only be the login page or 404.
   window.addEventListener("htmx:beforeRequest", function (event) {
     var element = event.target;

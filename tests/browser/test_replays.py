@@ -153,3 +153,42 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(
     page.eval_on_selector("#replay-video", "video => { video.muted = true; return video.play(); }")
     page.wait_for_function("() => document.querySelector('#replay-events li.is-current') !== null")
     assert errors == [], errors
+
+
+def test_it_lets_the_operators_stop_win_over_a_refresh_in_flight(real_console, session, browser_page):
+    # The recording pane refreshes itself every 5 s. A refresh asked before "Stop recording" and answered
+    # while the stop is on its way must not replace the form that sent it: the stop's answer (the pane
+    # and its message) is what the operator sees, and nothing is logged as an error.
+    page = browser_page
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    log_in(page, real_console)
+    page.goto(f"{real_console}/o/demo/browsers/{session}/")
+    pane = page.locator("#replays-pane")
+    pane.scroll_into_view_if_needed()
+    pane.get_by_role("button", name="Start recording").click()
+    expect(pane.get_by_text("recording", exact=True)).to_be_visible(timeout=15_000)
+
+    held = {"GET": [], "POST": []}
+
+    def hold(route):
+        if len(held[route.request.method]) < 1:
+            held[route.request.method].append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/replays/(rep[^/]+/stop/)?$"), hold)
+    deadline = time.monotonic() + 15
+    while not held["GET"] and time.monotonic() < deadline:  # the next refresh, held
+        page.wait_for_timeout(100)
+    assert held["GET"], "the pane did not refresh itself"
+    pane.get_by_role("button", name="Stop recording").click()
+    while not held["POST"] and time.monotonic() < deadline + 10:
+        page.wait_for_timeout(100)
+    assert held["POST"], "the stop was not sent"
+    held["GET"][0].continue_()  # the refresh answers first, with the pane as it was (recording)
+    page.wait_for_timeout(500)
+    held["POST"][0].continue_()
+    expect(page.locator("#flash")).to_contain_text("stopped and kept", timeout=15_000)
+    expect(pane.get_by_role("button", name="Stop recording")).to_have_count(0)
+    assert errors == [], errors
