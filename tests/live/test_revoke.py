@@ -163,15 +163,23 @@ def telemetry(session_id: str) -> str:
     return f"/o/acme/browsers/{session_id}/telemetry/stream/"
 
 
+@contextlib.asynccontextmanager
+async def live_telemetry(console_url: str, session_id: str, *cookies: dict):
+    """One live telemetry stream of the session per member (their cookies), each past its first frame."""
+    async with contextlib.AsyncExitStack() as stack:
+        streams = [
+            await stack.enter_async_context(Stream(console_url, jar, telemetry(session_id)))
+            for jar in cookies
+        ]
+        for stream in streams:
+            await stream.until(LIVE)
+        yield streams
+
+
 async def test_it_ends_the_stream_of_a_member_removed_from_the_org(
     console_url, viewer, viewer_cookies, operator_cookies, quiet, session_id
 ):
-    async with (
-        Stream(console_url, viewer_cookies, telemetry(session_id)) as gone,
-        Stream(console_url, operator_cookies, telemetry(session_id)) as stays,
-    ):
-        await gone.until(LIVE)
-        await stays.until(LIVE)
+    async with live_telemetry(console_url, session_id, viewer_cookies, operator_cookies) as (gone, stays):
         first = burst(quiet, session_id)
         await gone.until(f"id: {first}\n".encode())
         await stays.until(f"id: {first}\n".encode())
@@ -186,12 +194,7 @@ async def test_it_ends_the_stream_of_a_member_removed_from_the_org(
 async def test_it_ends_the_stream_of_a_session_flushed_elsewhere(
     console_url, viewer, viewer_cookies, operator_cookies, quiet, session_id
 ):
-    async with (
-        Stream(console_url, viewer_cookies, telemetry(session_id)) as gone,
-        Stream(console_url, operator_cookies, telemetry(session_id)) as stays,
-    ):
-        await gone.until(LIVE)
-        await stays.until(LIVE)
+    async with live_telemetry(console_url, session_id, viewer_cookies, operator_cookies) as (gone, stays):
         # "Sign out everywhere", a session flushed by another request: the row is gone.
         assert await Session.objects.filter(session_key=key_of(viewer_cookies)).adelete() == (
             1,
@@ -204,12 +207,7 @@ async def test_it_ends_the_stream_of_a_session_flushed_elsewhere(
 async def test_it_ends_the_stream_once_the_password_changed(
     console_url, viewer, viewer_cookies, operator_cookies, quiet, session_id
 ):
-    async with (
-        Stream(console_url, viewer_cookies, telemetry(session_id)) as gone,
-        Stream(console_url, operator_cookies, telemetry(session_id)) as stays,
-    ):
-        await gone.until(LIVE)
-        await stays.until(LIVE)
+    async with live_telemetry(console_url, session_id, viewer_cookies, operator_cookies) as (gone, stays):
 
         def change_password():
             viewer.set_password("a-brand-new-password-43")
