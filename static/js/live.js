@@ -46,15 +46,18 @@
     label.className = "live-status live-status--ended";
     label.dataset.state = "ended";
     label.dataset.ended = list.ended;
-    label.textContent = "";
+    // One span for the sentence and its link: the label is a flex row (its dot), whose items would each
+    // take a column of their own on a phone.
+    var said = document.createElement("span");
     if (list.ended === "gone") {
       var reload = document.createElement("a");
       reload.href = window.location.pathname + window.location.search;
       reload.textContent = "reload the page";
-      label.append("Not updating: this list answered “not found” (gone, or no longer yours to see); ", reload);
+      said.append("Not updating: this list answered “not found” (gone, or no longer yours to see); ", reload);
     } else {
-      label.append("Access ended — ", window.consoleAccess.signInLink(), " (this list no longer updates)");
+      said.append("Access ended — ", window.consoleAccess.signInLink(), " (this list no longer updates)");
     }
+    label.replaceChildren(said);
   }
 
   function describe(list) {
