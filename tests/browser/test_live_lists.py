@@ -164,6 +164,8 @@ def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(console_serve
     page.goto(f"{console_server}/o/demo/invocations/")
     label = page.locator("#invocations-table-live [data-live-label]")
     expect(label).to_contain_text("Live · updated")
+    # The table is a part of its own (loaded after the page): counted once it is there.
+    expect(page.locator("#invocations-table tbody tr").first).to_be_visible()
     rows = page.locator("#invocations-table tbody tr").count()
     call(
         sandbox_url,
