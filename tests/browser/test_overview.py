@@ -56,9 +56,18 @@ def test_it_fits_a_phone(console_server, browser_page):
     log_in(page, console_server)
     expect(page.locator('[data-figure="running-sessions"]')).to_be_visible()
     expect(page.locator("#card-usage svg.ov-bars").first).to_be_visible()
-    for card in ("#card-sessions", "#card-pools", "#card-usage", "#card-telemetry"):
-        box = page.locator(card).bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], card
+    cards = ("#card-sessions", "#card-pools", "#card-usage", "#card-telemetry")
+    for card in cards:  # every card loaded (its placeholder is swapped out: a box measured then is lost)
+        expect(page.locator(f"section{card}.ov-card")).to_be_visible()
+    # Measured in one step in the page, so that a poll swapping a card meanwhile cannot detach it.
+    boxes = page.evaluate(
+        "cards => cards.map(c => { const r = document.querySelector(c).getBoundingClientRect();"
+        " return [c, r.x, r.width]; })",
+        list(cards),
+    )
+    for card, x, width in boxes:
+        assert width > 0 and x >= 0 and x + width <= PHONE["width"], (card, x, width)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     assert errors == []
 
 
