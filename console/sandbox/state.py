@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
+import logging
+import math
 import secrets
 import string
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+
+import regex
+
+log = logging.getLogger("console.sandbox")
 
 _ALPHABET = string.ascii_lowercase + string.digits
 
@@ -45,12 +50,24 @@ def parse_time(value: str) -> datetime:
     return moment
 
 
+# How long one fault's path pattern may take on one request path (seconds). The pattern is the tenant's
+# own, matched on the event loop every tenant shares: ``regex`` stops a search past this, where Python's
+# ``re`` has no limit at all (``(a|aa)*$`` on a long path would run for minutes).
+MATCH_TIMEOUT = 0.02
+
+# How far a tenant's clock may be from the real one, either way: every time the sandbox computes from it
+# (expiries, pool fills, invocation steps, telemetry windows) stays far inside ``datetime``'s years 1..9999.
+MAX_CLOCK_OFFSET = timedelta(days=365 * 100)
+
+
 @dataclass
 class Fault:
-    """One injected failure, applied to the next ``count`` matching requests (None = until cleared)."""
+    """One injected failure, applied to the next ``count`` matching requests (None = until cleared).
+
+    ``control.add_fault`` validates every field and bounds them; ``path`` is compiled by ``regex``."""
 
     method: str
-    path: re.Pattern
+    path: regex.Pattern
     status: int | None = None
     code: str | None = None
     message: str | None = None
@@ -67,7 +84,9 @@ class Fault:
     count: int | None = 1
 
     def matches(self, method: str, path: str) -> bool:
-        return (self.method in ("*", method)) and bool(self.path.search(path))
+        """Whether this fault applies; raises ``TimeoutError`` when the pattern takes longer than
+        ``MATCH_TIMEOUT`` on ``path``."""
+        return (self.method in ("*", method)) and bool(self.path.search(path, timeout=MATCH_TIMEOUT))
 
 
 class Topic:
@@ -112,10 +131,20 @@ class Tenant:
         return datetime.now(UTC) + self.clock_offset
 
     def set_clock(self, moment: datetime) -> None:
-        self.clock_offset = moment - datetime.now(UTC)
+        """Raises ``ValueError`` for a moment further than ``MAX_CLOCK_OFFSET`` from the real clock."""
+        self._move_clock(moment - datetime.now(UTC))
 
     def advance(self, seconds: float) -> None:
-        self.clock_offset += timedelta(seconds=seconds)
+        """Raises ``ValueError`` for a step that is not a finite number or that would take the clock further
+        than ``MAX_CLOCK_OFFSET`` from the real one (it stays where it was)."""
+        if not math.isfinite(seconds) or abs(seconds) > 2 * MAX_CLOCK_OFFSET.total_seconds():
+            raise ValueError("the step is not a finite number of seconds within the clock's range")
+        self._move_clock(self.clock_offset + timedelta(seconds=seconds))
+
+    def _move_clock(self, offset: timedelta) -> None:
+        if abs(offset) > MAX_CLOCK_OFFSET:
+            raise ValueError("the clock may be at most 100 years from the real time")
+        self.clock_offset = offset
 
     def table(self, name: str) -> dict[str, dict]:
         """A collection of records (id → dict). Records carry their project in ``_project``."""
@@ -125,8 +154,15 @@ class Tenant:
         return self.topics.setdefault(name, Topic())
 
     def take_fault(self, method: str, path: str) -> Fault | None:
-        for fault in self.faults:
-            if fault.matches(method, path):
+        for fault in list(self.faults):
+            try:
+                matched = fault.matches(method, path)
+            except TimeoutError:
+                # Bounded once, never again: a pattern too slow for a path is dropped with its fault.
+                self.faults.remove(fault)
+                log.warning("a fault's path pattern took over %s s and was dropped", MATCH_TIMEOUT)
+                continue
+            if matched:
                 if fault.count is not None:
                     fault.count -= 1
                     if fault.count <= 0:
