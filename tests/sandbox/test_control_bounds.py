@@ -12,7 +12,7 @@ import pytest
 
 from console.sandbox.cdp_proxy import _refusal
 from console.sandbox.control import MAX_FAULTS
-from console.sandbox.resources.telemetry import MAX_BURST, MAX_GENERATE
+from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
 from tests.sandbox_fixtures import new_tenant, running_sandbox
 
 # 2**n ways to split n a's for Python's re, which tries them all before "!" fails the match: about a
@@ -300,6 +300,19 @@ def test_it_bounds_a_telemetry_burst(tenant):
     # Only what the archive keeps was built: the newest 100, their seqs where the burst put them.
     assert [e["seq"] for e in events] == list(range(burst["last_seq"] - 99, burst["last_seq"] + 1))
     assert events[-1]["event"]["data"]["text"] == f"burst event {burst['last_seq']}"
+
+
+def test_it_bounds_an_emitted_events_data(tenant):
+    sid = telemetry_session(tenant)
+    big = {
+        "session_id": sid,
+        "events": [{"type": "console_log", "data": {"text": "x" * (MAX_EMIT_DATA + 1)}}],
+    }
+    assert refused_field(post(tenant, "telemetry/emit", big)) == {"events[0].data"}
+    long_type = {"session_id": sid, "events": [{"type": "t" * 101, "category": "console"}]}
+    assert refused_field(post(tenant, "telemetry/emit", long_type)) == {"events[0].type"}
+    fits = {"session_id": sid, "events": [{"type": "console_log", "data": {"text": "x" * 30_000}}]}
+    assert post(tenant, "telemetry/emit", fits).status_code == 201
 
 
 @pytest.mark.timeout(60)

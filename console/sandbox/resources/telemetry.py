@@ -57,6 +57,7 @@ from console.sandbox.state import Tenant, parse_time
 DEFAULT_RATE = 2.0
 DEFAULT_RETENTION = 10_000
 MAX_EMIT = 1_000
+MAX_EMIT_DATA = 32 * 1024  # characters of one emitted event's data, as JSON
 # A burst is built on the event loop every tenant shares: 200,000 took seconds (the benchmark sends 20,000).
 MAX_BURST = 20_000
 # The most events one catch-up generates (a tenant's clock moved a day at 1,000 a second would be 86 million).
@@ -561,6 +562,12 @@ def _draft(log: Log, record: dict, item, index: int) -> tuple[str, dict, str]:
         data = sample(kind, log.rng, _context(log.rng, record, "https://shop.example.com/cart", 1))
     elif not isinstance(data, dict):
         raise invalid("data must be an object", **{f"events[{index}].data": "must be an object"})
+    elif len(json.dumps(data)) > MAX_EMIT_DATA:
+        # Kept for the archive's retention (up to a million events), in memory and in the state file.
+        why = f"at most {MAX_EMIT_DATA} characters as JSON"
+        raise invalid("data is too large", **{f"events[{index}].data": why})
+    if len(kind) > 100 or len(category) > 100:
+        raise invalid("type and category are names", **{f"events[{index}].type": "at most 100 characters"})
     return kind, dict(data), category
 
 
