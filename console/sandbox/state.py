@@ -13,6 +13,7 @@ import logging
 import math
 import secrets
 import string
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -52,8 +53,11 @@ def parse_time(value: str) -> datetime:
 
 # How long one fault's path pattern may take on one request path (seconds). The pattern is the tenant's
 # own, matched on the event loop every tenant shares: ``regex`` stops a search past this, where Python's
-# ``re`` has no limit at all (``(a|aa)*$`` on a long path would run for minutes).
+# ``re`` has no limit at all (``(?:a|a)*$`` on a path of thirty a's and a "!" ran for a minute).
 MATCH_TIMEOUT = 0.02
+# How long all of a tenant's patterns together may take on one request path: a hundred faults each just
+# under MATCH_TIMEOUT would otherwise cost two seconds a request.
+MATCH_BUDGET = 0.05
 
 # How far a tenant's clock may be from the real one, either way: every time the sandbox computes from it
 # (expiries, pool fills, invocation steps, telemetry windows) stays far inside ``datetime``'s years 1..9999.
@@ -83,10 +87,10 @@ class Fault:
     drop_response: bool = False  # start a 200 and cut the connection mid-body
     count: int | None = 1
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, timeout: float = MATCH_TIMEOUT) -> bool:
         """Whether this fault applies; raises ``TimeoutError`` when the pattern takes longer than
-        ``MATCH_TIMEOUT`` on ``path``."""
-        return (self.method in ("*", method)) and bool(self.path.search(path, timeout=MATCH_TIMEOUT))
+        ``timeout`` seconds on ``path``."""
+        return (self.method in ("*", method)) and bool(self.path.search(path, timeout=timeout))
 
 
 class Topic:
@@ -154,13 +158,24 @@ class Tenant:
         return self.topics.setdefault(name, Topic())
 
     def take_fault(self, method: str, path: str) -> Fault | None:
+        """The first fault matching the request (its count taken), else None.
+
+        Matching takes at most ``MATCH_BUDGET`` in all: a fault whose pattern takes ``MATCH_TIMEOUT`` on
+        the path is dropped (it would again), and once the budget is spent the rest do not match."""
+        deadline = time.monotonic() + MATCH_BUDGET
         for fault in list(self.faults):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning(
+                    "a tenant's fault patterns took over %s s on one path: the rest skipped", MATCH_BUDGET
+                )
+                return None
             try:
-                matched = fault.matches(method, path)
+                matched = fault.matches(method, path, timeout=min(MATCH_TIMEOUT, left))
             except TimeoutError:
-                # Bounded once, never again: a pattern too slow for a path is dropped with its fault.
-                self.faults.remove(fault)
-                log.warning("a fault's path pattern took over %s s and was dropped", MATCH_TIMEOUT)
+                if left >= MATCH_TIMEOUT:
+                    self.faults.remove(fault)
+                    log.warning("a fault's path pattern took over %s s and was dropped", MATCH_TIMEOUT)
                 continue
             if matched:
                 if fault.count is not None:

@@ -13,6 +13,7 @@ import pytest
 from console.sandbox.cdp_proxy import _refusal
 from console.sandbox.control import MAX_FAULTS
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
+from console.sandbox.state import MATCH_BUDGET, MATCH_TIMEOUT
 from tests.sandbox_fixtures import new_tenant, running_sandbox
 
 # 2**n ways to split n a's for Python's re, which tries them all before "!" fails the match: about a
@@ -63,6 +64,22 @@ def test_it_bounds_a_fault_path_that_backtracks_without_end():
         attacker.control("DELETE", "faults")
         attacker.fault(method="GET", path=r"^/browsers/a+!$", status=503, count=1)
         assert attacker.call("GET", SLOW_PATH, timeout=10).status_code == 503
+
+
+@pytest.mark.timeout(120)
+def test_it_bounds_the_time_all_of_a_tenants_fault_paths_take_on_one_request():
+    # A hundred slow patterns cost one request MATCH_BUDGET, not a hundred times MATCH_TIMEOUT: the
+    # request drops the few it had time to try in full and leaves the rest for later.
+    with running_sandbox(SANDBOX_ENGINE="simulated") as url:
+        attacker = new_tenant(url)
+        for number in range(MAX_FAULTS):
+            attacker.fault(method="GET", path=SLOW_PATTERN + "|^/" + str(number), status=500, count=None)
+        assert attacker.call("GET", SLOW_PATH, timeout=10).status_code == 404
+        response = post(attacker, "faults", {"path": "^/never$"})  # room again: some were dropped
+        assert response.status_code == 201, response.text
+        kept = response.json()["faults"] - 1
+        at_most_dropped = int(MATCH_BUDGET / MATCH_TIMEOUT) + 1
+        assert MAX_FAULTS - at_most_dropped <= kept < MAX_FAULTS
 
 
 @pytest.mark.parametrize(
