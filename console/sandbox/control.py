@@ -6,8 +6,9 @@ route but tenant creation and health authenticates with the tenant's own key.
 Developers share one sandbox, so nothing here may let one tenant stall the event loop or grow the process
 without bound (docs/security.md, "The sandbox"):
 
-- Tenants: at most ``SANDBOX_MAX_TENANTS`` (default 1000); past it creation answers 429
-  ``tenant_limit_reached``.
+- Tenants: at most ``SANDBOX_MAX_TENANTS`` (default 1000), of which ``SANDBOX_MAX_DEMO_TENANTS`` (default
+  20) with demo data; past either, creation answers 429 ``tenant_limit_reached`` or
+  ``demo_tenant_limit_reached``.
 - Faults: at most ``MAX_FAULTS`` per tenant (429 ``fault_limit_reached``); every field is checked and
   bounded (400 ``invalid_request`` with a detail per field). ``path`` is a regular expression of Python's
   syntax, at most ``MAX_PATTERN`` characters and ``MAX_PATTERN_WEIGHT`` expanded (counted repeats
@@ -48,6 +49,7 @@ from console.sandbox.http import (
 from console.sandbox.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
 
 DEFAULT_MAX_TENANTS = 1000
+DEFAULT_MAX_DEMO_TENANTS = 20  # each takes about 7 MB and 0.2 s of the event loop to seed
 MAX_FAULTS = 100
 MAX_PATTERN = 1000  # characters of a fault's path pattern
 MAX_PATTERN_WEIGHT = 10_000  # its size with every counted repeat unrolled (see _weight)
@@ -89,12 +91,21 @@ MAX_TEST_STREAM_COUNT = 100_000
 MAX_TEST_STREAM_INTERVAL = 60.0
 
 
+def _limit(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name) or default))
+    except ValueError:
+        return default
+
+
 def max_tenants() -> int:
     """``SANDBOX_MAX_TENANTS``: how many tenants this sandbox holds at most (the demo tenant included)."""
-    try:
-        return max(1, int(os.environ.get("SANDBOX_MAX_TENANTS") or DEFAULT_MAX_TENANTS))
-    except ValueError:
-        return DEFAULT_MAX_TENANTS
+    return _limit("SANDBOX_MAX_TENANTS", DEFAULT_MAX_TENANTS)
+
+
+def max_demo_tenants() -> int:
+    """``SANDBOX_MAX_DEMO_TENANTS``: how many of them may hold demo data (the demo key's included)."""
+    return _limit("SANDBOX_MAX_DEMO_TENANTS", DEFAULT_MAX_DEMO_TENANTS)
 
 
 async def health(request: Request):
@@ -117,6 +128,13 @@ async def create_tenant(request: Request):
                 429,
                 "tenant_limit_reached",
                 f"this sandbox holds its limit of {limit} tenants (SANDBOX_MAX_TENANTS)",
+            )
+        if demo and registry.demos() >= max_demo_tenants():
+            raise ApiError(
+                429,
+                "demo_tenant_limit_reached",
+                f"this sandbox holds its limit of {max_demo_tenants()} tenants with demo data"
+                " (SANDBOX_MAX_DEMO_TENANTS); a tenant without demo data can still be created",
             )
     except ApiError as error:
         return error_response(error, request_id)

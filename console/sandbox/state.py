@@ -201,6 +201,9 @@ def new_api_key() -> str:
     return "sk_" + new_id(length=32)
 
 
+DEMO = "_demo"  # tenant.settings: created with demo data
+
+
 class Registry:
     """All tenants of this sandbox process, by the digest (``key_digest``) of every API key that opens
     one: its own and those it created."""
@@ -217,11 +220,18 @@ class Registry:
         projects.create_default(tenant)
         if demo:
             demo_data.seed(tenant)
+            # Kept with the state, so the bound on demo tenants (control.create_tenant) survives a restart;
+            # no tenant can set it (``POST /_sandbox/settings`` takes its known settings only).
+            tenant.settings[DEMO] = True
         self.tenants[tenant.key_sha256] = tenant
         return tenant
 
     def get(self, api_key: str) -> Tenant | None:
         return self.tenants.get(key_digest(api_key))
+
+    def demos(self) -> int:
+        """How many tenants were created with demo data (each holds megabytes of it)."""
+        return sum(1 for tenant in self.own() if tenant.settings.get(DEMO))
 
     def own(self) -> list[Tenant]:
         """Every tenant once (one is also listed under each key it created)."""

@@ -241,17 +241,22 @@ def test_it_bounds_the_clock_over_many_steps_and_every_read_still_answers(tenant
 
 @pytest.mark.timeout(60)
 def test_it_creates_a_bounded_number_of_tenants():
-    with running_sandbox(SANDBOX_ENGINE="simulated", SANDBOX_MAX_TENANTS="3") as url:
-        new_tenant(url)  # with the demo tenant: 2
+    limits = {"SANDBOX_MAX_TENANTS": "4", "SANDBOX_MAX_DEMO_TENANTS": "2"}
+    with running_sandbox(SANDBOX_ENGINE="simulated", **limits) as url:
+        new_tenant(url)  # with the demo key's tenant: 2
         assert httpx.post(f"{url}/_sandbox/tenants", content="[]").status_code == 400
         demo = httpx.post(f"{url}/_sandbox/tenants", json={"demo": "yes"})
         assert demo.status_code == 400 and demo.json()["details"][0]["code"] == "demo"
-        new_tenant(url)  # 3
+        new_tenant(url, demo=True)  # 3, the second with demo data
+        refused = httpx.post(f"{url}/_sandbox/tenants", json={"demo": True})
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["code"] == "demo_tenant_limit_reached"
+        new_tenant(url)  # 4: without demo data there was room
         refused = httpx.post(f"{url}/_sandbox/tenants", json={})
         assert refused.status_code == 429, refused.text
         assert refused.json()["code"] == "tenant_limit_reached"
         assert "api_key" not in refused.json()
-        assert httpx.get(f"{url}/_sandbox/health").json()["tenants"] == 3
+        assert httpx.get(f"{url}/_sandbox/health").json()["tenants"] == 4
 
 
 # Settings, streams, bursts ---------------------------------------------------------------------------
