@@ -12,6 +12,7 @@ import pytest
 
 from console.sandbox.cdp_proxy import _refusal
 from console.sandbox.control import MAX_FAULTS
+from console.sandbox.http import REQUEST_TEXT
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
 from console.sandbox.state import MATCH_BUDGET, MATCH_TIMEOUT
 from tests.sandbox_fixtures import new_tenant, running_sandbox
@@ -257,6 +258,14 @@ def test_it_creates_a_bounded_number_of_tenants():
         assert refused.json()["code"] == "tenant_limit_reached"
         assert "api_key" not in refused.json()
         assert httpx.get(f"{url}/_sandbox/health").json()["tenants"] == 4
+
+
+def test_it_keeps_a_bounded_record_of_each_request(tenant):
+    tenant.call("GET", "/org/projects", params={"q": "x" * 10_000})
+    tenant.call("GET", "/browsers/" + "b" * 10_000)
+    seen = tenant.requests()[-2:]
+    assert len(seen[0]["query"]) == REQUEST_TEXT and seen[0]["query"].startswith("q=xxx")
+    assert len(seen[1]["path"]) == REQUEST_TEXT and seen[1]["path"].startswith("/browsers/bbb")
 
 
 # Settings, streams, bursts ---------------------------------------------------------------------------
