@@ -86,6 +86,10 @@ FAULT_KEYS = frozenset(
 MAX_KEEPALIVE_SECONDS = 3600.0
 MAX_TELEMETRY_RATE = 1000.0
 MAX_TELEMETRY_RETENTION = 1_000_000
+# The body of a control request, in bytes: a fault's largest fields are far below it. Read in chunks and
+# refused past it (413), so nobody (tenant creation needs no key) makes the sandbox hold and parse a
+# body of any size on the event loop.
+MAX_CONTROL_BODY = 1024 * 1024
 # ``GET /_sandbox/test_stream``
 MAX_TEST_STREAM_COUNT = 1_000_000
 MAX_TEST_STREAM_INTERVAL = 60.0
@@ -108,6 +112,24 @@ def max_demo_tenants() -> int:
     return _limit("SANDBOX_MAX_DEMO_TENANTS", DEFAULT_MAX_DEMO_TENANTS)
 
 
+async def read_control_json(request: Request) -> dict:
+    """``read_json`` of a body of at most ``MAX_CONTROL_BODY`` bytes, else 413 before the rest is read."""
+    too_large = ApiError(
+        413, "request_too_large", f"the body of a control request is at most {MAX_CONTROL_BODY} bytes"
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_CONTROL_BODY:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_CONTROL_BODY:
+            raise too_large
+        chunks.append(chunk)
+    request._body = b"".join(chunks)  # what read_json (Request.body) reads
+    return await read_json(request)
+
+
 async def health(request: Request):
     status = engine.get().status()
     return JSONResponse(
@@ -118,7 +140,7 @@ async def health(request: Request):
 async def create_tenant(request: Request):
     request_id = "req_" + new_id(length=16)
     try:
-        body = await read_json(request)
+        body = await read_control_json(request)
         demo = body.get("demo", False)
         if not isinstance(demo, bool):
             raise invalid("demo must be true or false", demo="a boolean")
@@ -151,7 +173,7 @@ async def get_clock(request: Request):
 @endpoint
 async def set_clock(request: Request):
     tenant = request.state.tenant
-    body = await read_json(request)
+    body = await read_control_json(request)
     if "set" in body:
         try:
             moment = parse_time(str(body["set"]))
@@ -329,7 +351,7 @@ def parse_fault(body: dict) -> Fault:
 @endpoint
 async def add_fault(request: Request):
     tenant = request.state.tenant
-    fault = parse_fault(await read_json(request))
+    fault = parse_fault(await read_control_json(request))
     if len(tenant.faults) >= MAX_FAULTS:
         raise ApiError(
             429,
@@ -362,7 +384,7 @@ async def list_streams(request: Request):
 async def update_settings(request: Request):
     """Per-tenant knobs, e.g. ``keepalive_seconds`` so tests need not wait 15 s for a keepalive."""
     tenant = request.state.tenant
-    body = await read_json(request)
+    body = await read_control_json(request)
     errors: dict[str, str] = {}
     for name in sorted(set(body) - set(SETTINGS) - {"keepalive_seconds"}):
         errors[name[:100]] = f"not a setting: one of keepalive_seconds, {', '.join(SETTINGS)}"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from console.sandbox.cdp_proxy import _refusal
-from console.sandbox.control import MAX_FAULTS
+from console.sandbox.control import MAX_CONTROL_BODY, MAX_FAULTS
 from console.sandbox.http import REQUEST_TEXT
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
 from console.sandbox.state import MATCH_BUDGET, MATCH_TIMEOUT
@@ -266,6 +266,27 @@ def test_it_keeps_a_bounded_record_of_each_request(tenant):
     seen = tenant.requests()[-2:]
     assert len(seen[0]["query"]) == REQUEST_TEXT and seen[0]["query"].startswith("q=xxx")
     assert len(seen[1]["path"]) == REQUEST_TEXT and seen[1]["path"].startswith("/browsers/bbb")
+
+
+@pytest.mark.parametrize("path", ["tenants", "faults", "clock", "settings"])
+def test_it_refuses_a_control_body_past_its_bound(tenant, path):
+    # Tenant creation needs no key: its body was read and parsed whatever its size.
+    body = json.dumps({"x": "y" * MAX_CONTROL_BODY})
+    response = post_raw(tenant, path, body)
+    assert response.status_code == 413, response.text
+    assert response.json()["code"] == "request_too_large"
+
+    def chunks():  # no Content-Length: counted as it comes
+        yield body[: len(body) // 2].encode()
+        yield body[len(body) // 2 :].encode()
+
+    response = httpx.post(
+        f"{tenant.url}/_sandbox/{path}",
+        content=chunks(),
+        headers={"Authorization": f"Bearer {tenant.api_key}", "Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert response.status_code == 413, response.text
 
 
 # Settings, streams, bursts ---------------------------------------------------------------------------
