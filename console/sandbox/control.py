@@ -4,8 +4,9 @@ Tests and operators use it to create isolated tenants, move a tenant's clock and
 route but tenant creation and health authenticates with the tenant's own key.
 
 Developers share one sandbox, so nothing here may let one tenant stall the event loop or grow the process
-without bound (docs/security.md, "The sandbox"):
+without bound (docs/security.md, section 8, "The control interface cannot stall or grow the sandbox"):
 
+- Bodies: at most ``MAX_CONTROL_BODY`` bytes, counted as they are read (413 ``request_too_large``).
 - Tenants: at most ``SANDBOX_MAX_TENANTS`` (default 1000), of which ``SANDBOX_MAX_DEMO_TENANTS`` (default
   20) with demo data; past either, creation answers 429 ``tenant_limit_reached`` or
   ``demo_tenant_limit_reached``.
@@ -13,10 +14,10 @@ without bound (docs/security.md, "The sandbox"):
   bounded (400 ``invalid_request`` with a detail per field). ``path`` is a regular expression of Python's
   syntax, at most ``MAX_PATTERN`` characters and ``MAX_PATTERN_WEIGHT`` expanded (counted repeats
   multiply their body: ``regex`` unrolls them when compiling); it is compiled and matched by ``regex``,
-  whose search stops after ``state.MATCH_TIMEOUT``: a pattern that slow on a request path never
-  matches, and its fault is dropped.
+  whose search stops after ``state.MATCH_TIMEOUT`` (a pattern that slow on a request path does not match,
+  and its fault is dropped) and all of whose searches on one request stop after ``state.MATCH_BUDGET``.
 - The clock stays within ``state.MAX_CLOCK_OFFSET`` of the real one (400 past it).
-- Settings: only the known knobs, each checked and bounded.
+- Settings: only the known knobs (``SETTINGS``), each checked and bounded.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ async def set_clock(request: Request):
             raise invalid("set is too far from now", set="at most 100 years from the real time") from None
     elif "advance_seconds" in body:
         step = body["advance_seconds"]
-        if not _is_number(step) or not math.isfinite(step):
+        if not _is_number(step):
             raise invalid("advance_seconds must be a number", advance_seconds="not a finite number")
         try:
             tenant.advance(float(step))
@@ -201,7 +202,10 @@ async def set_clock(request: Request):
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """An int or a finite float, not a boolean (an int of 400 digits cannot be a float: no math.isfinite)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _is_integer(value) -> bool:
@@ -287,7 +291,7 @@ def _bounded(
     value = body.get(name)
     if value is None:
         return default
-    ok_type = _is_integer(value) if integer else _is_number(value) and math.isfinite(value)
+    ok_type = _is_integer(value) if integer else _is_number(value)
     if not ok_type or not low <= value <= high:
         kind = "an integer" if integer else "a number"
         errors[name] = f"{kind} from {low:g} to {high:g}"
@@ -390,7 +394,7 @@ async def update_settings(request: Request):
         errors[name[:100]] = f"not a setting: one of keepalive_seconds, {', '.join(SETTINGS)}"
     keepalive = body.get("keepalive_seconds")
     if "keepalive_seconds" in body and (
-        not _is_number(keepalive) or not 0 < keepalive <= MAX_KEEPALIVE_SECONDS or math.isnan(keepalive)
+        not _is_number(keepalive) or not 0 < keepalive <= MAX_KEEPALIVE_SECONDS
     ):
         errors["keepalive_seconds"] = f"a number above 0 and at most {MAX_KEEPALIVE_SECONDS:g}"
     changes = {}
