@@ -57,6 +57,9 @@ def start_sandbox(*, command: tuple[str, ...] = ("-m", "console.sandbox"), **set
         "SANDBOX_DEMO_KEY": TEST_DEMO_KEY,
         "SANDBOX_STATE": "",
         "SANDBOX_STATE_KEY": "",
+        # A run creates a tenant per test (well over the default 1000): a test of the bound gives its own.
+        "SANDBOX_MAX_TENANTS": "100000",
+        "SANDBOX_MAX_DEMO_TENANTS": "10000",
         **settings,
     }
     process = subprocess.Popen([sys.executable, *command, "--port", str(port)], cwd=ROOT, env=env)

@@ -8,7 +8,8 @@
   session. On the first connection the session moves to a Chromium process of its own (``engine.dedicate``:
   state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
-  session is ``DELETE``); everything else passes through untouched, so
+  session is ``DELETE``), and so is a message the guard cannot judge as Chromium would (not a JSON object
+  Python parses, or a top-level key given twice); everything else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service. A session whose
   browser cannot be had is refused before the websocket opens with the error answer of a service call:
   503 ``browser_unavailable`` (the sandbox busy starting other browsers, with a Retry-After; or the
@@ -76,13 +77,44 @@ async def _refuse(websocket: WebSocket, error: ApiError) -> None:
         await websocket.close(code=1013)
 
 
+class _Object(dict):
+    """A parsed JSON object that knows whether its text gave a key twice."""
+
+    repeated: str | None = None
+    first_id: object = None  # the first "id" given: Chromium answers a message it refuses with that one
+
+
+def _object(pairs: list[tuple[str, object]]) -> _Object:
+    result = _Object(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        result.repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        result.first_id = next((value for key, value in pairs if key == "id"), None)
+    return result
+
+
+def _error(message_id, code: int, text: str) -> str:
+    return json.dumps({"id": message_id, "error": {"code": code, "message": text}})
+
+
 def _refusal(text: str) -> str | None:
-    """The error reply for a command the proxy does not pass on, else None."""
+    """The error reply for a command the proxy does not pass on, else None.
+
+    The guard judges exactly what Chromium will run: a message Python's ``json`` cannot parse, that is not
+    an object, or that gives a top-level key twice (``{"method": "Runtime.evaluate", "method":
+    "Browser.close"}``: which one does Chromium's parser keep?) is refused rather than passed on."""
     try:
-        message = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(message, dict) and message.get("method") in REFUSED:
+        message = json.loads(text, object_pairs_hook=_object)
+    except (ValueError, RecursionError):
+        return _error(None, -32700, "Message must be a valid JSON")
+    if not isinstance(message, _Object):
+        return _error(None, -32600, "Message must be an object")
+    if message.repeated is not None:
+        # Chromium (crdtp) refuses one too ("CBOR: duplicate map key"): the guard does not rely on it.
+        return _error(
+            message.first_id, -32600, f"Message must not give a key twice ({message.repeated[:100]!r})"
+        )
+    if message.get("method") in REFUSED:
         reply = {
             "id": message.get("id"),
             "error": {"code": -32000, "message": f"{message['method']} is not allowed: delete the session"},

@@ -2,21 +2,133 @@
 
 Tests and operators use it to create isolated tenants, move a tenant's clock and inject faults. Every
 route but tenant creation and health authenticates with the tenant's own key.
+
+Developers share one sandbox, so nothing here may let one tenant stall the event loop or grow the process
+without bound (docs/security.md, section 8, "The control interface cannot stall or grow the sandbox"):
+
+- Bodies: at most ``MAX_CONTROL_BODY`` bytes, counted as they are read (413 ``request_too_large``).
+- Tenants: at most ``SANDBOX_MAX_TENANTS`` (default 1000), of which ``SANDBOX_MAX_DEMO_TENANTS`` (default
+  20) with demo data; past either, creation answers 429 ``tenant_limit_reached`` or
+  ``demo_tenant_limit_reached``.
+- Faults: at most ``MAX_FAULTS`` per tenant (429 ``fault_limit_reached``); every field is checked and
+  bounded (400 ``invalid_request`` with a detail per field). ``path`` is a regular expression of Python's
+  syntax, at most ``MAX_PATTERN`` characters and ``MAX_PATTERN_WEIGHT`` expanded (counted repeats
+  multiply their body: ``regex`` unrolls them when compiling); it is compiled and matched by ``regex``,
+  whose search stops after ``state.MATCH_TIMEOUT`` (a pattern that slow on a request path does not match,
+  and its fault is dropped) and all of whose searches on one request stop after ``state.MATCH_BUDGET``.
+- The clock stays within ``state.MAX_CLOCK_OFFSET`` of the real one (400 past it).
+- Settings: only the known knobs (``SETTINGS``), each checked and bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+import os
 import re
+import warnings
+from re import _constants as sre
+from re import _parser as sre_parse
 
+import regex
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console.sandbox import engine
 from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, last_event_id, no_content, ok, read_json, sse_response
-from console.sandbox.state import Fault, new_api_key, parse_time, registry, rfc3339
+from console.sandbox.http import (
+    endpoint,
+    error_response,
+    last_event_id,
+    no_content,
+    ok,
+    read_json,
+    sse_response,
+)
+from console.sandbox.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
+
+DEFAULT_MAX_TENANTS = 1000
+DEFAULT_MAX_DEMO_TENANTS = 20  # each takes about 7 MB and 0.2 s of the event loop to seed
+MAX_FAULTS = 100
+MAX_PATTERN = 1000  # characters of a fault's path pattern
+MAX_PATTERN_WEIGHT = 10_000  # its size with every counted repeat unrolled (see _weight)
+MAX_DELAY_MS = 120_000  # latency_ms, delay_response_ms
+MAX_STALL_SECONDS = 120.0
+MAX_CHUNKS = 1_000_000  # stall_after_chunks, drop_after_events
+MAX_COUNT = 1_000_000
+MAX_RETRY_AFTER = 86_400
+MAX_CODE = 100  # characters
+MAX_MESSAGE = 2_000
+MAX_BODY = 64 * 1024  # characters of a fault's body
+MAX_FIELDS = 16 * 1024  # characters of a fault's fields, as JSON
+METHODS = ("*", "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+FAULT_KEYS = frozenset(
+    {
+        "method",
+        "path",
+        "status",
+        "code",
+        "message",
+        "body",
+        "retry_after",
+        "latency_ms",
+        "drop_after_events",
+        "fields",
+        "stall_seconds",
+        "stall_after_chunks",
+        "delay_response_ms",
+        "drop_response",
+        "count",
+    }
+)
+# Tenant settings (``POST /_sandbox/settings``) and their bounds.
+MAX_KEEPALIVE_SECONDS = 3600.0
+MAX_TELEMETRY_RATE = 1000.0
+MAX_TELEMETRY_RETENTION = 1_000_000
+# The body of a control request, in bytes: a fault's largest fields are far below it. Read in chunks and
+# refused past it (413), so nobody (tenant creation needs no key) makes the sandbox hold and parse a
+# body of any size on the event loop.
+MAX_CONTROL_BODY = 1024 * 1024
+# ``GET /_sandbox/test_stream``
+MAX_TEST_STREAM_COUNT = 1_000_000
+MAX_TEST_STREAM_INTERVAL = 60.0
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name) or default))
+    except ValueError:
+        return default
+
+
+def max_tenants() -> int:
+    """``SANDBOX_MAX_TENANTS``: how many tenants this sandbox holds at most (the demo tenant included)."""
+    return _limit("SANDBOX_MAX_TENANTS", DEFAULT_MAX_TENANTS)
+
+
+def max_demo_tenants() -> int:
+    """``SANDBOX_MAX_DEMO_TENANTS``: how many of them may hold demo data (the demo key's included)."""
+    return _limit("SANDBOX_MAX_DEMO_TENANTS", DEFAULT_MAX_DEMO_TENANTS)
+
+
+async def read_control_json(request: Request) -> dict:
+    """``read_json`` of a body of at most ``MAX_CONTROL_BODY`` bytes, else 413 before the rest is read."""
+    too_large = ApiError(
+        413, "request_too_large", f"the body of a control request is at most {MAX_CONTROL_BODY} bytes"
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_CONTROL_BODY:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_CONTROL_BODY:
+            raise too_large
+        chunks.append(chunk)
+    request._body = b"".join(chunks)  # what read_json (Request.body) reads
+    return await read_json(request)
 
 
 async def health(request: Request):
@@ -27,12 +139,30 @@ async def health(request: Request):
 
 
 async def create_tenant(request: Request):
+    request_id = "req_" + new_id(length=16)
     try:
-        body = await request.json() if (await request.body()).strip() else {}
-    except ValueError:
-        body = {}
+        body = await read_control_json(request)
+        demo = body.get("demo", False)
+        if not isinstance(demo, bool):
+            raise invalid("demo must be true or false", demo="a boolean")
+        limit = max_tenants()
+        if len(registry.own()) >= limit:
+            raise ApiError(
+                429,
+                "tenant_limit_reached",
+                f"this sandbox holds its limit of {limit} tenants (SANDBOX_MAX_TENANTS)",
+            )
+        if demo and registry.demos() >= max_demo_tenants():
+            raise ApiError(
+                429,
+                "demo_tenant_limit_reached",
+                f"this sandbox holds its limit of {max_demo_tenants()} tenants with demo data"
+                " (SANDBOX_MAX_DEMO_TENANTS); a tenant without demo data can still be created",
+            )
+    except ApiError as error:
+        return error_response(error, request_id)
     api_key = new_api_key()  # said once, here: the sandbox keeps only its digest
-    tenant = registry.create(api_key, demo=bool(body.get("demo")))
+    tenant = registry.create(api_key, demo=demo)
     return JSONResponse({"api_key": api_key, "tenant_id": tenant.id}, status_code=201)
 
 
@@ -44,49 +174,196 @@ async def get_clock(request: Request):
 @endpoint
 async def set_clock(request: Request):
     tenant = request.state.tenant
-    body = await read_json(request)
+    body = await read_control_json(request)
     if "set" in body:
         try:
-            tenant.set_clock(parse_time(str(body["set"])))
+            moment = parse_time(str(body["set"]))
         except ValueError:
             raise invalid("set must be an RFC 3339 timestamp", set="not an RFC 3339 timestamp") from None
-    elif "advance_seconds" in body:
         try:
-            tenant.advance(float(body["advance_seconds"]))
-        except (TypeError, ValueError):
-            raise invalid("advance_seconds must be a number", advance_seconds="not a number") from None
+            tenant.set_clock(moment)
+        except (ValueError, OverflowError):
+            raise invalid("set is too far from now", set="at most 100 years from the real time") from None
+    elif "advance_seconds" in body:
+        step = body["advance_seconds"]
+        if not _is_number(step):
+            raise invalid("advance_seconds must be a number", advance_seconds="not a finite number")
+        try:
+            tenant.advance(float(step))
+        except (ValueError, OverflowError):
+            raise invalid(
+                "advance_seconds takes the clock too far",
+                advance_seconds="the clock may be at most 100 years from the real time",
+            ) from None
     else:
         raise invalid("give set or advance_seconds", set="required unless advance_seconds is given")
     tenant.topic("clock").publish(tenant.now())
     return ok({"now": rfc3339(tenant.now())})
 
 
-@endpoint
-async def add_fault(request: Request):
-    body = await read_json(request)
+def _is_number(value) -> bool:
+    """An int or a finite float, not a boolean (an int of 400 digits cannot be a float: no math.isfinite)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _weight(items) -> int:
+    """The size of a parsed pattern with every counted repeat unrolled, as ``regex`` compiles it (it
+    turns ``a{1000}`` into a 1000-character string): ``(?:(?:a{1000}){1000}){1000}`` would ask for
+    gigabytes."""
+    total = 0
+    for op, av in items:
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, high, body = av
+            times = max(low, 1) if high == sre.MAXREPEAT else max(high, 1)
+            total += 1 + times * _weight(body)
+        elif op is sre.SUBPATTERN:
+            total += 1 + _weight(av[3])
+        elif op is sre.BRANCH:
+            total += 1 + sum(_weight(branch) for branch in av[1])
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            total += 1 + _weight(av[1])
+        elif op is sre.ATOMIC_GROUP:
+            total += 1 + _weight(av)
+        elif op is sre.GROUPREF_EXISTS:
+            total += 1 + _weight(av[1]) + (_weight(av[2]) if av[2] is not None else 0)
+        else:
+            total += 1
+        if total > MAX_PATTERN_WEIGHT:
+            return total
+    return total
+
+
+def compile_path(pattern) -> regex.Pattern:
+    """A fault's ``path``: a regular expression of Python's ``re`` syntax, bounded in length and expanded
+    size, compiled by ``regex`` (whose searches take a timeout), else 400."""
+    if not isinstance(pattern, str):
+        raise invalid("path must be a regular expression", path="a string")
+    if len(pattern) > MAX_PATTERN:
+        raise invalid("path is too long", path=f"at most {MAX_PATTERN} characters")
     try:
-        pattern = re.compile(str(body.get("path", ".*")))
+        with warnings.catch_warnings():  # "possible nested set" and such: the tenant's business
+            warnings.simplefilter("ignore")
+            parsed = sre_parse.parse(pattern)
+        weight = _weight(parsed)
     except re.error as exc:
         raise invalid("path is not a valid regular expression", path=str(exc)) from None
+    except RecursionError:
+        raise invalid("path nests too deeply", path="groups nested too deeply") from None
+    if weight > MAX_PATTERN_WEIGHT:
+        raise invalid(
+            "path is too large once its repeats are counted",
+            path=f"counted repeats expand it past {MAX_PATTERN_WEIGHT} elements",
+        )
+    try:
+        return regex.compile(pattern)
+    except (regex.error, RecursionError, MemoryError) as exc:
+        raise invalid("path is not a valid regular expression", path=str(exc)[:200]) from None
+
+
+def _invalid(message: str, errors: dict[str, str]) -> ApiError:
+    """``invalid`` for field names that may be anything (``message`` is a fault's field too)."""
+    details = [{"code": name, "message": why} for name, why in errors.items()]
+    return ApiError(400, "invalid_request", message, details=details)
+
+
+def _text(body: dict, name: str, high: int, errors: dict) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        errors[name] = "a string"
+    elif len(value) > high:
+        errors[name] = f"at most {high} characters"
+    return value
+
+
+def _bounded(
+    body: dict, name: str, low: float, high: float, errors: dict, *, default=None, integer: bool = True
+):
+    """``body[name]`` if it is a number (an integer when ``integer``) from ``low`` to ``high``, else an
+    entry in ``errors``; ``default`` when absent or null."""
+    value = body.get(name)
+    if value is None:
+        return default
+    ok_type = _is_integer(value) if integer else _is_number(value)
+    if not ok_type or not low <= value <= high:
+        kind = "an integer" if integer else "a number"
+        errors[name] = f"{kind} from {low:g} to {high:g}"
+        return default
+    return value
+
+
+def parse_fault(body: dict) -> Fault:
+    """A fault from its request body, every field checked (400 with a detail per bad field)."""
+    errors: dict[str, str] = {}
+    for name in sorted(set(body) - FAULT_KEYS):
+        errors[name[:100]] = "not a field of a fault"
+    method = body.get("method", "*")
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        errors["method"] = f"one of {', '.join(METHODS)}"
+        method = "*"
+    path = None
+    try:
+        path = compile_path(body.get("path", ".*"))
+    except ApiError as error:
+        errors["path"] = error.details[0]["message"]
+    status = _bounded(body, "status", 200, 599, errors)  # 1xx is no final answer
+    retry_after = _bounded(body, "retry_after", 0, MAX_RETRY_AFTER, errors, integer=False)
+    code = _text(body, "code", MAX_CODE, errors)
+    message = _text(body, "message", MAX_MESSAGE, errors)
+    text = _text(body, "body", MAX_BODY, errors)
+    fields = body.get("fields")
+    if fields is not None:
+        if not isinstance(fields, dict):
+            errors["fields"] = "an object"
+        elif len(json.dumps(fields)) > MAX_FIELDS:
+            errors["fields"] = f"at most {MAX_FIELDS} characters as JSON"
+    drop_response = body.get("drop_response", False)
+    if not isinstance(drop_response, bool):
+        errors["drop_response"] = "a boolean"
+    count = body.get("count", 1)
+    if count is not None and (not _is_integer(count) or not 1 <= count <= MAX_COUNT):
+        errors["count"] = f"an integer from 1 to {MAX_COUNT}, or null for every request until cleared"
     fault = Fault(
-        method=str(body.get("method", "*")).upper(),
-        path=pattern,
-        status=body.get("status"),
-        code=body.get("code"),
-        message=body.get("message"),
-        body=body.get("body"),
-        retry_after=body.get("retry_after"),
-        latency_ms=int(body.get("latency_ms") or 0),
-        drop_after_events=body.get("drop_after_events"),
-        fields=body.get("fields") if isinstance(body.get("fields"), dict) else None,
-        stall_seconds=float(body.get("stall_seconds") or 0),
-        stall_after_chunks=int(body.get("stall_after_chunks") or 1),
-        delay_response_ms=int(body.get("delay_response_ms") or 0),
-        drop_response=bool(body.get("drop_response")),
-        count=body.get("count", 1),
+        method=method.upper() if isinstance(method, str) else "*",
+        path=path,
+        status=status,
+        code=code,
+        message=message,
+        body=text,
+        retry_after=retry_after,
+        latency_ms=_bounded(body, "latency_ms", 0, MAX_DELAY_MS, errors, default=0),
+        drop_after_events=_bounded(body, "drop_after_events", 0, MAX_CHUNKS, errors),
+        fields=fields,
+        stall_seconds=_bounded(body, "stall_seconds", 0, MAX_STALL_SECONDS, errors, default=0, integer=False),
+        stall_after_chunks=_bounded(body, "stall_after_chunks", 1, MAX_CHUNKS, errors, default=1),
+        delay_response_ms=_bounded(body, "delay_response_ms", 0, MAX_DELAY_MS, errors, default=0),
+        drop_response=drop_response is True,
+        count=count,
     )
-    request.state.tenant.faults.append(fault)
-    return ok({"faults": len(request.state.tenant.faults)}, status=201)
+    if errors:
+        raise _invalid("the fault has invalid fields", errors)
+    return fault
+
+
+@endpoint
+async def add_fault(request: Request):
+    tenant = request.state.tenant
+    fault = parse_fault(await read_control_json(request))
+    if len(tenant.faults) >= MAX_FAULTS:
+        raise ApiError(
+            429,
+            "fault_limit_reached",
+            f"a tenant holds at most {MAX_FAULTS} faults: DELETE /_sandbox/faults clears them",
+        )
+    tenant.faults.append(fault)
+    return ok({"faults": len(tenant.faults)}, status=201)
 
 
 @endpoint
@@ -111,24 +388,58 @@ async def list_streams(request: Request):
 async def update_settings(request: Request):
     """Per-tenant knobs, e.g. ``keepalive_seconds`` so tests need not wait 15 s for a keepalive."""
     tenant = request.state.tenant
-    body = await read_json(request)
+    body = await read_control_json(request)
+    errors: dict[str, str] = {}
+    for name in sorted(set(body) - set(SETTINGS) - {"keepalive_seconds"}):
+        errors[name[:100]] = f"not a setting: one of keepalive_seconds, {', '.join(SETTINGS)}"
+    keepalive = body.get("keepalive_seconds")
+    if "keepalive_seconds" in body and (
+        not _is_number(keepalive) or not 0 < keepalive <= MAX_KEEPALIVE_SECONDS
+    ):
+        errors["keepalive_seconds"] = f"a number above 0 and at most {MAX_KEEPALIVE_SECONDS:g}"
+    changes = {}
+    for name, (check, why) in SETTINGS.items():
+        if name in body:
+            if check(body[name]):
+                changes[name] = body[name]
+            else:
+                errors[name] = why
+    if errors:
+        raise _invalid("the settings have invalid values", errors)
     if "keepalive_seconds" in body:
-        value = body["keepalive_seconds"]
-        if not isinstance(value, int | float) or value <= 0:
-            raise invalid("keepalive_seconds must be positive", keepalive_seconds="must be > 0")
-        tenant.keepalive_seconds = float(value)
-    tenant.settings.update({k: v for k, v in body.items() if k != "keepalive_seconds"})
+        tenant.keepalive_seconds = float(keepalive)
+    tenant.settings.update(changes)
     return ok({"keepalive_seconds": tenant.keepalive_seconds})
+
+
+# The tenant settings other code reads (``tenant.settings``), each with its check: nothing else may be
+# set (the audit log and the org limits live there too, and a value there is saved with the state).
+SETTINGS = {
+    "telemetry_rate_per_second": (
+        lambda v: _is_number(v) and 0 <= v <= MAX_TELEMETRY_RATE,
+        f"a number from 0 to {MAX_TELEMETRY_RATE:g}",
+    ),
+    "telemetry_retention": (
+        lambda v: _is_integer(v) and 1 <= v <= MAX_TELEMETRY_RETENTION,
+        f"an integer from 1 to {MAX_TELEMETRY_RETENTION}",
+    ),
+    "exec_enabled": (lambda v: isinstance(v, bool), "a boolean"),
+}
 
 
 @endpoint
 async def test_stream(request: Request):
     """A numbered SSE stream (ids 1..count, data {"n": i}) that ends cleanly: for client tests."""
-    count = int(request.query_params.get("count", "10"))
-    interval = float(request.query_params.get("interval", "0.01"))
+    try:
+        count = int(request.query_params.get("count", "10"))
+        interval = float(request.query_params.get("interval", "0.01"))
+    except ValueError:
+        raise invalid("count and interval must be numbers", count="an integer", interval="seconds") from None
+    if not 0 <= count <= MAX_TEST_STREAM_COUNT:
+        raise invalid("count is out of range", count=f"an integer from 0 to {MAX_TEST_STREAM_COUNT}")
+    if not 0 <= interval <= MAX_TEST_STREAM_INTERVAL:  # nan fails too
+        raise invalid("interval is out of range", interval=f"seconds from 0 to {MAX_TEST_STREAM_INTERVAL:g}")
     start = (last_event_id(request) or 0) + 1
-    if count < 0:
-        raise ApiError(400, "invalid_request", "count must be >= 0")
 
     async def frames():
         for n in range(start, count + 1):

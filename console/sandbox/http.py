@@ -22,6 +22,7 @@ log = logging.getLogger("console.sandbox")
 Handler = Callable[[Request], Awaitable[Response]]
 
 MAX_LIMIT = 100
+REQUEST_TEXT = 2048
 DEFAULT_LIMIT = 20
 
 
@@ -88,11 +89,13 @@ def _logged(tenant: Tenant | None, request: Request, response: Response) -> Resp
         from console.sandbox.resources import audit_logs
 
         audit_logs.record(tenant, request, response.status_code)
+        # The control interface's recent requests (``GET /_sandbox/requests``, 500 of them): a path and a
+        # query are cut to REQUEST_TEXT characters, so a tenant's long URLs do not hold megabytes there.
         tenant.requests.append(
             {
-                "method": request.method,
-                "path": request.url.path,
-                "query": request.url.query,
+                "method": request.method[:REQUEST_TEXT],
+                "path": request.url.path[:REQUEST_TEXT],
+                "query": request.url.query[:REQUEST_TEXT],
                 "status": response.status_code,
             }
         )

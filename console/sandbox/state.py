@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
+import logging
+import math
 import secrets
 import string
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+
+import regex
+
+log = logging.getLogger("console.sandbox")
 
 _ALPHABET = string.ascii_lowercase + string.digits
 
@@ -45,12 +51,27 @@ def parse_time(value: str) -> datetime:
     return moment
 
 
+# How long one fault's path pattern may take on one request path (seconds). The pattern is the tenant's
+# own, matched on the event loop every tenant shares: ``regex`` stops a search past this, where Python's
+# ``re`` has no limit at all (``(?:a|a)*$`` on a path of thirty a's and a "!" ran for a minute).
+MATCH_TIMEOUT = 0.02
+# How long all of a tenant's patterns together may take on one request path: a hundred faults each just
+# under MATCH_TIMEOUT would otherwise cost two seconds a request.
+MATCH_BUDGET = 0.05
+
+# How far a tenant's clock may be from the real one, either way: every time the sandbox computes from it
+# (expiries, pool fills, invocation steps, telemetry windows) stays far inside ``datetime``'s years 1..9999.
+MAX_CLOCK_OFFSET = timedelta(days=365 * 100)
+
+
 @dataclass
 class Fault:
-    """One injected failure, applied to the next ``count`` matching requests (None = until cleared)."""
+    """One injected failure, applied to the next ``count`` matching requests (None = until cleared).
+
+    ``control.add_fault`` validates every field and bounds them; ``path`` is compiled by ``regex``."""
 
     method: str
-    path: re.Pattern
+    path: regex.Pattern
     status: int | None = None
     code: str | None = None
     message: str | None = None
@@ -66,8 +87,10 @@ class Fault:
     drop_response: bool = False  # start a 200 and cut the connection mid-body
     count: int | None = 1
 
-    def matches(self, method: str, path: str) -> bool:
-        return (self.method in ("*", method)) and bool(self.path.search(path))
+    def matches(self, method: str, path: str, timeout: float = MATCH_TIMEOUT) -> bool:
+        """Whether this fault applies; raises ``TimeoutError`` when the pattern takes longer than
+        ``timeout`` seconds on ``path``."""
+        return (self.method in ("*", method)) and bool(self.path.search(path, timeout=timeout))
 
 
 class Topic:
@@ -112,10 +135,20 @@ class Tenant:
         return datetime.now(UTC) + self.clock_offset
 
     def set_clock(self, moment: datetime) -> None:
-        self.clock_offset = moment - datetime.now(UTC)
+        """Raises ``ValueError`` for a moment further than ``MAX_CLOCK_OFFSET`` from the real clock."""
+        self._move_clock(moment - datetime.now(UTC))
 
     def advance(self, seconds: float) -> None:
-        self.clock_offset += timedelta(seconds=seconds)
+        """Raises ``ValueError`` for a step that is not a finite number or that would take the clock further
+        than ``MAX_CLOCK_OFFSET`` from the real one (it stays where it was)."""
+        if not math.isfinite(seconds) or abs(seconds) > 2 * MAX_CLOCK_OFFSET.total_seconds():
+            raise ValueError("the step is not a finite number of seconds within the clock's range")
+        self._move_clock(self.clock_offset + timedelta(seconds=seconds))
+
+    def _move_clock(self, offset: timedelta) -> None:
+        if abs(offset) > MAX_CLOCK_OFFSET:
+            raise ValueError("the clock may be at most 100 years from the real time")
+        self.clock_offset = offset
 
     def table(self, name: str) -> dict[str, dict]:
         """A collection of records (id → dict). Records carry their project in ``_project``."""
@@ -125,8 +158,26 @@ class Tenant:
         return self.topics.setdefault(name, Topic())
 
     def take_fault(self, method: str, path: str) -> Fault | None:
-        for fault in self.faults:
-            if fault.matches(method, path):
+        """The first fault matching the request (its count taken), else None.
+
+        Matching takes at most ``MATCH_BUDGET`` in all: a fault whose pattern takes ``MATCH_TIMEOUT`` on
+        the path is dropped (it would again), and once the budget is spent the rest do not match."""
+        deadline = time.monotonic() + MATCH_BUDGET
+        for fault in list(self.faults):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning(
+                    "a tenant's fault patterns took over %s s on one path: the rest skipped", MATCH_BUDGET
+                )
+                return None
+            try:
+                matched = fault.matches(method, path, timeout=min(MATCH_TIMEOUT, left))
+            except TimeoutError:
+                if left >= MATCH_TIMEOUT:
+                    self.faults.remove(fault)
+                    log.warning("a fault's path pattern took over %s s and was dropped", MATCH_TIMEOUT)
+                continue
+            if matched:
                 if fault.count is not None:
                     fault.count -= 1
                     if fault.count <= 0:
@@ -150,6 +201,9 @@ def new_api_key() -> str:
     return "sk_" + new_id(length=32)
 
 
+DEMO = "_demo"  # tenant.settings: created with demo data
+
+
 class Registry:
     """All tenants of this sandbox process, by the digest (``key_digest``) of every API key that opens
     one: its own and those it created."""
@@ -166,11 +220,18 @@ class Registry:
         projects.create_default(tenant)
         if demo:
             demo_data.seed(tenant)
+            # Kept with the state, so the bound on demo tenants (control.create_tenant) survives a restart;
+            # no tenant can set it (``POST /_sandbox/settings`` takes its known settings only).
+            tenant.settings[DEMO] = True
         self.tenants[tenant.key_sha256] = tenant
         return tenant
 
     def get(self, api_key: str) -> Tenant | None:
         return self.tenants.get(key_digest(api_key))
+
+    def demos(self) -> int:
+        """How many tenants were created with demo data (each holds megabytes of it)."""
+        return sum(1 for tenant in self.own() if tenant.settings.get(DEMO))
 
     def own(self) -> list[Tenant]:
         """Every tenant once (one is also listed under each key it created)."""
