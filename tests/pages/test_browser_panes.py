@@ -5,6 +5,7 @@ import asyncio
 import io
 import json
 import re
+import shlex
 import zipfile
 
 import pytest
@@ -171,6 +172,29 @@ async def test_it_relays_the_output_live_and_ends_with_the_exit_code(viewer_clie
     assert '<span class="out out--stderr">&lt;err&gt;' in stream
     assert "event: exit" in stream and "Exited with code 3" in stream
     assert "event: ended" in stream
+
+
+# A colour code whose number has 5000 digits: int() refuses more than 4300 (a ValueError, not a colour).
+LONG_CODE = "printf \"\\033[$(head -c 5000 /dev/zero | tr '\\0' 1)mafter\\n\""
+
+
+async def test_it_shows_output_whose_escape_holds_a_number_too_long_to_read(operator_client, tenant, session):
+    """Any output a command prints is the console's to render: a colour code of 5000 digits made the
+    exec pane a 500 and broke the live output's stream (``int()`` past 4300 digits)."""
+    response = await operator_client.post(
+        url(session, "processes/exec/"),
+        {"exec-command": shlex.join(["sh", "-c", LONG_CODE])},
+        headers=hx("exec-pane"),
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "after" in body and "\x1b" not in body and "1111" not in body
+    spawned = tenant.call(
+        "POST", f"/browsers/{session}/process/spawn", json={"command": "sh", "args": ["-c", LONG_CODE]}
+    ).json()
+    stream = await read_stream(operator_client, url(session, f"processes/{spawned['process_id']}/stream/"))
+    assert '<span class="out out--stdout">after' in stream
+    assert "event: exit" in stream and "Exited with code 0" in stream
 
 
 async def test_it_replays_the_output_to_a_viewer_who_opens_the_pane_later(viewer_client, tenant, session):
