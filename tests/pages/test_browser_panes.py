@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 import zipfile
+from urllib.parse import urlencode
 
 import pytest
 
@@ -546,6 +547,20 @@ async def test_it_runs_a_batch_in_order(operator_client, tenant, session):
     }
     entry = await AuditLog.objects.aget(action="browser.computer.batch")
     assert entry.detail == "move_mouse, click_mouse, press_key"
+
+
+@pytest.mark.parametrize("index", ["²", "1" * 5000])
+async def test_it_ignores_batch_fields_whose_row_number_is_not_one(operator_client, tenant, session, index):
+    """``str.isdigit`` says yes to ``²`` and to 5000 digits, which ``int()`` refuses: a 500, not a form."""
+    data = {"action-0-type": "move_mouse", "action-0-x": "1", "action-0-y": "2", f"action-{index}-type": "x"}
+    response = await operator_client.post(
+        url(session, "computer/batch/"),
+        urlencode(data),  # as a form posts it: multipart would refuse a 5000-character field name itself
+        content_type="application/x-www-form-urlencoded",
+        headers=hx("computer-pane"),
+    )
+    assert response.status_code == 200
+    assert "Ran 1 action in order." in response.content.decode()
 
 
 async def test_it_refuses_a_batch_over_the_limit_and_sends_nothing(operator_client, tenant, session):
