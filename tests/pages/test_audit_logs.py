@@ -121,7 +121,9 @@ def hostile_export(org, *, row_count: str, timestamp):
         ("1", 1767225600, 200),  # a number, not a timestamp
     ],
 )
-async def test_it_answers_a_chunk_it_cannot_read_without_a_500(admin_client, org, row_count, timestamp, status):
+async def test_it_answers_a_chunk_it_cannot_read_without_a_500(
+    admin_client, org, row_count, timestamp, status
+):
     """A row count that is not a number (``int()`` raised), a timestamp without a time zone (compared with
     the window's aware bounds) or not a string (``.replace`` on an int) made the chunk a 500."""
     with hostile_export(org, row_count=row_count, timestamp=timestamp) as org.service_base_url:
