@@ -96,10 +96,11 @@ def _progress(content: bytes, start: datetime, end: datetime) -> int:
     if not lines:
         return 100
     try:
-        moment = datetime.fromisoformat(json.loads(lines[-1])["timestamp"].replace("Z", "+00:00"))
-    except (ValueError, KeyError, TypeError):
+        stamp = json.loads(lines[-1])["timestamp"]
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        share = (moment - start) / (end - start)  # TypeError for a time without a zone
+    except (ValueError, KeyError, TypeError, AttributeError):  # the service's rows are its own to shape
         return 0
-    share = (moment - start) / (end - start)
     return max(0, min(99, int(share * 100)))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from console.service.telemetry import Envelope
+from console.web import images
 
 
 def escape(value: Any) -> str:
@@ -283,6 +284,13 @@ def _severity(kind: str, d: dict) -> str:
     return "info"
 
 
+def _screenshot(data: dict) -> str:
+    """A telemetry screenshot's base64 PNG, if its header says it is one of a screen's size (a PNG may
+    declare 100 000 x 100 000 pixels in a few hundred bytes: every browser shown the row decodes it)."""
+    png = str(data.get("png") or "")
+    return png if images.showable_png_base64(png) else ""
+
+
 def row(envelope: Envelope) -> Row:
     event = envelope.event
     data = event.fields if event else {}
@@ -308,7 +316,7 @@ def row(envelope: Envelope) -> Row:
         text=str(data.get("text") or "") if kind.startswith("console") else "",
         url=url,
         stack=_stack(data.get("stack_trace")),
-        screenshot=str(data.get("png") or "") if kind == "monitor_screenshot" else "",
+        screenshot=_screenshot(data) if kind == "monitor_screenshot" else "",
         truncated=bool(event.truncated) if event else False,
         json=_pretty(envelope),
     )

@@ -103,10 +103,14 @@ YIELD_EVERY = 256
 class FrameLog:
     """Encoded frames of one broadcast, appended once and read by every viewer from its own position."""
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, max_bytes: int | None = None):
         self.frames: list[bytes] = []
         self.base = 0  # the absolute position of frames[0]
         self.cap = cap
+        # Bytes as well as frames: a frame may be large (a 64 KiB chunk of output renders to some 360 KiB,
+        # a service's event may be 16 MiB), and 10 000 of them were kept whatever their size.
+        self.max_bytes = max_bytes
+        self.size = 0
         self.changed = asyncio.Event()
 
     @property
@@ -115,11 +119,19 @@ class FrameLog:
 
     def append(self, chunk: bytes) -> None:
         self.frames.append(chunk)
-        if len(self.frames) > 2 * self.cap:
+        self.size += len(chunk)
+        too_big = self.max_bytes is not None and self.size > 2 * self.max_bytes
+        if len(self.frames) > 2 * self.cap or too_big:
             # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
-            drop = len(self.frames) - self.cap
+            drop = max(len(self.frames) - self.cap, 0)
+            dropped = sum(len(frame) for frame in self.frames[:drop])
+            if self.max_bytes is not None:
+                while drop < len(self.frames) - 1 and self.size - dropped > self.max_bytes:
+                    dropped += len(self.frames[drop])
+                    drop += 1
             del self.frames[:drop]
             self.base += drop
+            self.size -= dropped
         # Wake everyone waiting; later waits need a fresh (unset) event.
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
@@ -185,7 +197,8 @@ class Broadcast:
 
     def __post_init__(self):
         self.buffer = deque(maxlen=self.hub.buffer_size)
-        self.log = FrameLog(self.hub.max_pending)
+        self.buffer_size = 0  # bytes of the frames in ``buffer``
+        self.log = FrameLog(self.hub.max_pending, self.hub.max_pending_bytes)
 
     # Viewers ---------------------------------------------------------------------------------------
 
@@ -202,6 +215,7 @@ class Broadcast:
             # from now (what happened while nobody watched is history, not a burst of live events).
             if last_event_id is None:
                 self.buffer.clear()
+                self.buffer_size = 0
             self.last_upstream_id = last_event_id if self.channel.resumable else None
             self.task = asyncio.get_running_loop().create_task(self._run())
             log.info("live %s: first viewer, opening the upstream", self.channel.key[0])
@@ -240,7 +254,13 @@ class Broadcast:
 
     def _publish(self, chunk: bytes, seq) -> None:
         if seq is not None:
+            if len(self.buffer) == self.buffer.maxlen:
+                self.buffer_size -= len(self.buffer[0][1])
             self.buffer.append((seq, chunk))
+            self.buffer_size += len(chunk)
+            # The newest frames within ``hub.buffer_bytes`` (the last one always).
+            while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
+                self.buffer_size -= len(self.buffer.popleft()[1])
         self.log.append(chunk)
 
     def _set_status(self, state: str, message: str = "") -> None:
@@ -364,12 +384,16 @@ class Hub:
         *,
         buffer_size: int = 2000,
         max_pending: int = 5000,
+        buffer_bytes: int = 16 * 1024 * 1024,
+        max_pending_bytes: int = 64 * 1024 * 1024,
         linger_seconds: float = 30.0,
         stall_after: float = 30.0,
     ):
         self.broadcasts: dict[Hashable, Broadcast] = {}
         self.buffer_size = buffer_size
         self.max_pending = max_pending
+        self.buffer_bytes = buffer_bytes
+        self.max_pending_bytes = max_pending_bytes
         self.linger_seconds = linger_seconds
         # Twice the upstream's keepalive interval without a byte: the upstream is stalled.
         self.stall_after = stall_after

@@ -11,6 +11,8 @@ from console.live.hub import Channel, Frame, Hub, encode, viewer_stream
 hub = Hub(
     buffer_size=getattr(settings, "LIVE_BUFFER_SIZE", 2000),
     max_pending=getattr(settings, "LIVE_MAX_PENDING", 5000),
+    buffer_bytes=getattr(settings, "LIVE_BUFFER_BYTES", 16 * 1024 * 1024),
+    max_pending_bytes=getattr(settings, "LIVE_MAX_PENDING_BYTES", 64 * 1024 * 1024),
     linger_seconds=getattr(settings, "LIVE_LINGER_SECONDS", 30.0),
     stall_after=2 * getattr(settings, "LIVE_UPSTREAM_KEEPALIVE_SECONDS", 15.0),
 )

@@ -156,9 +156,40 @@ async def _after_fault(fault, response: Response) -> Response:
     return StreamingResponse(cut(), status_code=200, headers=headers)
 
 
+# The largest JSON body read (a session's ``chrome_policy`` may be 5 MiB). The body was read whole, and
+# kept where a field has no bound of its own (a tag's value): 64 MiB of tag was kept, listed and saved.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+def _too_large() -> ApiError:
+    return ApiError(
+        413, "request_too_large", f"the request body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB"
+    )
+
+
+async def _bounded_body(request: Request) -> bytes:
+    """The body, read no further than ``MAX_JSON_BYTES`` (a declared length past it is refused unread)."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > MAX_JSON_BYTES:
+        raise _too_large()
+    cached = getattr(request, "_body", None)  # Starlette's own cache of a body already read
+    if cached is not None:
+        if len(cached) > MAX_JSON_BYTES:
+            raise _too_large()
+        return cached
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_JSON_BYTES:
+            raise _too_large()
+        chunks.append(chunk)
+    request._body = b"".join(chunks)
+    return request._body
+
+
 async def read_json(request: Request) -> dict:
     """The request body as a JSON object; an empty body is an empty object."""
-    raw = await request.body()
+    raw = await _bounded_body(request)
     if not raw.strip():
         return {}
     try:

@@ -44,15 +44,17 @@ def _session(session_id: str, token: str):
 
     if not token:
         return None
+    # Compared as bytes: compare_digest raises on a str holding non-ASCII characters (``?jwt=é`` was a 500).
+    given = token.encode(errors="replace")
     for tenant in registry.tenants.values():
         record = tenant.table(TABLE).get(session_id)
         if record is None:
             continue
         if record["headless"] or not is_active(tenant, record):
             return None
-        if secrets.compare_digest(token, record["_live_token"]):
+        if secrets.compare_digest(given, record["_live_token"].encode()):
             return tenant, record, True
-        if secrets.compare_digest(token, record["_live_view_token"]):
+        if secrets.compare_digest(given, record["_live_view_token"].encode()):
             return tenant, record, False
         return None
     return None

@@ -89,9 +89,14 @@ async def export_chunk(
         )
     has_more = reply.headers.get("x-has-more", "").lower() == "true"
     next_cursor = reply.headers.get("x-next-cursor") or None
-    return Chunk(
-        reply.content, int(reply.headers.get("x-row-count") or 0), has_more and bool(next_cursor), next_cursor
-    )
+    rows = (reply.headers.get("x-row-count") or "0").strip()
+    if not (rows.isascii() and rows.isdigit() and len(rows) <= 15):
+        raise errors.BadResponse(
+            f"the export chunk's row count is not a number ({rows[:20]!r})",
+            status=reply.status,
+            request_id=reply.request_id,
+        )
+    return Chunk(reply.content, int(rows), has_more and bool(next_cursor), next_cursor)
 
 
 async def export(svc: Service, *, start: datetime, end: datetime, **filters) -> AsyncIterator[Chunk]:

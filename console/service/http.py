@@ -613,18 +613,37 @@ async def stream_bytes(
     headers: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> AsyncIterator[tuple[Reply, AsyncIterator[bytes]]]:
-    """``async with stream_bytes(svc, "GET", path) as (reply, chunks):`` for downloads."""
-    response = await _send(svc, method, path, params=params, headers=headers, timeout=timeout, stream=True)
-    reply = Reply(
-        status=response.status_code,
-        headers=response.headers,
-        request_id=response.headers.get("x-request-id"),
-    )
+    """``async with stream_bytes(svc, "GET", path) as (reply, chunks):`` for downloads.
+
+    The console relays these to browsers with the answer's ``Content-Length``: they are asked for
+    uncompressed, since httpx decodes a compressed body and the length would then describe other bytes
+    (a gzip answer went out declaring 4 KiB ahead of 4 MiB). A length that is not plain digits, or comes
+    with a body compressed anyway, is left out of ``reply.headers``; ``chunks`` never yields more than
+    the length it keeps."""
+    asked = {"Accept-Encoding": "identity", **(headers or {})}
+    response = await _send(svc, method, path, params=params, headers=asked, timeout=timeout, stream=True)
+    kept = response.headers.copy()
+    encoding = kept.get("content-encoding", "identity").strip().lower()
+    declared = kept.get("content-length", "").strip()
+    limit = None
+    if encoding in ("", "identity") and declared.isdigit() and len(declared) <= 15:
+        limit = int(declared)
+        kept["content-length"] = str(limit)
+    elif "content-length" in kept:
+        del kept["content-length"]
+    reply = Reply(status=response.status_code, headers=kept, request_id=response.headers.get("x-request-id"))
 
     async def chunks() -> AsyncIterator[bytes]:
+        left = limit
         try:
             async for chunk in response.aiter_bytes():
-                yield chunk
+                if left is not None:
+                    chunk = chunk[:left]
+                    left -= len(chunk)
+                if chunk:
+                    yield chunk
+                if left == 0:
+                    return
         except httpx.TransportError as exc:
             raise errors.StreamDropped(_transport_error(svc, exc, STREAM_TIMEOUT).message) from None
 

@@ -105,6 +105,34 @@ async def test_it_isolates_a_viewer_that_stops_reading(service, tenant):
     assert message_ids(late)[-1] == 60
 
 
+async def test_it_bounds_the_bytes_it_keeps_for_viewers_as_well_as_the_frames(service):
+    """The log and the replay buffer were bounded by frames only (10 000 and 2 000): a process printing
+    ``yes '<'`` renders 64 KiB of output as some 360 KiB of frame, and a hostile service's events may be
+    16 MiB each, so a viewer that does not read (or a stream's history kept for later viewers) held
+    gigabytes in the console. Bounded by bytes too: the sleeper is told it lagged, as with many frames."""
+    hub = Hub()
+    megabyte = "x" * (1024 * 1024)
+    channel = Channel(
+        key=("big frames",),
+        open=service_stream(service, "/_sandbox/test_stream", params={"count": 400, "interval": 0}),
+        render=lambda event: Frame(html=f"<pre>{event.data['n']} {megabyte}</pre>", id=event.id),
+        replay_to_new_viewers=True,
+    )
+    broadcast, reader = hub.subscribe(channel)
+    _, sleeper = hub.subscribe(channel)
+    frames = await read_all(broadcast, reader)
+    assert message_ids(frames)[-1] == 400 and frames[-1]["event"] == "ended"
+    kept = {id(chunk): len(chunk) for chunk in broadcast.log.frames}
+    kept.update({id(chunk): len(chunk) for _, chunk in broadcast.buffer})
+    assert sum(kept.values()) < 200 * 1024 * 1024, f"{sum(kept.values()) // 2**20} MiB kept"
+    assert sum(kept.values()) <= 2 * hub.max_pending_bytes + hub.buffer_bytes
+    late = parse([await sleeper.next_chunk(keepalive=1)])
+    assert sleeper.lagged > 0 and "resync" in [f.get("event") for f in late]
+    # A page opened now gets the newest of the history, within the buffer's bytes.
+    _, newcomer = hub.subscribe(channel)
+    assert sum(map(len, newcomer.private)) <= hub.buffer_bytes + 4096
+
+
 async def test_it_closes_the_upstream_when_the_last_viewer_leaves(service):
     hub = Hub()
     channel, _ = numbered_channel(service, count=100000, interval=0.01)

@@ -86,3 +86,49 @@ async def test_it_is_for_admins_only(viewer_client, operator_client, outsider_cl
 async def test_the_consoles_audit_page_links_to_the_services(admin_client):
     body = (await admin_client.get("/o/acme/audit/")).content.decode()
     assert 'href="/o/acme/audit_logs/"' in body
+
+
+def hostile_export(org, *, row_count: str, timestamp):
+    """A loopback service whose export chunk is checksummed but otherwise what it likes."""
+    import hashlib
+    import http.server
+
+    from tests.listener import serving
+
+    body = (json.dumps({"id": "a1", "timestamp": timestamp}) + "\n").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("X-Content-Sha256", hashlib.sha256(body).hexdigest())
+            self.send_header("X-Row-Count", row_count)
+            self.send_header("X-Has-More", "true")
+            self.send_header("X-Next-Cursor", "c2")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return serving(Handler)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("row_count", "timestamp", "status"),
+    [
+        ("many", "2026-01-01T00:00:00Z", 503),  # a row count that is not a number: a malformed answer
+        ("1", "2026-01-01T00:00:00", 200),  # no time zone: no progress to tell
+        ("1", 1767225600, 200),  # a number, not a timestamp
+    ],
+)
+async def test_it_answers_a_chunk_it_cannot_read_without_a_500(
+    admin_client, org, row_count, timestamp, status
+):
+    """A row count that is not a number (``int()`` raised), a timestamp without a time zone (compared with
+    the window's aware bounds) or not a string (``.replace`` on an int) made the chunk a 500."""
+    with hostile_export(org, row_count=row_count, timestamp=timestamp) as org.service_base_url:
+        await org.asave()
+        response = await admin_client.get(url("export/chunk/"))
+    assert response.status_code == status
+    if status == 200:
+        assert response["X-Progress"] == "0" and response["X-Row-Count"] == row_count

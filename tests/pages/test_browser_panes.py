@@ -5,7 +5,9 @@ import asyncio
 import io
 import json
 import re
+import shlex
 import zipfile
+from urllib.parse import urlencode
 
 import pytest
 
@@ -171,6 +173,29 @@ async def test_it_relays_the_output_live_and_ends_with_the_exit_code(viewer_clie
     assert '<span class="out out--stderr">&lt;err&gt;' in stream
     assert "event: exit" in stream and "Exited with code 3" in stream
     assert "event: ended" in stream
+
+
+# A colour code whose number has 5000 digits: int() refuses more than 4300 (a ValueError, not a colour).
+LONG_CODE = "printf \"\\033[$(head -c 5000 /dev/zero | tr '\\0' 1)mafter\\n\""
+
+
+async def test_it_shows_output_whose_escape_holds_a_number_too_long_to_read(operator_client, tenant, session):
+    """Any output a command prints is the console's to render: a colour code of 5000 digits made the
+    exec pane a 500 and broke the live output's stream (``int()`` past 4300 digits)."""
+    response = await operator_client.post(
+        url(session, "processes/exec/"),
+        {"exec-command": shlex.join(["sh", "-c", LONG_CODE])},
+        headers=hx("exec-pane"),
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "after" in body and "\x1b" not in body and "1111" not in body
+    spawned = tenant.call(
+        "POST", f"/browsers/{session}/process/spawn", json={"command": "sh", "args": ["-c", LONG_CODE]}
+    ).json()
+    stream = await read_stream(operator_client, url(session, f"processes/{spawned['process_id']}/stream/"))
+    assert '<span class="out out--stdout">after' in stream
+    assert "event: exit" in stream and "Exited with code 0" in stream
 
 
 async def test_it_replays_the_output_to_a_viewer_who_opens_the_pane_later(viewer_client, tenant, session):
@@ -522,6 +547,20 @@ async def test_it_runs_a_batch_in_order(operator_client, tenant, session):
     }
     entry = await AuditLog.objects.aget(action="browser.computer.batch")
     assert entry.detail == "move_mouse, click_mouse, press_key"
+
+
+@pytest.mark.parametrize("index", ["²", "1" * 5000])
+async def test_it_ignores_batch_fields_whose_row_number_is_not_one(operator_client, tenant, session, index):
+    """``str.isdigit`` says yes to ``²`` and to 5000 digits, which ``int()`` refuses: a 500, not a form."""
+    data = {"action-0-type": "move_mouse", "action-0-x": "1", "action-0-y": "2", f"action-{index}-type": "x"}
+    response = await operator_client.post(
+        url(session, "computer/batch/"),
+        urlencode(data),  # as a form posts it: multipart would refuse a 5000-character field name itself
+        content_type="application/x-www-form-urlencoded",
+        headers=hx("computer-pane"),
+    )
+    assert response.status_code == 200
+    assert "Ran 1 action in order." in response.content.decode()
 
 
 async def test_it_refuses_a_batch_over_the_limit_and_sends_nothing(operator_client, tenant, session):

@@ -311,3 +311,43 @@ async def test_it_never_serves_an_upstream_page_as_a_page_of_its_own_origin(view
         assert response["Content-Disposition"] == f'{disposition}; filename="rep_octet.mp4"'
         # A replay's pictures stay off a shared disk cache, and nothing says otherwise beside the no-store.
         assert response["Cache-Control"] == "no-store, private"
+
+
+@pytest.mark.parametrize("offsets", ["new", "same"])
+async def test_it_reads_a_bounded_number_of_event_pages_for_the_player(viewer_client, org, tenant, offsets):
+    """The player read the replay's events page after page while the service said there were more: empty
+    pages with ``X-Has-More: true`` (a new offset each time, or the same one again) kept the page loading and
+    the service answering for as long as it liked. It now stops at a repeated offset and after as many
+    pages as its event cap needs."""
+    import httpx
+
+    sid = tenant.call("POST", "/browsers", json={"timeout_seconds": 600}).json()["session_id"]
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.endswith("/replays"):
+                body = b'[{"replay_id": "rep_1", "started_at": "2026-01-01T00:00:00Z",'
+                body += b' "finished_at": "2026-01-01T00:01:00Z"}]'
+                headers = {}
+            elif "/telemetry/events" in self.path:
+                asked.append(self.path)
+                body, headers = b"[]", {"X-Has-More": "true" if len(asked) < 1000 else "false"}
+                headers["X-Next-Offset"] = str(len(asked) if offsets == "new" else 7)
+            else:  # the session itself, from the sandbox
+                auth = {"Authorization": f"Bearer {tenant.api_key}"}
+                upstream = httpx.get(tenant.url + self.path, headers=auth)
+                body, headers = upstream.content, {}
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with serving(Handler) as org.service_base_url:
+        await org.asave()
+        response = await viewer_client.get(f"/o/{org.slug}/browsers/{sid}/replays/rep_1/")
+    assert response.status_code == 200
+    assert len(asked) <= pane.MAX_EVENTS // pane.EVENTS_PAGE + 1, f"{len(asked)} pages asked for"

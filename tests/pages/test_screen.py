@@ -328,3 +328,15 @@ async def test_it_takes_no_input_once_the_session_was_deleted(operator_client, q
     assert (await operator_client.post(url(sid, "control/"), {"action": "take"})).status_code == 409
     assert computer_calls(quiet) == []
     assert not await AuditLog.objects.filter(action="browser.screen.input").aexists()
+
+
+async def test_it_refuses_a_control_token_that_is_not_ascii_as_a_wrong_one(operator_client, quiet):
+    """``secrets.compare_digest`` raises on a str with non-ASCII characters: a token sent as ``é`` (a header
+    read as Latin-1, or the form field) was a 500 for an operator holding control, not a refusal."""
+    sid = create(quiet, name="accents")["session_id"]
+    await take(operator_client, sid)
+    for sent in ({"headers": {"X-Screen-Control": "é"}}, {"data": {"control": "clé"}}):
+        fields = {"kind": "click", "x": 1, "y": 1, **sent.pop("data", {})}
+        response = await operator_client.post(url(sid, "input/"), fields, **sent)
+        assert response.status_code == 409 and "Take control" in response.content.decode()
+    assert computer_calls(quiet) == []

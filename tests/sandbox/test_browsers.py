@@ -81,6 +81,16 @@ def test_it_serves_the_live_view_of_a_headful_session(tenant):
     assert httpx.get(session["browser_live_view_url"].split("?")[0] + "?jwt=wrong").status_code == 404
 
 
+def test_it_refuses_a_live_view_token_that_is_not_ascii_as_a_wrong_one(tenant):
+    """``secrets.compare_digest`` raises on a str with non-ASCII characters: anyone who knew a session id
+    had a 500 (an exception in the sandbox's log) for ``?jwt=é``, not the page every wrong token gets."""
+    session = create(tenant, name="accents", timeout_seconds=LONG)
+    page = session["browser_live_view_url"].split("?")[0]
+    for token in ("é", "\u2603" * 40):
+        response = httpx.get(page, params={"jwt": token})
+        assert response.status_code == 404 and "has ended" in response.text
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -526,6 +526,26 @@ def test_it_records_a_replay_as_a_playable_mp4_of_the_right_duration(real, tmp_p
     assert httpx.get(listed[0]["replay_view_url"].replace("token=", "token=x")).status_code == 404
 
 
+def test_it_ends_a_replays_link_with_its_retention_and_refuses_a_token_that_is_not_ascii(real):
+    """The ``replay_view_url`` page and its video answered for ever (while the sandbox ran): the API said
+    404 past the 30 days' retention, the link did not. A token ``é`` was a 500 (compare_digest raises on
+    non-ASCII text), not the 404 of a wrong one."""
+    sid = create(real)["session_id"]
+    replay_id = real.call("POST", f"/browsers/{sid}/replays", json={}).json()["replay_id"]
+    assert real.call("POST", f"/browsers/{sid}/replays/{replay_id}/stop", timeout=120).status_code == 204
+    link = real.call("GET", f"/browsers/{sid}/replays").json()[0]["replay_view_url"]
+    page, query = link.split("?")
+    assert httpx.get(f"{page}/video?{query}").status_code == 200
+    for token in ("é", "☃" * 32):
+        assert httpx.get(page, params={"token": token}).status_code == 404
+        assert httpx.get(f"{page}/video", params={"token": token}).status_code == 404
+    assert real.call("DELETE", f"/browsers/{sid}", timeout=30).status_code == 204
+    real.advance(31 * 86400)
+    assert real.call("GET", f"/browsers/{sid}/replays/{replay_id}").status_code == 404
+    assert httpx.get(link).status_code == 404
+    assert httpx.get(f"{page}/video?{query}").status_code == 404
+
+
 def test_it_refuses_replays_of_a_simulated_session(tenant):
     session = tenant.call("POST", "/browsers", json={"headless": True}).json()
     response = tenant.call("POST", f"/browsers/{session['session_id']}/replays", json={})

@@ -76,7 +76,7 @@ class Terminal:
         return f'<span class="{" ".join(classes)}">' if classes else ""
 
     def _sgr(self, params: str) -> None:
-        codes = [int(p) if p.isdigit() else 0 for p in params.split(";")] if params else [0]
+        codes = [_code(p) for p in params.split(";")] if params else [0]
         i = 0
         while i < len(codes):
             code = codes[i]
@@ -123,6 +123,14 @@ class Terminal:
                 elif mode == 2:
                     i += 4
             i += 1
+
+
+def _code(param: str) -> int:
+    """One SGR parameter: empty is 0; one too long to be a code (``int()`` refuses more than 4300
+    digits: an escape of 5000 was a ValueError, a 500 or an ended stream) or not a number means nothing."""
+    if not param:
+        return 0
+    return int(param) if param.isdigit() and len(param) <= 6 else -1
 
 
 def _plain(text: str) -> str:

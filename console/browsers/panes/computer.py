@@ -25,6 +25,7 @@ from console.browsers.panes.forms import (
     build_batch,
 )
 from console.service import Conflict, Invalid, NotFound, ServiceError, computer
+from console.web import images
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.render import render
@@ -88,6 +89,13 @@ async def screenshot(request, session_id: str):
         png = await computer.screenshot(request.service, session_id)
     except NotFound:
         raise Http404("No such browser session") from None
+    if not images.showable_png(png):
+        # Not a PNG, or one declaring more pixels than a screen has: a decompression bomb for the browser.
+        return HttpResponse(
+            "The service sent a screenshot that is not a PNG of a screen's size.",
+            status=502,
+            content_type="text/plain; charset=utf-8",
+        )
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import zipfile
 
@@ -15,6 +16,7 @@ MAX_TEXT = 10_000
 MAX_STDIN = 64 * 1024
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
+ROW_NUMBER = re.compile(r"[0-9]{1,4}")
 
 
 def check_path(value: str, *, label: str = "The path") -> str:
@@ -397,7 +399,8 @@ def batch_rows(data, count: int | None = None) -> list[BatchRow]:
     indexes = set()
     for key in data:
         parts = key.split("-")
-        if len(parts) == 3 and parts[0] == "action" and parts[1].isdigit():
+        # ASCII digits, a few: str.isdigit says yes to "²" and to 5000 digits, which int() refuses (a 500).
+        if len(parts) == 3 and parts[0] == "action" and ROW_NUMBER.fullmatch(parts[1]):
             indexes.add(int(parts[1]))
     rows = []
     # Every row, even past the limit: the view refuses an oversized batch rather than cut it silently.

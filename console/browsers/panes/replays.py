@@ -353,7 +353,10 @@ async def _window(request, session_id: str, start: datetime, end: datetime) -> t
     there were more."""
     found: list[telemetry.Envelope] = []
     cursor = None
-    while True:
+    seen: set = set()
+    # As many pages as the cap needs: a service that kept saying "more" with empty pages (or the same
+    # offset again) kept the page loading, and asking, for as long as it liked.
+    for _ in range(MAX_EVENTS // EVENTS_PAGE + 1):
         page = await telemetry.list_events(
             request.service,
             session_id,
@@ -369,6 +372,10 @@ async def _window(request, session_id: str, start: datetime, end: datetime) -> t
             return found[:MAX_EVENTS], True
         if cursor is None:
             return found, False
+        if cursor in seen:
+            return found, True
+        seen.add(cursor)
+    return found[:MAX_EVENTS], True
 
 
 def _marker(row: presenters.Row) -> str:

@@ -329,7 +329,8 @@ async def screen_input(request, session_id: str):
     session = await common.get_session(request, session_id)
     token = await _control(request, session_id)
     sent = request.headers.get("X-Screen-Control") or request.POST.get("control", "")
-    if token is None or not secrets.compare_digest(token, sent):
+    # As bytes: compare_digest raises on a str holding non-ASCII characters (a 500, not a refusal).
+    if token is None or not secrets.compare_digest(token.encode(), sent.encode(errors="replace")):
         return _text("Take control of the screen first (or again: control expires).", 409)
     if session.ended:
         return _text("The session has ended: it cannot be driven any more.", 409)

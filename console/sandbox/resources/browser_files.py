@@ -933,6 +933,14 @@ async def set_file_permissions(request: Request):
 _END = object()
 
 
+@dataclass(eq=False)
+class WatchReader:
+    """One open events stream of a watch, and how many events it has not taken yet."""
+
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    pending: int = 0
+
+
 @dataclass
 class Watch:
     id: str
@@ -941,23 +949,43 @@ class Watch:
     recursive: bool
     snapshot: dict[str, tuple]
     held: deque = field(default_factory=lambda: deque(maxlen=WATCH_HELD))
-    readers: set[asyncio.Queue] = field(default_factory=set)
+    readers: set[WatchReader] = field(default_factory=set)
+    taken: asyncio.Event = field(default_factory=asyncio.Event)  # a reader took an event, or left
     closed: bool = False
     task: asyncio.Task | None = None
 
     def publish(self, event) -> None:
         if self.readers:
-            for queue in list(self.readers):
-                queue.put_nowait(event)
+            for reader in list(self.readers):
+                reader.queue.put_nowait(event)
+                reader.pending += 1
         elif event is not _END:
             self.held.append(event)
+
+    async def room(self) -> None:
+        """Wait until every reader has at most ``WATCH_HELD`` events to take: the poll waits meanwhile,
+        and its next diff covers the wait (as an fsnotify queue that overflowed would), instead of the
+        sandbox keeping every event for a reader that does not read."""
+        while any(reader.pending > WATCH_HELD for reader in self.readers):
+            self.taken.clear()
+            await self.taken.wait()
+
+    async def take(self, reader: WatchReader):
+        event = await reader.queue.get()
+        reader.pending -= 1
+        self.taken.set()
+        return event
+
+    def leave(self, reader: WatchReader) -> None:
+        self.readers.discard(reader)
+        self.taken.set()
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        for queue in list(self.readers):
-            queue.put_nowait(_END)
+        for reader in list(self.readers):
+            reader.queue.put_nowait(_END)
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
 
@@ -1036,6 +1064,7 @@ async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
     try:
         while not watch.closed:
             await asyncio.sleep(WATCH_INTERVAL)
+            await watch.room()
             if not is_active(tenant, record):
                 watch.close()
                 watches_of(record).pop(watch.id, None)
@@ -1093,20 +1122,25 @@ async def watch_events(request: Request):
 
     record = get_session(request, request.path_params["id"])
     watch = _watch(request, record)
-    queue: asyncio.Queue = asyncio.Queue()
-    while watch.held:
-        queue.put_nowait(watch.held.popleft())
-    watch.readers.add(queue)
+    reader = WatchReader()
 
     async def frames():
         try:
+            # Registered when the stream starts, not before: a reader of a response that never ran would
+            # hold the watch's polls back for good.
+            if watch.closed:
+                return
+            while watch.held:
+                reader.queue.put_nowait(watch.held.popleft())
+                reader.pending += 1
+            watch.readers.add(reader)
             while True:
-                event = await queue.get()
+                event = await watch.take(reader)
                 if event is _END:
                     return
                 yield None, event
         finally:
-            watch.readers.discard(queue)
+            watch.leave(reader)
 
     return sse_response(request, frames())
 

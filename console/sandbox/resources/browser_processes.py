@@ -76,6 +76,8 @@ MAX_TIMEOUT = 300.0
 MAX_SPAWN_TIMEOUT = 86_400.0
 OUTPUT_CAP = 1024 * 1024
 HELD_CAP = 1024 * 1024
+# How far (output bytes, base64) a reader of a stream may fall behind before the command is held back.
+READER_CAP = 1024 * 1024
 MAX_RUNNING = 16
 READ_SIZE = 64 * 1024
 SESSION_CHECK = 1.0
@@ -100,6 +102,18 @@ def exec_enabled(tenant: Tenant) -> bool:
     return tenant.settings.get("exec_enabled", True) is not False
 
 
+def _size(item) -> int:
+    return len(item["data_b64"]) if isinstance(item, dict) and "data_b64" in item else 0
+
+
+@dataclass(eq=False)
+class Reader:
+    """One open output stream: what it has not taken yet, and how much of it is output."""
+
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    pending: int = 0
+
+
 @dataclass(eq=False)
 class Proc:
     id: str
@@ -114,7 +128,8 @@ class Proc:
     held_bytes: int = 0
     log: deque = field(default_factory=deque)  # every chunk, for streams opened after the exit
     log_bytes: int = 0
-    readers: set[asyncio.Queue] = field(default_factory=set)
+    readers: set[Reader] = field(default_factory=set)
+    taken: asyncio.Event = field(default_factory=asyncio.Event)  # a reader took an item, or left
     cpu_mark: tuple[float, float] | None = None  # (cpu seconds, monotonic time) of the last status read
     task: asyncio.Task | None = None
 
@@ -133,8 +148,9 @@ class Proc:
             while self.log_bytes > HELD_CAP and len(self.log) > 1:
                 self.log_bytes -= len(self.log.popleft()["data_b64"])
         if self.readers:
-            for queue in list(self.readers):
-                queue.put_nowait(item)
+            for reader in list(self.readers):
+                reader.queue.put_nowait(item)
+                reader.pending += _size(item)
             return
         self.held.append(item)
         if isinstance(item, dict) and "data_b64" in item:
@@ -143,6 +159,25 @@ class Proc:
                 dropped = self.held.popleft()
                 if isinstance(dropped, dict):
                     self.held_bytes -= len(dropped.get("data_b64", ""))
+
+    async def room(self) -> None:
+        """Wait until every reader is within ``READER_CAP`` of the output: the pumps stop reading the
+        command's pipes meanwhile, so a command printing faster than a stream is read waits on its writes
+        (as it would on a pipe) instead of the sandbox keeping what it printed (a reader that never read
+        made the sandbox hold all of it)."""
+        while any(reader.pending > READER_CAP for reader in self.readers):
+            self.taken.clear()
+            await self.taken.wait()
+
+    async def take(self, reader: Reader):
+        item = await reader.queue.get()
+        reader.pending -= _size(item)
+        self.taken.set()
+        return item
+
+    def leave(self, reader: Reader) -> None:
+        self.readers.discard(reader)
+        self.taken.set()
 
     def signal(self, signum: int) -> None:
         if self.process is None or self.exit_code is not None:
@@ -436,6 +471,7 @@ async def _pump(proc: Proc, reader: asyncio.StreamReader, name: str) -> None:
     try:
         while chunk := await reader.read(READ_SIZE):
             proc.publish({"stream": name, "data_b64": base64.b64encode(chunk).decode()})
+            await proc.room()
     except OSError:  # a PTY master reports EIO once the terminal's last writer is gone
         return
 
@@ -480,8 +516,8 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
             with contextlib.suppress(OSError):
                 os.close(proc.tty)
         proc.publish({"event": "exit", "exit_code": proc.exit_code})
-        for queue in list(proc.readers):
-            queue.put_nowait(_END)
+        for reader in list(proc.readers):
+            reader.queue.put_nowait(_END)
 
 
 @endpoint
@@ -659,32 +695,39 @@ async def stream(request: Request):
 
     record = get_session(request, request.path_params["id"])
     proc = _proc(request, record)
-    queue: asyncio.Queue = asyncio.Queue()
-    if proc.running:
-        while proc.held:
-            queue.put_nowait(proc.held.popleft())
-        proc.held_bytes = 0
-        proc.readers.add(queue)
-    else:
-        # Exited: everything it printed (the newest 1 MiB), then the exit event.
-        proc.held.clear()
-        proc.held_bytes = 0
-        for item in proc.log:
-            queue.put_nowait(item)
-        queue.put_nowait({"event": "exit", "exit_code": proc.exit_code})
-        queue.put_nowait(_END)
+    reader = Reader()
+
+    def attach() -> None:
+        # When the stream starts, not before: a reader registered by a response that never ran would
+        # hold the command back for good.
+        if proc.running:
+            while proc.held:
+                item = proc.held.popleft()
+                reader.queue.put_nowait(item)
+                reader.pending += _size(item)
+            proc.held_bytes = 0
+            proc.readers.add(reader)
+        else:
+            # Exited: everything it printed (the newest 1 MiB), then the exit event.
+            proc.held.clear()
+            proc.held_bytes = 0
+            for item in proc.log:
+                reader.queue.put_nowait(item)
+            reader.queue.put_nowait({"event": "exit", "exit_code": proc.exit_code})
+            reader.queue.put_nowait(_END)
 
     async def frames():
         try:
+            attach()
             while True:
-                item = await queue.get()
+                item = await proc.take(reader)
                 if item is _END:
                     return
                 yield None, item
                 if item.get("event") == "exit":
                     return
         finally:
-            proc.readers.discard(queue)
+            proc.leave(reader)
 
     return sse_response(request, frames())
 

@@ -330,12 +330,17 @@ def _video(replay: dict) -> Response:
 
 
 def _by_token(request: Request) -> dict | None:
+    """The replay its ``replay_view_url`` token names, within the retention of its tenant, like the API."""
     replay_id, token = request.path_params["replay_id"], request.query_params.get("token", "")
+    # As bytes: compare_digest raises on a str holding non-ASCII characters (``?token=é`` was a 500).
+    given = token.encode(errors="replace")
     for tenant in registry.tenants.values():
         for record in tenant.table("browsers").values():
             replay = (record.get("_replays") or {}).get(replay_id)
-            if replay is not None and token and secrets.compare_digest(token, replay["token"]):
-                return replay
+            if replay is None or not token or not secrets.compare_digest(given, replay["token"].encode()):
+                continue
+            # The link outlived the replay: past the retention it is gone for the API and the link alike.
+            return replay if tenant.now() - replay["started_at"] <= RETENTION else None
     return None
 
 
