@@ -115,20 +115,7 @@ def max_demo_tenants() -> int:
 
 async def read_control_json(request: Request) -> dict:
     """``read_json`` of a body of at most ``MAX_CONTROL_BODY`` bytes, else 413 before the rest is read."""
-    too_large = ApiError(
-        413, "request_too_large", f"the body of a control request is at most {MAX_CONTROL_BODY} bytes"
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_CONTROL_BODY:
-        raise too_large
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_CONTROL_BODY:
-            raise too_large
-        chunks.append(chunk)
-    request._body = b"".join(chunks)  # what read_json (Request.body) reads
-    return await read_json(request)
+    return await read_json(request, MAX_CONTROL_BODY)
 
 
 async def health(request: Request):

@@ -161,35 +161,35 @@ async def _after_fault(fault, response: Response) -> Response:
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
 
-def _too_large() -> ApiError:
-    return ApiError(
-        413, "request_too_large", f"the request body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB"
-    )
+def _too_large(limit: int) -> ApiError:
+    size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+    return ApiError(413, "request_too_large", f"the request body is larger than {size}")
 
 
-async def _bounded_body(request: Request) -> bytes:
-    """The body, read no further than ``MAX_JSON_BYTES`` (a declared length past it is refused unread)."""
+async def bounded_body(request: Request, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The body, read no further than ``limit`` bytes, else 413 (a declared length past it is refused
+    unread, a body sent in chunks as soon as it passes it)."""
     declared = request.headers.get("content-length", "").strip()
-    if declared.isdigit() and int(declared) > MAX_JSON_BYTES:
-        raise _too_large()
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
     cached = getattr(request, "_body", None)  # Starlette's own cache of a body already read
     if cached is not None:
-        if len(cached) > MAX_JSON_BYTES:
-            raise _too_large()
+        if len(cached) > limit:
+            raise _too_large(limit)
         return cached
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_JSON_BYTES:
-            raise _too_large()
+        if size > limit:
+            raise _too_large(limit)
         chunks.append(chunk)
     request._body = b"".join(chunks)
     return request._body
 
 
-async def read_json(request: Request) -> dict:
-    """The request body as a JSON object; an empty body is an empty object."""
-    raw = await _bounded_body(request)
+async def read_json(request: Request, limit: int = MAX_JSON_BYTES) -> dict:
+    """The request body (at most ``limit`` bytes) as a JSON object; an empty body is an empty object."""
+    raw = await bounded_body(request, limit)
     if not raw.strip():
         return {}
     try:
