@@ -56,7 +56,8 @@ def _session(websocket: WebSocket):
         record = tenant.table(TABLE).get(session_id)
         if record is None:
             continue
-        by_jwt = bool(token) and secrets.compare_digest(token, record["_jwt"])
+        # As bytes: compare_digest raises on a str holding non-ASCII characters (``?jwt=é`` was a 500).
+        by_jwt = bool(token) and secrets.compare_digest(token.encode(), record["_jwt"].encode())
         by_key = scheme.lower() == "bearer" and secrets.compare_digest(
             key_digest(key.strip()), tenant.key_sha256
         )

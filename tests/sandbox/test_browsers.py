@@ -285,3 +285,16 @@ def test_it_seeds_demo_sessions(sandbox_url):
     assert by_name["login-debug"]["deleted_at"]
     assert any(s.get("pool") for s in sessions)
     assert any(s.get("tags") == {"team": "checkout", "env": "prod"} for s in sessions)
+
+
+@pytest.mark.parametrize("token", ["%C3%A9", "wrong"])
+def test_it_refuses_a_cdp_token_that_is_not_the_sessions_even_one_not_in_ascii(tenant, sandbox_url, token):
+    # compare_digest raises on a str holding non-ASCII characters: ``?jwt=é`` was a 500, not a refusal.
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    session = create(tenant)
+    ws = sandbox_url.replace("http://", "ws://", 1)
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"{ws}/_sandbox/cdp/{session['session_id']}?jwt={token}", open_timeout=30).close()
+    assert refused.value.response.status_code == 403
