@@ -35,15 +35,13 @@ def new_session(sandbox_url: str, name: str) -> str:
     return response.json()["session_id"]
 
 
-# True once the upload form headed ``title`` says "Uploading… N% (…)" with 0 < N < 100 and its bar shows N.
-UPLOADING = """title => {
-    const forms = [...document.querySelectorAll("form")];
-    const form = forms.find(f => f.querySelector("h3")?.textContent === title);
-    if (!form) return false;
-    const bar = form.querySelector("[data-upload-bar]");
-    const status = form.querySelector("[data-upload-status]").textContent;
-    const said = /^Uploading… ([1-9]|[1-9][0-9])% \\(/.exec(status);
-    return Boolean(said) && !bar.hidden && bar.value === Number(said[1]);
+# True once the status (the first selector) says "Uploading… N% (…)" with 0 < N < 100 and the bar (the second)
+# shows N: both read in one step in the page, while the throttled upload runs. Read one after the other, the
+# upload could end between the two reads (the bar at 100, or the form replaced by the answer).
+UPLOADING = """([status, bar]) => {
+    const said = /^Uploading… ([1-9]|[1-9][0-9])% \\(/.exec(document.querySelector(status)?.textContent);
+    const progress = document.querySelector(bar);
+    return Boolean(said) && !progress.hidden && progress.value === Number(said[1]);
 }"""
 
 
@@ -126,9 +124,8 @@ def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(
     form.get_by_role("button", name="Upload and extract").click()
 
     expect(form.locator("[data-upload-bar]")).to_be_visible()
-    # The status and the bar read together, in the page, while the throttled upload runs: read one after
-    # the other, the upload could end between the two reads (the bar at 100, or the pane replaced).
-    page.wait_for_function(UPLOADING, arg="Upload a zip and extract it")
+    zipped = 'form[action$="/files/upload-zip/"]'
+    page.wait_for_function(UPLOADING, arg=[f"{zipped} [data-upload-status]", f"{zipped} [data-upload-bar]"])
 
     listing = page.locator("#files-pane")
     expect(listing.locator(".path-crumbs")).to_contain_text("unpacked", timeout=30_000)
