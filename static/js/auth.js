@@ -1,5 +1,6 @@
 // The login flow page: the expiry countdown, the polling fallback that stands down while the live
-// stream is connected, and focus on the first input of each new step. No values are read or kept.
+// stream is connected, a step already shown left as it is, and focus on the first input of each new step.
+// No values are read or kept.
 (function () {
   "use strict";
 
@@ -44,6 +45,23 @@
     var input = root && root.querySelector && root.querySelector("#auth-flow-step input:not([type=hidden]):not([disabled])");
     if (input && !root.closest("fieldset[disabled]")) { input.focus(); }
   }
+
+  // The step the page already shows (drawn with the page, or brought by the answer to the operator's
+  // submit before the stream brought it) is not swapped in again when the stream brings it: that would
+  // empty the fields the operator is filling. A step is known by its pause key (status, step, interaction,
+  // site error), in the form's hidden "pause" field.
+  function pauseKey(root) {
+    var input = root && root.querySelector('#auth-flow-step input[name="pause"]');
+    return input ? input.value : "";
+  }
+  document.addEventListener("htmx:sseBeforeMessage", function (event) {
+    var sink = event.target;
+    if (!sink || sink.id !== "auth-flow-sink" || !event.detail || typeof event.detail.data !== "string") return;
+    var shown = pauseKey(sink);
+    if (!shown) return;
+    var fresh = new DOMParser().parseFromString(event.detail.data, "text/html");
+    if (pauseKey(fresh) === shown) event.preventDefault();
+  });
 
   document.addEventListener("htmx:sseMessage", function (event) {
     focusFirstInput(document.getElementById("auth-flow-sink"));

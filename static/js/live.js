@@ -7,6 +7,8 @@
 // - a row whose content changed, or a new row, is highlighted briefly (a class: the CSP allows no styles);
 // - the rest of the list (pager, summaries) is replaced when it differs; the table head is kept.
 // Filters, sorting and paging stay as they are: the URL carries them, and console.js sorts again on htmx:load.
+// An action's answer that says the list changed (HX-Trigger, data-live-refresh-on) refreshes it at once; a
+// poll then on its way may carry the list from before the action, so its answer is dropped for a new one.
 // A poll never runs while the tab is hidden; the Pause button stops it until Resume. A poll answered with the
 // login page, 401 or 403 (access ended: console.js) or 404 stops for good and says so, as do all the page's
 // lists once any part of the page learnt that access ended.
@@ -224,9 +226,15 @@
     }
   }
 
-  function poll(list) {
+  // ``asked``: something changed the list here (refreshOn). A poll already on its way may have been answered
+  // before that change: its answer is then dropped, and the list asked again as soon as it is in.
+  function poll(list, asked) {
     var root = document.getElementById(list.id);
-    if (!root || list.ended || list.inFlight || root.classList.contains("deferred-loading")) return;
+    if (!root || list.ended || root.classList.contains("deferred-loading")) return;
+    if (list.inFlight) {
+      if (asked) list.again = true;
+      return;
+    }
     var url = currentUrl(list.note);
     list.inFlight = true;
     list.lastAttempt = Date.now();
@@ -246,7 +254,7 @@
         return response.text();
       })
       .then(function (html) {
-        if (html === null) return;
+        if (html === null || list.again) return;
         // The operator changed filters or pages meanwhile: what they asked for wins.
         if (document.getElementById(list.id) !== root || currentUrl(list.note) !== url) return;
         var doc = new DOMParser().parseFromString(html, "text/html");
@@ -272,6 +280,10 @@
       })
       .then(function () {
         list.inFlight = false;
+        if (list.again) {
+          list.again = false;
+          poll(list);
+        }
         describe(list);
       });
   }
@@ -303,6 +315,7 @@
         error: "",
         ended: "",
         inFlight: false,
+        again: false,
       };
       note.liveList = list;
       note.hidden = false;
@@ -332,7 +345,7 @@
   function refreshOn(event) {
     lists.forEach(function (list) {
       var names = (list.note.dataset.liveRefreshOn || "").split(/\s+/);
-      if (names.indexOf(event.type) >= 0 && !list.paused && !list.ended) poll(list);
+      if (names.indexOf(event.type) >= 0 && !list.paused && !list.ended) poll(list, true);
     });
   }
   var listening = {};

@@ -1,6 +1,7 @@
 """The login flow in Chromium: an MFA login from "Start login" to success, every step arriving through
 the live relay (or its polling fallback), with the typed values nowhere in the page afterwards."""
 
+import re
 import uuid
 
 import httpx
@@ -87,3 +88,42 @@ def test_it_shows_the_site_error_next_to_a_rejected_password(console_server, san
     expect(page.get_by_label("Password")).to_have_value("")
     expect(page.get_by_label("Password")).to_have_attribute("aria-invalid", "true")
     assert PASSWORD not in page.content()
+
+
+def test_it_keeps_what_the_operator_typed_when_the_stream_brings_the_step_shown(
+    console_server, sandbox_url, browser_page
+):
+    # The page (or the answer to the operator's submit) can show a step before the live stream brings it:
+    # the stream's copy of that same step must not replace the form being filled (it emptied the fields).
+    page = browser_page
+    log_in(page, console_server)
+    connection_id = new_connection(sandbox_url, "plain.example.com")
+    headers = {"Authorization": "Bearer sandbox-demo-key"}
+    started = httpx.post(f"{sandbox_url}/auth/connections/{connection_id}/login", json={}, headers=headers)
+    started.raise_for_status()
+    for _ in range(100):  # discovery ends after a moment
+        record = httpx.get(f"{sandbox_url}/auth/connections/{connection_id}", headers=headers).json()
+        if record["flow_step"] == "AWAITING_INPUT":
+            break
+        page.wait_for_timeout(100)
+    assert record["flow_step"] == "AWAITING_INPUT"
+
+    held = []
+    events = re.compile(rf"/auth/{connection_id}/events/")
+    page.route(events, lambda route: held.append(route))
+    page.goto(f"{console_server}/o/demo/auth/{connection_id}/flow/")
+    page.get_by_label("Email or username").fill("ops@acme.example")
+    page.evaluate(
+        """() => { window.__stateMessages = 0;
+        document.addEventListener("htmx:sseBeforeMessage", () => { window.__stateMessages += 1; }); }"""
+    )
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the page did not open its stream"
+    held[0].continue_()  # the stream opens now, and brings the flow's state: the step shown
+    page.wait_for_function("() => window.__stateMessages >= 1", timeout=15_000)
+    expect(page.locator("#auth-flow-live-status .live-status")).to_have_attribute("data-state", "live")
+    expect(page.get_by_label("Email or username")).to_have_value("ops@acme.example")
+    page.unroute(events)

@@ -25,8 +25,14 @@ PHONE = {"width": 400, "height": 800}
 
 
 def demo_call(sandbox_url: str, method: str, path: str, body: dict | None = None):
+    # Generous: on the real-browser sandbox (replay_path) a call launches Chromium or runs ffmpeg, which on
+    # a loaded 2-core machine takes longer than httpx's default 5 s.
     response = httpx.request(
-        method, f"{sandbox_url}{path}", json=body, headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"}
+        method,
+        f"{sandbox_url}{path}",
+        json=body,
+        headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"},
+        timeout=60,
     )
     response.raise_for_status()
     return response.json() if response.content else None
@@ -271,7 +277,13 @@ def test_it_gives_the_selection_boxes_a_finger_size_on_a_phone(console_server, n
     page = new_page(PHONE)
     log_in(page, console_server)
     page.goto(f"{console_server}/o/{ORG}/browsers/")
-    box = page.locator('tbody input[form="sessions-bulk"]').first
-    expect(box).to_be_visible()
-    size = box.bounding_box()
+    expect(page.locator('tbody input[form="sessions-bulk"]').first).to_be_visible()
+    # Measured in one step in the page: the live list's 5 s poll replaces a row whose uptime moved, and a
+    # box resolved before that swap and measured after it is detached (no box).
+    size = page.evaluate(
+        """() => {
+            const r = document.querySelector('tbody input[form="sessions-bulk"]').getBoundingClientRect();
+            return {width: r.width, height: r.height};
+        }"""
+    )
     assert size["width"] >= 24 and size["height"] >= 24, size

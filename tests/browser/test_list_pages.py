@@ -6,7 +6,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_overview import fault, watch_errors
+from tests.browser.test_overview import HeldPart, fault, watch_errors
 from tests.browser.test_pools import call, log_in
 
 pytestmark = pytest.mark.browser
@@ -19,6 +19,7 @@ def test_it_shows_the_frame_first_and_the_rows_after(console_server, sandbox_url
     name = f"frame-{secrets.token_hex(3)}"
     proxy = call(sandbox_url, "POST", "/proxies", {"type": "isp", "name": name})
     fault(sandbox_url, method="GET", path="^/proxies$", latency_ms=3000, count=1)
+    part = HeldPart(page, "proxies-table")
 
     page.goto(f"{console_server}/o/demo/proxies/")
     expect(page.locator("#proxies-table.deferred-loading")).to_contain_text("Loading")
@@ -26,8 +27,9 @@ def test_it_shows_the_frame_first_and_the_rows_after(console_server, sandbox_url
     expect(page.locator("#proxy-search")).to_be_visible()
     expect(page.get_by_role("link", name="New proxy")).to_be_visible()
     expect(page.get_by_role("link", name=name)).to_have_count(0)
+    part.release()
 
-    expect(page.get_by_role("link", name=name)).to_be_visible(timeout=10_000)
+    expect(page.get_by_role("link", name=name)).to_be_visible(timeout=15_000)
     expect(page.locator("#proxies-table.deferred-loading")).to_have_count(0)
     page.locator("#proxy-search").fill("no-such-proxy-anywhere")
     expect(page.locator("#proxies-table")).to_contain_text("No proxy matches", timeout=10_000)

@@ -181,3 +181,57 @@ def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(console_serve
         call(sandbox_url, "DELETE", "/_sandbox/faults", None)
     expect(label).to_contain_text("Live · updated", timeout=15_000)
     expect(label).to_have_attribute("data-state", "live")
+
+
+def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_way(
+    console_server, sandbox_url, browser_page
+):
+    # The list polls every 5 s. A poll answered by the console before a bulk delete, and delivered after the
+    # delete's answer asked the list to refresh, carries the rows as they were: the list must not keep
+    # them (the refresh used to be dropped while a poll was in flight, and the deleted rows stayed until
+    # the next poll). The period is made an hour once that poll is sent, so no later poll can mend it.
+    page = browser_page
+    errors = watch_errors(page)
+    prefix = f"stale-{secrets.token_hex(3)}"
+    sids = [
+        call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-{i}", "timeout_seconds": 3600})[
+            "session_id"
+        ]
+        for i in range(2)
+    ]
+    log_in(page, console_server)
+    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    for sid in sids:
+        expect(page.locator(f"#session-row-{sid}")).to_be_visible()
+
+    held = []
+
+    def hold(route):
+        if route.request.headers.get("hx-target") == "browsers-table" and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    polls = re.compile(r"/o/demo/browsers/\?q=")
+    page.route(polls, hold)
+    for _ in range(150):  # the next poll, held
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the list did not poll"
+    page.evaluate("document.getElementById('browsers-table-live').liveList.every = 3600 * 1000")
+    stale = held[0].fetch()  # answered now, before the delete: both rows
+
+    page.get_by_label("Select every active session on this page").check()
+    expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("2 selected")
+    page.get_by_role("button", name="Delete selected…").click()
+    panel = page.locator("#sessions-bulk-delete")
+    panel.get_by_role("button", name="Delete 2 sessions").click()
+    expect(panel).to_contain_text("Deleted 2 of 2 sessions")
+    for sid in sids:
+        expect(page.locator(f"#session-row-{sid}")).to_have_count(1)  # until the list is asked again
+    held[0].fulfill(response=stale)  # the poll's answer comes after the delete's
+    for sid in sids:
+        expect(page.locator(f"#session-row-{sid}")).to_have_count(0, timeout=10_000)
+    page.unroute(polls)
+    assert errors == []

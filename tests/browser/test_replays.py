@@ -186,8 +186,11 @@ def test_it_lets_the_operators_stop_win_over_a_refresh_in_flight(real_console, s
     while not held["POST"] and time.monotonic() < deadline + 10:
         page.wait_for_timeout(100)
     assert held["POST"], "the stop was not sent"
-    held["GET"][0].continue_()  # the refresh answers first, with the pane as it was (recording)
-    page.wait_for_timeout(500)
+    refresh = held["GET"][0]
+    # The refresh answers first, with the pane as it was (recording): its answer is in before the stop goes
+    # on (a fixed pause was not enough when the console took long to render it on a loaded machine).
+    with page.expect_event("requestfinished", lambda request: request == refresh.request, timeout=30_000):
+        refresh.continue_()
     held["POST"][0].continue_()
     expect(page.locator("#flash")).to_contain_text("stopped and kept", timeout=15_000)
     expect(pane.get_by_role("button", name="Stop recording")).to_have_count(0)
