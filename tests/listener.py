@@ -1,7 +1,9 @@
 """Tiny HTTP servers on loopback: one that records what reaches it (a stand-in for an attacker's listener),
-and ``serving`` for a test's own hostile or scripted service."""
+``serving`` for a test's own hostile or scripted service, and ``console_on_thread`` for the console itself
+under uvicorn in the test's process (so the test's settings apply to it)."""
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,3 +54,29 @@ def listening() -> Iterator[Listener]:
 
     with serving(Handler) as listener.url:
         yield listener
+
+
+@contextmanager
+def console_on_thread() -> Iterator[str]:
+    """The console's ASGI application under uvicorn on a free loopback port, in a thread of the test's own
+    process (its URL); stopped after. The test's ``settings`` fixture changes apply to it."""
+    import uvicorn
+
+    from tests.sandbox_fixtures import free_port
+
+    port = free_port()
+    config = uvicorn.Config(
+        "console.asgi:application", host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the console did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

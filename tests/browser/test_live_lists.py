@@ -78,16 +78,18 @@ def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
     assert errors == []
 
 
+def named_sessions(sandbox_url: str, prefix: str, count: int) -> list[str]:
+    """The ids of ``count`` new sessions named ``<prefix>-<i>``, kept for an hour (a list filtered by the
+    prefix shows them alone)."""
+    bodies = [{"name": f"{prefix}-{i}", "timeout_seconds": 3600} for i in range(count)]
+    return [call(sandbox_url, "POST", "/browsers", body)["session_id"] for body in bodies]
+
+
 def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_url, browser_page):
     page = browser_page
     errors = watch_errors(page)
     prefix = f"bulk-{secrets.token_hex(3)}"
-    sids = [
-        call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-{i}", "timeout_seconds": 3600})[
-            "session_id"
-        ]
-        for i in range(3)
-    ]
+    sids = named_sessions(sandbox_url, prefix, 3)
     log_in(page, console_server)
     page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
     loads = []
@@ -193,12 +195,7 @@ def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_
     page = browser_page
     errors = watch_errors(page)
     prefix = f"stale-{secrets.token_hex(3)}"
-    sids = [
-        call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-{i}", "timeout_seconds": 3600})[
-            "session_id"
-        ]
-        for i in range(2)
-    ]
+    sids = named_sessions(sandbox_url, prefix, 2)
     log_in(page, console_server)
     page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
     for sid in sids:

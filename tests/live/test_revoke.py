@@ -11,12 +11,9 @@ import asyncio
 import contextlib
 import json
 import socket
-import threading
-import time
 
 import httpx
 import pytest
-import uvicorn
 from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.contrib.sessions.models import Session
@@ -24,7 +21,8 @@ from django.contrib.sessions.models import Session
 from console.accounts.models import Membership, Role
 from console.live.guard import ACCESS_ENDED, Access
 from tests.conftest import make_client
-from tests.sandbox_fixtures import create_session, free_port
+from tests.listener import console_on_thread
+from tests.sandbox_fixtures import create_session
 
 WAIT = 60  # seconds: a bound against hanging, never a measurement
 LIVE = b'data-state="live"'  # the upstream is open: telemetry sent from now on reaches the stream
@@ -34,20 +32,8 @@ LIVE = b'data-state="live"'  # the upstream is open: telemetry sent from now on 
 def console_url(transactional_db, settings):
     settings.STREAM_RECHECK_SECONDS = 0.2
     settings.LIVE_KEEPALIVE_SECONDS = 0.5
-    port = free_port()
-    config = uvicorn.Config(
-        "console.asgi:application", host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the console did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with console_on_thread() as url:
+        yield url
 
 
 def signed_in(user) -> dict:
