@@ -519,7 +519,13 @@ async def save_download(record: dict, name: str, source: str, moment: float) -> 
     parts = _parts(raw)
     if len(parts) != 4:  # a name holding "/" or only dots is no name of a file in Downloads
         raise invalid("not a file name", path="a download's name")
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    # Playwright's file is in the browser's downloads directory, which the browser's user writes: opened
+    # from the directory above it, never through a link, and only as a regular file (a FIFO planted
+    # there must not block the event loop on its open).
+    where = Path(source)
+    fd = rooted.open_regular(where.parent.parent, (where.parent.name, where.name))
+    if fd is None:
+        raise invalid("not a regular file", path="a download's file")
     with os.fdopen(fd, "rb") as data:
 
         async def chunks():
