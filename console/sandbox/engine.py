@@ -656,7 +656,8 @@ class Engine:
                 await self._playwright.stop()
             self._playwright = None
         if self._root is not None and not self._root_kept:
-            shutil.rmtree(self._root, ignore_errors=True)
+            # It holds the browsers' user's directories (the shared downloads): never followed in.
+            rooted.remove_beneath(self._root.parent, self._root.name)
 
     # Processes --------------------------------------------------------------------------------------
 

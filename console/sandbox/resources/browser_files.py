@@ -54,7 +54,6 @@ import errno
 import os
 import re
 import secrets
-import shutil
 import stat
 import tempfile
 import time
@@ -114,7 +113,7 @@ def temp_root() -> Path:
         else:
             _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
             _temporary = True
-            atexit.register(shutil.rmtree, _temp_root, True)
+            atexit.register(rooted.remove_beneath, _temp_root.parent, _temp_root.name)
         if confine.identity() is not None:
             _temp_root.chmod(0o711)  # the commands' identity reaches its session directory, lists nothing
     return _temp_root
@@ -125,7 +124,8 @@ def remove_temporary() -> None:
     with ``SANDBOX_STATE`` they stay beside the state file)."""
     global _temp_root, _temporary
     if _temp_root is not None and _temporary:
-        shutil.rmtree(_temp_root, ignore_errors=True)
+        # The commands wrote in it: removed by descriptor, never through a link or a FIFO of theirs.
+        rooted.remove_beneath(_temp_root.parent, _temp_root.name)
         _temp_root, _temporary = None, False
 
 
