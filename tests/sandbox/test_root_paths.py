@@ -9,6 +9,7 @@ nor block on a FIFO planted in its place.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -18,9 +19,12 @@ import time
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 from console.sandbox import engine, rooted
+from console.sandbox.errors import ApiError
+from console.sandbox.resources import browser_files
 from tests.sandbox.test_chromium import create, pixel
 from tests.sandbox_fixtures import new_tenant, start_sandbox, stop_sandbox, temporary_folder
 
@@ -134,6 +138,46 @@ def test_it_opens_only_regular_files_below_a_directory_without_links(tmp_path, o
     assert rooted.read_regular(tmp_path, ("downloads", "missing"), 100) is None
 
 
+def save_download_of(source: Path) -> list:
+    """``save_download`` of ``source`` on a thread (a FIFO blocking its open is released and fails the
+    test), and what it raised."""
+    outcome: list = []
+
+    def run() -> None:
+        record = {"session_id": "ses-rootpaths-" + str(time.monotonic_ns())}
+        try:
+            asyncio.run(browser_files.save_download(record, "report.csv", str(source), 0.0))
+        except ApiError as exc:
+            outcome.append(exc.status)
+        else:
+            outcome.append("saved")
+
+    saver = threading.Thread(target=run)
+    saver.start()
+    saver.join(timeout=20)
+    if saver.is_alive():
+        with open(source, "w") as writer:
+            writer.write("released")
+        saver.join()
+        outcome.append("blocked")
+    return outcome
+
+
+def test_it_never_blocks_on_a_fifo_or_follows_a_link_in_place_of_a_download(tmp_path, outside):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    os.mkfifo(downloads / "guid-1")
+    assert save_download_of(downloads / "guid-1") == [400]
+    (outside / "guid-2").write_text("root's")
+    (downloads / "guid-2").symlink_to(outside / "guid-2")
+    assert save_download_of(downloads / "guid-2") == [400]
+    # The downloads folder itself made a link: not followed either.
+    (tmp_path / "linked").symlink_to(outside)
+    assert save_download_of(tmp_path / "linked" / "guid-2") == [400]
+    (downloads / "guid-3").write_text("a,b\n")
+    assert save_download_of(downloads / "guid-3") == ["saved"]
+
+
 # A real browser, woken after the browser's user changed its directory ------------------------------
 
 
@@ -201,6 +245,8 @@ def remove(path: Path) -> None:
 @pytest.mark.chromium
 def test_it_never_unpacks_extensions_or_removes_a_port_file_through_the_browsers_links(idle_sandbox, outside):
     tenant, tmp = idle_sandbox
+    status = httpx.get(tenant.url + "/").json()["browsers"]
+    assert status["confinement"] == "bubblewrap, as an unprivileged user"
     uploaded = tenant.call(
         "POST", "/extensions", files={"file": ("paint.zip", extension_zip())}, data={"name": "paint"}
     )
@@ -211,6 +257,9 @@ def test_it_never_unpacks_extensions_or_removes_a_port_file_through_the_browsers
     assert painted(tenant, sid)
     (root,) = tmp.glob("sandbox-browsers-*")
     (directory,) = root.glob("browser-*")
+    # The browser's user owns the session's directory (the jail gave it): it can plant anything in it.
+    assert directory.stat().st_uid != os.getuid()
+    assert (directory / "profile").stat().st_uid == directory.stat().st_uid
 
     # Unpacked by root where the browser reads and cannot write: root's own, nothing writable by others.
     unpacked = root / "extensions" / sid / extension_id
