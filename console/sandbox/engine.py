@@ -1007,7 +1007,7 @@ def _unpack_readable(content: bytes, home: Path, name: str) -> None:
         for folder, _dirs, files in os.walk(staging):
             os.chmod(folder, 0o755)  # noqa: S103 - the browser (another user) reads it
             for entry in files:
-                os.chmod(os.path.join(folder, entry), 0o644, follow_symlinks=False)
+                os.chmod(os.path.join(folder, entry), 0o644)  # a zip makes no links
         os.rename(staging, home / name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
