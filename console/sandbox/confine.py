@@ -189,6 +189,7 @@ def browser_jail(
     *,
     writable: list[Path],
     owner: str,
+    readable: list[Path] = (),
     policy: Path | None = None,
     display: str | None = None,
     authority: Path | None = None,
@@ -197,16 +198,18 @@ def browser_jail(
     """How ``browser_jail.py`` starts one Chromium process: bwrap's command line (new user, PID, IPC,
     UTS and cgroup namespaces, the host's network shared with the browser so it reaches the sandbox's
     loopback proxy, nothing of the host but the system, a generated ``/etc``, the ``writable``
-    directories and, for a headful browser, its X display's socket and the Xauthority file holding that
-    display's cookie, read-only), the user to run it as and, with a ``policy`` directory, that directory
-    as Chromium's managed policies. With a ``network`` (``Network``) the browser runs in that namespace
-    instead of the host's."""
+    directories, the ``readable`` ones read-only and, for a headful browser, its X display's socket
+    and the Xauthority file holding that display's cookie, read-only), the user to run it as and, with
+    a ``policy`` directory, that directory as Chromium's managed policies. With a ``network``
+    (``Network``) the browser runs in that namespace instead of the host's."""
     ids = identity()
     binds = ((str(policy), POLICY_DIR),) if policy is not None else ()
     args = [bwrap(), "--unshare-all", "--share-net", "--unshare-user", "--die-with-parent"]
     args += ["--cap-drop", "ALL", "--hostname", "sandbox"]
     args += [*_system_binds(BROWSER_ETC, binds), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     after = ["--dir", "/tmp/home"]
+    for path in readable:  # root's own directories the browser reads (unpacked extensions)
+        after += ["--ro-bind", str(path), str(path)]
     environment = {
         "HOME": "/tmp/home",
         "PATH": PATH,

@@ -62,6 +62,7 @@ import io
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -72,7 +73,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.sandbox import confine
+from console.sandbox import confine, rooted
 from console.sandbox.errors import ApiError
 from console.sandbox.state import Tenant, new_id
 
@@ -105,6 +106,10 @@ NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
 # Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
 # the window is the viewport plus that UI, so its page area is the session's viewport.
 UI_ALLOWANCE = 200
+# The browser's ``DevToolsActivePort`` (its profile, which the browser's user writes): read as no more
+# than this, and used only when it is the port and path Chromium writes, nothing else of it kept or shown.
+DEVTOOLS_PORT_LIMIT = 256
+DEVTOOLS_PORT = re.compile(rb"\A([0-9]{1,5})\n(/devtools/browser/[A-Za-z0-9-]{1,64})\n?\Z")
 
 
 def _number(name: str, default: float) -> float:
@@ -614,10 +619,13 @@ class Engine:
             await self._close_context(live)
             live.state = "closed"
             live.storage = None
+            # The session's directory is the browser user's: removed from root's side, never through
+            # a link planted in it (``rooted.remove_tree``), off the event loop.
             if live.directory is not None:
-                shutil.rmtree(live.directory, ignore_errors=True)
+                await asyncio.to_thread(rooted.remove_beneath, live.directory.parent, live.directory.name)
             if self._root is not None:
-                shutil.rmtree(self._root / "policies" / live.session_id, ignore_errors=True)
+                for kind in ("policies", "extensions"):
+                    await asyncio.to_thread(rooted.remove_beneath, self._root / kind, live.session_id)
 
     def discard(self, record: dict) -> None:
         """``close`` from synchronous code (a session ending on a state read)."""
@@ -648,7 +656,8 @@ class Engine:
                 await self._playwright.stop()
             self._playwright = None
         if self._root is not None and not self._root_kept:
-            shutil.rmtree(self._root, ignore_errors=True)
+            # It holds the browsers' user's directories (the shared downloads): never followed in.
+            rooted.remove_beneath(self._root.parent, self._root.name)
 
     # Processes --------------------------------------------------------------------------------------
 
@@ -707,8 +716,7 @@ class Engine:
         playwright = await self._driver()
         live.directory = live.directory or Path(tempfile.mkdtemp(prefix="browser-", dir=self.root()))
         profile = live.directory / "profile"
-        active = profile / "DevToolsActivePort"
-        active.unlink(missing_ok=True)
+        forget_devtools_port(live.directory)
         args = [*self._flags(live), "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
         record = live.record
         headful = self.headful(record)
@@ -723,6 +731,7 @@ class Engine:
                 live.display = await Display.start({**size, "height": size["height"] + UI_ALLOWANCE})
                 args += ["--window-position=0,0", self._window_size(size)]
         extensions = self._unpack_extensions(live)
+        readable = [self._extensions_home(live)] if extensions else []
         if extensions:
             joined = ",".join(str(path) for path in extensions)
             args += [f"--disable-extensions-except={joined}", f"--load-extension={joined}"]
@@ -735,6 +744,7 @@ class Engine:
             **self._launch_options(
                 [live.directory],
                 live.directory / "downloads",
+                readable=readable,
                 headless=not headful,
                 policy=self._policy(live),
                 display=live.display,
@@ -745,11 +755,9 @@ class Engine:
         if live.storage:
             await context.set_storage_state(live.storage)
         for _ in range(100):
-            if active.exists():
-                lines = active.read_text().split()
-                if len(lines) >= 2:
-                    live.cdp_endpoint = f"ws://127.0.0.1:{lines[0]}{lines[1]}"
-                    break
+            live.cdp_endpoint = devtools_endpoint(live.directory)
+            if live.cdp_endpoint is not None:
+                break
             await asyncio.sleep(0.05)
         return context
 
@@ -758,6 +766,7 @@ class Engine:
         writable: list[Path],
         downloads: Path,
         *,
+        readable: list[Path] = (),
         headless: bool = True,
         policy: Path | None = None,
         display: Display | None = None,
@@ -777,6 +786,7 @@ class Engine:
         jail = confine.browser_jail(
             chromium_path(),
             writable=[*writable, downloads],
+            readable=list(readable),
             owner=self.owner,
             policy=policy,
             display=display.name if display else None,
@@ -843,8 +853,20 @@ class Engine:
             wrapper.chmod(0o755)
         return wrapper
 
+    def _extensions_home(self, live: Live) -> Path:
+        """Where the session's extensions are unpacked: ``extensions/<session>`` in the engine's root,
+        root's own and out of the session's directory (which the browser's user owns, and could turn
+        into a link to anywhere before root unpacked in it again at the next wake). The jailed browser
+        sees it read-only (``confine.browser_jail``'s ``readable``) and passes through, never lists it."""
+        home = self.root() / "extensions" / live.session_id
+        for folder in (home.parent, home):
+            folder.mkdir(mode=0o711, exist_ok=True)
+            folder.chmod(0o711)
+        return home
+
     def _unpack_extensions(self, live: Live) -> list[Path]:
-        """The session's extensions, unpacked from their uploaded zips (checked at upload)."""
+        """The session's extensions, unpacked from their uploaded zips (checked at upload), by root into
+        root's own directories the browser reads and cannot write (``_extensions_home``)."""
         from console.sandbox.resources import extensions
 
         folders = []
@@ -853,15 +875,15 @@ class Engine:
             stored = table.get(ref.get("id") or "")
             if stored is None:
                 continue
-            target = live.directory / "extensions" / stored["id"]
-            if not target.exists():
+            home = self._extensions_home(live)
+            target = home / stored["id"]
+            if not target.is_dir():
                 try:  # bounded at upload; an archive stored by an older sandbox is checked here
                     extensions.validate_archive(stored["_content"])
                 except extensions.BadArchive as exc:
                     log.warning("extension %s not unpacked: %s", stored["id"], exc)
                     continue
-                with zipfile.ZipFile(io.BytesIO(stored["_content"])) as archive:
-                    archive.extractall(target)
+                _unpack_readable(stored["_content"], home, stored["id"])
             manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)
             if manifest is not None:
                 folders.append(manifest.parent)
@@ -975,6 +997,56 @@ class Engine:
         task.add_done_callback(self._tasks.discard)
 
 
+def _unpack_readable(content: bytes, home: Path, name: str) -> None:
+    """Unpack the zip ``content`` as ``home/name``: whole or not at all (a temporary directory renamed),
+    every directory 0755 and file 0644 (readable by the browser's user, writable by root alone)."""
+    staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=home))
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            archive.extractall(staging)
+        for folder, _dirs, files in os.walk(staging):
+            os.chmod(folder, 0o755)  # noqa: S103 - the browser (another user) reads it
+            for entry in files:
+                os.chmod(os.path.join(folder, entry), 0o644)  # a zip makes no links
+        os.rename(staging, home / name)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def forget_devtools_port(directory: Path) -> None:
+    """Remove the previous run's ``profile/DevToolsActivePort`` from the session's ``directory``: by
+    descriptor, so a ``profile`` the browser's user turned into a link removes nothing elsewhere."""
+    try:
+        top = rooted.open_top(directory)
+    except OSError:
+        return
+    try:
+        profile = rooted.descend(top, ["profile"], links_error=rooted.NotADir)
+    except (OSError, rooted.NotADir):
+        return
+    finally:
+        os.close(top)
+    try:
+        os.unlink("DevToolsActivePort", dir_fd=profile)
+    except OSError:
+        pass
+    finally:
+        os.close(profile)
+
+
+def devtools_endpoint(directory: Path) -> str | None:
+    """The browser-level CDP websocket its ``DevToolsActivePort`` names, when that file (in ``profile``
+    of the session's ``directory``) is a regular file holding a port and Chromium's path alone: read
+    without following a link, without blocking on a FIFO, at most ``DEVTOOLS_PORT_LIMIT`` bytes. Nothing
+    of a file that is not that is returned or logged."""
+    content = rooted.read_regular(directory, ("profile", "DevToolsActivePort"), DEVTOOLS_PORT_LIMIT)
+    match = DEVTOOLS_PORT.match(content or b"")
+    if match is None or not 0 < int(match[1]) < 65536:
+        return None
+    return f"ws://127.0.0.1:{int(match[1])}{match[2].decode('ascii')}"
+
+
 def _profile_of(tenant: Tenant, record: dict) -> dict | None:
     ref = record.get("profile") or {}
     return tenant.table("profiles").get(ref.get("id") or "")
@@ -1041,7 +1113,7 @@ class Display:
         try:
             return await cls._start(size, authority)
         except BaseException:
-            shutil.rmtree(authority.parent, ignore_errors=True)
+            rooted.remove_beneath(authority.parent.parent, authority.parent.name)
             raise
 
     @classmethod
@@ -1119,7 +1191,8 @@ class Display:
                     await self.process.wait()
                     self._remove_leftovers()
         finally:
-            shutil.rmtree(self.authority.parent, ignore_errors=True)
+            # The folder is the display user's (``_new_authority``): nothing planted in it is followed.
+            rooted.remove_beneath(self.authority.parent.parent, self.authority.parent.name)
 
     def _remove_leftovers(self) -> None:
         """A killed Xvfb leaves its socket and lock files behind: removed, if they are still this server's."""

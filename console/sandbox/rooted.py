@@ -260,3 +260,69 @@ def remove_tree(top: int, name: str) -> None:
         finally:
             os.close(parent)
     raise OSError(errno.EBUSY, "the tree keeps changing", name)
+
+
+def open_regular(directory, parts) -> int | None:
+    """A read-only descriptor of the regular file ``directory/parts…`` (the caller closes it), or None
+    when it is missing, or is not a regular file, or a symlink stands anywhere below ``directory``.
+
+    For root reading a file the browser's user writes (``DevToolsActivePort``, a finished download): the
+    walk never follows a link, and ``O_NONBLOCK`` makes a FIFO or a device planted there fail the
+    ``fstat`` check instead of blocking the open (and the event loop that made it)."""
+    *folders, name = parts
+    try:
+        top = open_top(directory)
+    except OSError:
+        return None
+    try:
+        parent = descend(top, folders, links_error=NotADir)
+    except (OSError, NotADir):
+        return None
+    finally:
+        os.close(top)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return None
+    finally:
+        os.close(parent)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_regular(directory, parts, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``directory/parts…`` (``open_regular``), or None."""
+    fd = open_regular(directory, parts)
+    if fd is None:
+        return None
+    try:
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def remove_beneath(directory, name: str) -> None:
+    """``remove_tree`` of ``directory/name`` (``directory`` trusted: root's own), quietly: what is left
+    because it kept changing stays (never through a link)."""
+    try:
+        top = open_top(directory)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
+            remove_tree(top, name)
+        else:  # a link (or a file) planted in its place goes as itself
+            os.unlink(name, dir_fd=top)
+    except (OSError, NotADir):
+        pass
+    finally:
+        os.close(top)

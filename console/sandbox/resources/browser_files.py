@@ -54,7 +54,6 @@ import errno
 import os
 import re
 import secrets
-import shutil
 import stat
 import tempfile
 import time
@@ -114,7 +113,7 @@ def temp_root() -> Path:
         else:
             _temp_root = Path(tempfile.mkdtemp(prefix="sandbox-fs-")).resolve()
             _temporary = True
-            atexit.register(shutil.rmtree, _temp_root, True)
+            atexit.register(rooted.remove_beneath, _temp_root.parent, _temp_root.name)
         if confine.identity() is not None:
             _temp_root.chmod(0o711)  # the commands' identity reaches its session directory, lists nothing
     return _temp_root
@@ -125,7 +124,8 @@ def remove_temporary() -> None:
     with ``SANDBOX_STATE`` they stay beside the state file)."""
     global _temp_root, _temporary
     if _temp_root is not None and _temporary:
-        shutil.rmtree(_temp_root, ignore_errors=True)
+        # The commands wrote in it: removed by descriptor, never through a link or a FIFO of theirs.
+        rooted.remove_beneath(_temp_root.parent, _temp_root.name)
         _temp_root, _temporary = None, False
 
 
@@ -519,7 +519,13 @@ async def save_download(record: dict, name: str, source: str, moment: float) -> 
     parts = _parts(raw)
     if len(parts) != 4:  # a name holding "/" or only dots is no name of a file in Downloads
         raise invalid("not a file name", path="a download's name")
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    # Playwright's file is in the browser's downloads directory, which the browser's user writes: opened
+    # from the directory above it, never through a link, and only as a regular file (a FIFO planted
+    # there must not block the event loop on its open).
+    where = Path(source)
+    fd = rooted.open_regular(where.parent.parent, (where.parent.name, where.name))
+    if fd is None:
+        raise invalid("not a regular file", path="a download's file")
     with os.fdopen(fd, "rb") as data:
 
         async def chunks():
