@@ -1107,6 +1107,10 @@ class Display:
         binary = Display.binary()
         if not os.access(binary, os.X_OK):
             return f"no Xvfb at {binary} (make run installs Debian's xvfb)"
+        try:
+            confine.helper_identity()
+        except LookupError as exc:  # never as root nor as the browsers' user
+            return f"{exc}; Xvfb is never run as root nor as the browsers' user"
         return None
 
     @classmethod

@@ -18,9 +18,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import httpx
 import pytest
 
-from console.sandbox import confine, rooted
+from console.sandbox import confine, engine, rooted
 from console.sandbox.errors import ApiError
 from console.sandbox.resources import browser_replays
 
@@ -151,3 +152,31 @@ def test_it_never_copies_out_a_link_or_a_fifo_ffmpeg_left_in_place_of_its_video(
     (work / "replay.mp4").write_bytes(b"video")
     assert browser_replays._copy_out(replay_directory, output) is True
     assert output.read_bytes() == b"video" and not output.is_symlink()
+
+
+def test_it_says_which_user_the_helpers_run_as(sandbox_url):
+    helpers = httpx.get(sandbox_url + "/").json()["browsers"]["helpers"]
+    if os.geteuid() == 0:
+        uid, gid = confine.helper_identity()
+        assert helpers == f"uid {uid}, gid {gid}, no groups, no capabilities"
+    else:
+        assert helpers == "the sandbox's own user (the sandbox is not root)"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root sandbox changes the helpers' identity")
+@pytest.mark.parametrize("value", ["0", "root", "nobody", "65534"])
+def test_it_refuses_root_or_the_browsers_user_as_the_helpers(monkeypatch, value):
+    monkeypatch.setenv("SANDBOX_EXEC_USER", "nobody")
+    monkeypatch.setenv("SANDBOX_HELPER_USER", value)
+    confine.identity.cache_clear()
+    confine.helper_identity.cache_clear()
+    try:
+        with pytest.raises(LookupError):
+            confine.helper_identity()
+        assert confine.helper_user().startswith("none: SANDBOX_HELPER_USER=")
+        assert "never run as root" in engine.Display.unavailable()
+    finally:
+        monkeypatch.undo()
+        confine.identity.cache_clear()
+        confine.helper_identity.cache_clear()
+    assert confine.helper_identity()[0] not in (0, confine.identity()[0])

@@ -162,7 +162,10 @@ class Recorder:
         lines.append(f"file '{self.frames[-1][1].name}'")
         listing = self.directory / "frames.txt"
         listing.write_text("\n".join(lines) + "\n")
-        helper = confine.helper_identity()
+        try:
+            helper = confine.helper_identity()
+        except LookupError as exc:  # never as root nor as the browsers' user
+            raise ApiError(503, "replay_encoding_failed", f"the replay could not be encoded: {exc}") from None
         if helper is not None:  # the frames' folder: root's and the helper's group's (no one else's)
             os.chown(self.directory, -1, helper[1], follow_symlinks=False)
             self.directory.chmod(0o750)
