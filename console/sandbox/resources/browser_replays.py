@@ -107,7 +107,6 @@ class Recorder:
         self.started = time.monotonic()
         self.stopped: float | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.encoder: asyncio.subprocess.Process | None = None  # ffmpeg, while it encodes
 
     async def start(self) -> None:
         page = self.live.page
@@ -188,7 +187,6 @@ class Recorder:
             stderr=asyncio.subprocess.PIPE,
             env={"PATH": confine.PATH, "LANG": "C.UTF-8"},
         )
-        self.encoder = process  # while it runs (tests read its identity)
         try:
             async with asyncio.timeout(ENCODE_TIMEOUT):
                 errors = await _tail(process.stderr, STDERR_KEPT)
@@ -198,8 +196,6 @@ class Recorder:
             await process.wait()
             rooted.remove_beneath(self.directory, ENCODING)
             raise ApiError(503, "replay_encoding_failed", "encoding the replay took too long") from None
-        finally:
-            self.encoder = None
         try:
             if process.returncode != 0:
                 raise ApiError(
@@ -223,7 +219,7 @@ STDERR_KEPT = 4096  # the end of what ffmpeg says: the rest is read and dropped
 
 
 async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
-    """The last ``limit`` bytes of ``stream``, read to its end (never more than twice that in memory)."""
+    """The last ``limit`` bytes of ``stream``, read to its end (at most that and one chunk in memory)."""
     kept = b""
     while chunk := await stream.read(65536):
         kept = (kept + chunk)[-limit:]
