@@ -63,8 +63,9 @@ test: install-dev system-packages lint
 # (as root or with passwordless sudo). bubblewrap confines the commands the sandbox's browser sessions run;
 # Debian's Chromium runs those sessions and the browser tests (Playwright's own browser download cannot
 # work here); ffmpeg encodes the sessions' replays; Xvfb is the display of headful sessions' windows.
+# setpriv (util-linux) runs Xvfb and ffmpeg as SANDBOX_HELPER_USER when the sandbox is root.
 RUN_PACKAGES := bubblewrap=/usr/bin/bwrap chromium=/usr/bin/chromium fonts-liberation=/usr/share/fonts/truetype/liberation \
-	ffmpeg=/usr/bin/ffmpeg xvfb=/usr/bin/Xvfb
+	ffmpeg=/usr/bin/ffmpeg xvfb=/usr/bin/Xvfb util-linux=/usr/bin/setpriv
 # PostgreSQL's binaries serve the second test run (the tests start and remove their own cluster).
 PACKAGES ?= $(RUN_PACKAGES) postgresql=/usr/lib/postgresql/*/bin/initdb
 system-packages:

@@ -93,6 +93,92 @@ def identity() -> tuple[int, int] | None:
     return uid, gid
 
 
+# The uid the sandbox's helper programs run as when it is root (``helper_identity``): a fixed uid no user
+# of a Debian system has (65534 is ``nobody``, the commands' and browsers' default), no passwd entry needed.
+DEFAULT_HELPER_USER = "65533"
+
+
+@cache
+def helper_identity() -> tuple[int, int] | None:
+    """(uid, gid) the helpers a browser feeds (Xvfb, ffmpeg) run as when the sandbox is root; None when it
+    cannot change identity (they then run as the sandbox does).
+
+    Neither root (an X server or a video decoder reached by a hostile browser would be root on the host)
+    nor the browsers' and commands' own ``identity``: a process of the browsers' uid could signal,
+    ptrace or read the memory of a helper of that uid it can see, and its files (Xvfb's lock file,
+    socket, cookie) would be the browser's to replace. The jails' PID namespaces hide host processes
+    from what runs inside them, but not from a process of that uid that escaped its jail, nor from
+    bwrap and the jail's wrapper, which run on the host as that user."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("SANDBOX_HELPER_USER", DEFAULT_HELPER_USER).strip() or DEFAULT_HELPER_USER
+    try:
+        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    except (KeyError, ValueError):
+        uid = gid = int(name) if name.isdigit() else -1
+    if uid <= 0 or gid <= 0:
+        raise LookupError(f"SANDBOX_HELPER_USER={name!r} is not an unprivileged user of this machine")
+    if uid == identity()[0]:
+        raise LookupError(f"SANDBOX_HELPER_USER={name!r} is the browsers' own user (SANDBOX_EXEC_USER)")
+    return uid, gid
+
+
+def helper_user() -> str:
+    """Who the helpers run as, for ``GET /`` of the sandbox."""
+    try:
+        ids = helper_identity()
+    except LookupError as exc:
+        return f"none: {exc}"
+    if ids is None:
+        return "the sandbox's own user (the sandbox is not root)"
+    return f"uid {ids[0]}, gid {ids[1]}, no groups, no capabilities"
+
+
+def drop_to_helper(*, pdeathsig: bool = True, no_new_privs: bool = False) -> list[str]:
+    """``setpriv``'s command line (up to its ``--``) that runs a helper as ``helper_identity``: its uid
+    and gid, no supplementary groups, no inheritable or ambient capabilities; killed with the sandbox
+    (``pdeathsig``). A sandbox that is not root keeps its identity (there is nothing to drop)."""
+    args = ["setpriv"]
+    if pdeathsig:
+        args += ["--pdeathsig", "KILL"]
+    ids = helper_identity()
+    if ids is not None:
+        args += [f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups", "--inh-caps=-all"]
+        args.append("--ambient-caps=-all")
+    if no_new_privs:
+        args.append("--no-new-privs")
+    return [*args, "--"]
+
+
+def helper_command(argv: list[str], *, readable: list[Path], writable: list[Path]) -> list[str]:
+    """The command line running a helper program (``argv``) as ``helper_identity`` and, where bubblewrap
+    confines (``unavailable``), in a jail: new user, PID, IPC, UTS, cgroup and network namespaces (no
+    network at all), no capabilities, of the host only the system, a generated ``/etc``, a private
+    ``/tmp``, the ``readable`` paths read-only and the ``writable`` ones read-write, from the first
+    writable one. Without bubblewrap, it is at least unprivileged."""
+    drop = drop_to_helper()
+    if unavailable() is not None:
+        return [*drop, *argv]
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+    args += ["--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in readable:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in writable:
+        args += ["--bind", str(path), str(path)]
+    args += ["--clearenv", "--setenv", "PATH", PATH, "--setenv", "LANG", "C.UTF-8"]
+    chdir = str(writable[0]) if writable else "/"
+    return [*drop, *args, "--chdir", chdir, "--", *argv]
+
+
+def own_helper(path: Path) -> None:
+    """Give a path the helpers' identity (by itself, never following a link)."""
+    ids = helper_identity()
+    if ids is not None:
+        os.lchown(path, *ids)
+
+
 def own(path: Path) -> None:
     """Give a path the commands' identity (a root sandbox writes the session's files as root)."""
     ids = identity()

@@ -212,6 +212,8 @@ class Engine:
             if (problem := confine.unavailable())
             else "bubblewrap, as an unprivileged user",
             "display": f"none: {Display.unavailable()}" if Display.unavailable() else "Xvfb",
+            # Who the programs a browser feeds run as (Xvfb, the replays' ffmpeg): docs/security.md.
+            "helpers": confine.helper_user(),
             "cdp_port": self.cdp_port(),
         }
 
@@ -1069,17 +1071,18 @@ def _size(record: dict) -> dict:
 
 
 class Display:
-    """An Xvfb server for one headful browser process, as the commands' user: of the viewport's size for a
-    kiosk window, taller by ``UI_ALLOWANCE`` for a window with the browser's UI.
+    """An Xvfb server for one headful browser process, as the helpers' user (``confine.helper_identity``:
+    neither root nor the browsers' user): of the viewport's size for a kiosk window, taller by
+    ``UI_ALLOWANCE`` for a window with the browser's UI.
 
     Every display has an X authentication cookie of its own (MIT-MAGIC-COOKIE-1, 16 random bytes): Xvfb
-    starts with ``-auth`` on an Xauthority file holding it (0600, owned by the user Xvfb runs as, in a
-    private 0700 directory removed when the display stops), and only the browser it serves is given that
-    file (``XAUTHORITY``, bound read-only into its jail). A client without the cookie is refused. The
-    display listens on its socket file alone (``/tmp/.X11-unix/X<n>``, which only its browser's jail
-    binds): no TCP, and no abstract socket, which every process of the host's network namespace could
-    reach. Its number is chosen by the sandbox (``_free_displays``, from ``FIRST_DISPLAY``) and held by
-    Xvfb's lock file."""
+    starts with ``-auth`` on its own copy of an Xauthority file holding it (0600, owned by the user Xvfb
+    runs as), and only the browser it serves is given the other copy (0600, its user's; ``XAUTHORITY``,
+    bound read-only into its jail), both in a private directory removed when the display stops. A client
+    without the cookie is refused. The display listens on its socket file alone (``/tmp/.X11-unix/X<n>``,
+    which only its browser's jail binds): no TCP, and no abstract socket, which every process of the
+    host's network namespace could reach. Its number is chosen by the sandbox (``_free_displays``, from
+    ``FIRST_DISPLAY``) and held by Xvfb's lock file."""
 
     _starting: set[int] = set()  # display numbers this process is starting a server on
 
@@ -1104,6 +1107,10 @@ class Display:
         binary = Display.binary()
         if not os.access(binary, os.X_OK):
             return f"no Xvfb at {binary} (make run installs Debian's xvfb)"
+        try:
+            confine.helper_identity()
+        except LookupError as exc:  # never as root nor as the browsers' user
+            return f"{exc}; Xvfb is never run as root nor as the browsers' user"
         return None
 
     @classmethod
@@ -1142,17 +1149,17 @@ class Display:
         """Xvfb on display ``number`` once it accepts connections; why not, if another server has it."""
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
         screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
-        # setpriv: killed with the sandbox, even if the sandbox itself is killed.
+        # setpriv: killed with the sandbox, even if the sandbox itself is killed; a root sandbox's Xvfb
+        # runs as the helpers' user (``confine.helper_identity``: neither root nor the browsers' user,
+        # whose X11 it parses), without groups, capabilities or a way to gain any. setpriv execs Xvfb:
+        # the process's id is the one Xvfb writes in its lock file.
         process = await asyncio.create_subprocess_exec(
-            "setpriv",
-            "--pdeathsig",
-            "KILL",
-            "--",
+            *confine.drop_to_helper(no_new_privs=True),
             cls.binary(),
             f":{number}",
             *("-screen", "0", screen, "-noreset"),
-            # Only clients holding the display's cookie are accepted.
-            *("-auth", str(authority)),
+            # Only clients holding the display's cookie are accepted (the server's own copy of it).
+            *("-auth", str(server_authority(authority))),
             # The socket file only: neither TCP nor the abstract socket (@/tmp/.X11-unix/X<n>), which
             # every process of the host's network namespace could reach (the shared browsers' jails
             # share it). A jail sees only its own display's socket file (docs/security.md).
@@ -1161,7 +1168,6 @@ class Display:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
             env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
-            **confine.popen_options(),
         )
         try:
             async with asyncio.timeout(LAUNCH_TIMEOUT):
@@ -1233,18 +1239,27 @@ def xauthority_entry(cookie: bytes, number: str = "") -> bytes:
     )
 
 
+def server_authority(authority: Path) -> Path:
+    """The X server's copy of the display's Xauthority file (beside the browser's, ``_new_authority``)."""
+    return authority.with_name("Xauthority-server")
+
+
 def _new_authority() -> Path:
-    """A new display's Xauthority file with a fresh random cookie, in a private directory of its own:
-    both owned by the user Xvfb and the browsers run as (``confine.own``), the file 0600, the directory
-    0700."""
+    """A new display's Xauthority file with a fresh random cookie, in a private directory of its own
+    (root's, 0711: each user reaches its own file in it, nobody lists it): the browsers' copy
+    (``Xauthority``, which the browser's jail binds) owned by their user (``confine.own``) and the
+    server's (``server_authority``) by Xvfb's (``confine.own_helper``), both 0600. When the sandbox is not
+    root, both are its own."""
     folder = Path(tempfile.mkdtemp(prefix="sandbox-xauth-"))
     try:
         authority = folder / "Xauthority"
-        fd = os.open(authority, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(xauthority_entry(secrets.token_bytes(16)))
-        confine.own(authority)
-        confine.own(folder)
+        entry = xauthority_entry(secrets.token_bytes(16))
+        for path, give in ((authority, confine.own), (server_authority(authority), confine.own_helper)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(entry)
+            give(path)
+        folder.chmod(0o711)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -1287,10 +1302,14 @@ def _free_displays(starting: set[int], tries: int = 64):
 
 
 def _lock_owner(number: int) -> int | None:
-    """The process id in display ``number``'s lock file (the server holding it), if there is one."""
+    """The process id in display ``number``'s lock file (the server holding it), if there is one.
+
+    The file is the X server's (the helpers' user's, ``confine.helper_identity``): read by descriptor, a
+    regular file only, never through a link and never blocking on a FIFO, at most 64 bytes."""
+    data = rooted.read_regular("/tmp", [f".X{number}-lock"], 64)
     try:
-        return int(Path(f"/tmp/.X{number}-lock").read_text().strip())
-    except (OSError, ValueError):
+        return int(data.decode("ascii").strip()) if data is not None else None
+    except (UnicodeDecodeError, ValueError):
         return None
 
 

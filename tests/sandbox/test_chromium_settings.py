@@ -342,6 +342,14 @@ def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_s
         cookie = cookie_of(authority)
         info = authority.stat()
         assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o600, uids(xvfb)[0])
+        # The browser's copy of the cookie beside it is the browser's user's; a root sandbox's Xvfb runs
+        # as neither root nor that user (SANDBOX_HELPER_USER).
+        copy = authority.with_name("Xauthority")
+        assert cookie_of(copy) == cookie and stat.S_IMODE(copy.stat().st_mode) == 0o600
+        browser_uids = {uids(pid)[0] for pid in browser_processes(owner)}
+        assert copy.stat().st_uid in browser_uids
+        if os.geteuid() == 0:
+            assert uids(xvfb) == [uids(xvfb)[0]] * 4 and uids(xvfb)[0] not in {0, *browser_uids}
         (address,) = x_sockets([xvfb])
         assert x11_setup(str(address)) == 0
         assert x11_setup(str(address), b"MIT-MAGIC-COOKIE-1", secrets.token_bytes(16)) == 0

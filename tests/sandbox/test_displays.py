@@ -134,11 +134,19 @@ async def test_it_refuses_a_client_without_the_displays_cookie(monkeypatch):
     try:
         cookie = cookie_of(first.authority)
         assert len(cookie) == 16 and cookie != cookie_of(second.authority)
-        # The file is the Xvfb user's alone, in a directory of its own.
-        for path, mode in ((first.authority, 0o600), (first.authority.parent, 0o700)):
+        # Xvfb's copy is its user's alone, the browser's copy the browser's user's, in a directory of
+        # the sandbox's own that nobody else lists.
+        server = engine.server_authority(first.authority)
+        assert cookie_of(server) == cookie
+        browser_uid = (confine.identity() or (os.getuid(),))[0]
+        for path, mode, owner in (
+            (server, 0o600, uid_of(first.process.pid)),
+            (first.authority, 0o600, browser_uid),
+            (first.authority.parent, 0o711, os.getuid()),
+        ):
             info = path.lstat()
             assert stat.S_IMODE(info.st_mode) == mode, path
-            assert info.st_uid == uid_of(first.process.pid), path
+            assert info.st_uid == owner, path
         address = f"/tmp/.X11-unix/X{first.name.lstrip(':')}"
         assert x11_setup(address) == 0  # no authorization at all
         assert x11_setup(address, b"MIT-MAGIC-COOKIE-1", cookie_of(second.authority)) == 0
@@ -149,6 +157,62 @@ async def test_it_refuses_a_client_without_the_displays_cookie(monkeypatch):
         await first.stop()
         await second.stop()
     assert [folder for folder in folders if folder.exists()] == []  # the cookies go with their displays
+
+
+def status_of(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
+async def test_it_runs_xvfb_as_the_helpers_user_without_groups_or_capabilities(monkeypatch):
+    """A root sandbox's Xvfb (which parses what a jailed browser sends it) runs neither as root nor as
+    the browsers' user: as ``SANDBOX_HELPER_USER``, without groups or capabilities, killed with its
+    parent; its files are that user's, and another user (a browser's) still connects with the cookie."""
+    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
+    display = await engine.Display.start({"width": 64, "height": 48})
+    try:
+        status = status_of(display.process.pid)
+        assert status["Name"] == "Xvfb"
+        helper = confine.helper_identity()
+        if helper is None:  # a sandbox that is not root has nothing to drop
+            assert status["Uid"].split() == [str(os.getuid())] * 4
+            return
+        assert status["Uid"].split() == [str(helper[0])] * 4
+        assert status["Gid"].split() == [str(helper[1])] * 4
+        assert helper[0] not in (0, confine.identity()[0])
+        assert status["Groups"] == ""
+        for capabilities in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+            assert int(status[capabilities], 16) == 0, capabilities
+        assert status["NoNewPrivs"] == "1"
+        number = display.name.lstrip(":")
+        for path in (display.socket_file, Path(f"/tmp/.X{number}-lock")):
+            assert path.lstat().st_uid == helper[0], path
+        # The browsers' user (another uid, without the helper's group) connects with its copy of the cookie.
+        cookie = cookie_of(display.authority)
+        browser_uid, browser_gid = confine.identity()
+        probe = (
+            "import socket,struct,sys\n"
+            "c=bytes.fromhex(sys.argv[2]);s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+            "s.sendall(struct.pack('<BxHHHHxx',108,11,0,18,16)+b'MIT-MAGIC-COOKIE-1\\0\\0'+c)\n"
+            "print(s.recv(1)[0])\n"
+        )
+        process = await asyncio.create_subprocess_exec(
+            "setpriv",
+            f"--reuid={browser_uid}",
+            f"--regid={browser_gid}",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            probe,
+            str(display.socket_file),
+            cookie.hex(),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await process.communicate()
+        assert out.strip() == b"1"
+    finally:
+        await display.stop()
 
 
 async def test_it_listens_on_its_socket_file_and_never_on_tcp_nor_an_abstract_socket(monkeypatch):
@@ -240,7 +304,7 @@ async def test_it_takes_a_number_a_killed_server_left_its_files_on(monkeypatch):
     left = Path(f"/tmp/.X11-unix/X{number}")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(left))  # the file stays when the socket closes; nothing listens on it
-    if (ids := confine.identity()) is not None:
+    if (ids := confine.helper_identity()) is not None:
         for path in (lock, left):  # as Xvfb's user left them (/tmp is sticky: only their owner removes them)
             os.chown(path, *ids)
     try:

@@ -32,6 +32,7 @@ import asyncio
 import base64
 import contextlib
 import html
+import os
 import secrets
 import shutil
 import time
@@ -42,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
-from console.sandbox import engine
+from console.sandbox import confine, engine, rooted
 from console.sandbox.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, read_json
 from console.sandbox.state import Tenant, new_id, registry, rfc3339
@@ -147,6 +148,11 @@ class Recorder:
         return await self._encode()
 
     async def _encode(self) -> Path:
+        """The MP4 of the frames, made by ffmpeg as the helpers' user (``confine.helper_command``: not
+        root, not the browsers' user; jailed without network where bubblewrap confines), which decodes
+        JPEG the page's browser sent. It reads the frames and the listing read-only and writes in
+        ``encoding/`` (its own) alone; the sandbox then copies the video out by descriptor, a regular
+        file only (``rooted.open_regular``), and removes that directory without following a link."""
         # The concat demuxer holds each frame until the next one; the last one until the stop.
         lines = []
         ends = [at for at, _ in self.frames[1:]] + [self.stopped]
@@ -155,49 +161,93 @@ class Recorder:
         lines.append(f"file '{self.frames[-1][1].name}'")
         listing = self.directory / "frames.txt"
         listing.write_text("\n".join(lines) + "\n")
-        output = self.directory / "replay.mp4"
+        try:
+            helper = confine.helper_identity()
+        except LookupError as exc:  # never as root nor as the browsers' user
+            raise ApiError(503, "replay_encoding_failed", f"the replay could not be encoded: {exc}") from None
+        if helper is not None:  # the frames' folder: root's and the helper's group's (no one else's)
+            os.chown(self.directory, -1, helper[1], follow_symlinks=False)
+            self.directory.chmod(0o750)
+        rooted.remove_beneath(self.directory, ENCODING)  # an earlier attempt's
+        work = self.directory / ENCODING
+        work.mkdir(mode=0o700)
+        confine.own_helper(work)
+        argv = [
+            shutil.which(FFMPEG) or FFMPEG,
+            *("-hide_banner", "-nostdin", "-loglevel", "error", "-y"),
+            *("-f", "concat", "-safe", "0", "-i", str(listing)),
+            *("-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p", "-r", str(self.framerate)),
+            *("-c:v", "libx264", "-preset", "veryfast", "-movflags", "+faststart"),
+            str(work / "replay.mp4"),
+        ]
         process = await asyncio.create_subprocess_exec(
-            FFMPEG,
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
-            "-f",
-            "concat",
-            "-safe",
-            "0",
-            "-i",
-            str(listing),
-            "-vf",
-            "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p",
-            "-r",
-            str(self.framerate),
-            "-c:v",
-            "libx264",
-            "-preset",
-            "veryfast",
-            "-movflags",
-            "+faststart",
-            str(output),
+            *confine.helper_command(argv, readable=[self.directory], writable=[work]),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            env={"PATH": confine.PATH, "LANG": "C.UTF-8"},
         )
         try:
             async with asyncio.timeout(ENCODE_TIMEOUT):
-                _, errors = await process.communicate()
+                errors = await _tail(process.stderr, STDERR_KEPT)
+                await process.wait()
         except TimeoutError:
             process.kill()
+            await process.wait()
+            rooted.remove_beneath(self.directory, ENCODING)
             raise ApiError(503, "replay_encoding_failed", "encoding the replay took too long") from None
-        if process.returncode != 0:
-            raise ApiError(
-                503,
-                "replay_encoding_failed",
-                "the replay could not be encoded",
-                inner_error={"code": "ffmpeg", "message": errors.decode(errors="replace")[-200:]},
-            )
+        try:
+            if process.returncode != 0:
+                raise ApiError(
+                    503,
+                    "replay_encoding_failed",
+                    "the replay could not be encoded",
+                    inner_error={"code": "ffmpeg", "message": _printable(errors)[-200:]},
+                )
+            output = self.directory / "replay.mp4"
+            if not _copy_out(self.directory, output):
+                raise ApiError(503, "replay_encoding_failed", "the replay could not be encoded")
+        finally:
+            rooted.remove_beneath(self.directory, ENCODING)
         for _, path in self.frames:
             path.unlink(missing_ok=True)
         return output
+
+
+ENCODING = "encoding"  # ffmpeg's own folder in a replay's directory, writable by it alone
+STDERR_KEPT = 4096  # the end of what ffmpeg says: the rest is read and dropped
+
+
+async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
+    """The last ``limit`` bytes of ``stream``, read to its end (at most that and one chunk in memory)."""
+    kept = b""
+    while chunk := await stream.read(65536):
+        kept = (kept + chunk)[-limit:]
+    return kept
+
+
+def _printable(data: bytes) -> str:
+    """ffmpeg's message, as text without control characters (it may quote what the frames held)."""
+    text = data.decode(errors="replace")
+    return "".join(c if c.isprintable() or c == "\n" else "\N{REPLACEMENT CHARACTER}" for c in text).strip()
+
+
+def _copy_out(directory: Path, output: Path) -> bool:
+    """Copy ffmpeg's video (``encoding/replay.mp4``, a file of the helpers' user) to ``output`` (root's
+    own, replaced if there): opened by descriptor, no link followed, a regular file only."""
+    source = rooted.open_regular(directory, [ENCODING, "replay.mp4"])
+    if source is None:
+        return False
+    try:
+        output.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(output, flags, 0o644), "wb") as target, os.fdopen(source, "rb") as handle:
+            source = None
+            shutil.copyfileobj(handle, target, 1 << 20)
+    finally:
+        if source is not None:
+            os.close(source)
+    return True
 
 
 async def finish(tenant: Tenant, record: dict, replay: dict) -> None:
