@@ -85,7 +85,8 @@ async def _capacity(svc) -> dict:
         "pooled": total,
         # False when the service listed more pools than the console adds up: ``pooled`` is then a floor.
         "pooled_complete": pooled.complete,
-        "pooled_counted": pools.POOLED_PAGES * pools.POOLED_PAGE_LIMIT,
+        "pooled_counted": pooled.counted,
+        "pooled_pages": pools.POOLED_PAGES,
         "cap": cap,
         "cap_source": source,
         "org_cap": org_limits.max_concurrent_sessions,

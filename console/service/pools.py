@@ -188,6 +188,7 @@ class PooledCapacity:
 
     size: int
     complete: bool
+    counted: int = 0  # pools added up
 
 
 async def pooled_capacity(svc: Service) -> PooledCapacity:
@@ -197,15 +198,16 @@ async def pooled_capacity(svc: Service) -> PooledCapacity:
     ``POOLED_PAGE_LIMIT`` (1 000 pools; projects hold a handful): a broken or hostile service that always
     says "more" costs ten requests per page view, not ten thousand, and the page says "at least".
     """
-    size, offset, seen = 0, None, set()
+    size, counted, offset, seen = 0, 0, None, set()
     for _ in range(POOLED_PAGES):
         page = await fetch_page(svc, "/browser_pools", BrowserPool, limit=POOLED_PAGE_LIMIT, offset=offset)
         size += sum(pool.size for pool in page.items)
+        counted += len(page.items)
         if not page.has_more or page.next_offset in seen:
-            return PooledCapacity(size=size, complete=True)
+            return PooledCapacity(size=size, complete=True, counted=counted)
         seen.add(page.next_offset)
         offset = page.next_offset
-    return PooledCapacity(size=size, complete=False)
+    return PooledCapacity(size=size, complete=False, counted=counted)
 
 
 async def get_pool(svc: Service, id_or_name: str) -> BrowserPool:

@@ -100,6 +100,7 @@ async def test_it_says_at_least_when_the_service_lists_more_pools_than_it_adds_u
     assert f"Pools reserve <strong>at least {floor}</strong> concurrent sessions" in body
     assert f"at most {50 - floor} left" in body
     assert 'id="pool-capacity-partial"' in body and "lower bound" in body
+    assert f"stopped after {pools.POOLED_PAGES} pools and {pools.POOLED_PAGES} pages" in body
     # The page's own list asks for one page; the sum asks for at most POOLED_PAGES more.
     assert endless_pools_service.count("/browser_pools") <= pools.POOLED_PAGES + 1
 

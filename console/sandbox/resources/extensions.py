@@ -182,6 +182,8 @@ async def upload_extension(request: Request):
         await form.close()
     if len(content) > MAX_UPLOAD_BYTES:
         raise _too_large()
+    # Again after the read (an await): uploads running side by side all passed the first checks.
+    quotas.check_count(tenant, TABLE)
     quotas.check_extension_bytes(tenant, len(content))
     try:
         validate_archive(content)
