@@ -370,14 +370,13 @@ class _Chunk:
         span, events = self.span, self.events
         if not events:
             return
-        self.events = {}
         rng = random.Random(f"{span['seed']}:{self.index}")
         flow = script(rng, self.record)
         for _ in range(2 + rng.randrange(12)):  # mid-flow, not a new connection every chunk
             next(flow)
         allowed = set(span["allowed"])
         fallback = next((k for k, (category, _, _) in TYPES.items() if category in allowed), "api_call")
-        first = self.index * CHUNK
+        first, builds = self.index * CHUNK, []
         for j in range(first, min(first + CHUNK, span["count"])):
             draft = _next_allowed(flow, allowed)
             if draft is None:
@@ -387,10 +386,13 @@ class _Chunk:
             if event is None:
                 continue  # trimmed: built only to keep the flow the same
             kind, data = draft
-            built = _event(event.seq, event.ts, kind, TYPES[kind][0], data)
+            builds.append((event, _event(event.seq, event.ts, kind, TYPES[kind][0], data)))
+        # All or nothing: a chunk that failed half-way is built again by the next read.
+        for event, built in builds:
             event._category, event._type = built._category, built._type
             event._frame, event._body = built._frame, built._body
             event._chunk = None
+        self.events = {}
 
 
 def _placeholders(record: dict, span: dict) -> list[Event]:
