@@ -27,7 +27,7 @@ from console.credentials.forms import (
     CredentialEditForm,
     CredentialForm,
 )
-from console.service import Conflict, Invalid, NotFound, credential_providers, credentials
+from console.service import Conflict, Forbidden, Invalid, NotFound, credential_providers, credentials
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -90,6 +90,8 @@ async def credential_create(request):
             apply_service_errors(form, exc, SERVICE_FIELDS)
         except Conflict as exc:
             form.add_error("name", f"{exc.message}. Choose another name.")
+        except Forbidden as exc:  # a plan's bound on how many credentials are kept
+            form.add_error(None, f"The service refused to keep another credential: {exc.message}")
         else:
             messages.success(request, f"Credential “{credential.name}” saved.")
             return done(request, _url(request, "detail", credential_id=credential.id))

@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
-from console.service import Conflict, Invalid, NotFound, ServiceError, extensions
+from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, extensions
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -45,6 +45,8 @@ async def _upload(request, form: UploadForm) -> extensions.Extension | None:
         apply_service_errors(form, exc)
     except Conflict as exc:
         form.add_error("name", f"{exc.message}. Pick another name, or delete the existing extension first.")
+    except Forbidden as exc:  # a plan's bound on how many (or how many bytes of) extensions are kept
+        form.add_error("file", f"The service refused to keep another extension: {exc.message}")
     except ServiceError as exc:
         if exc.status != 413:
             raise

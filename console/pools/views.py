@@ -80,14 +80,19 @@ async def _capacity(svc) -> dict:
         )
     else:
         cap, source = org_limits.max_concurrent_sessions, "the organization's limit"
+    total = pooled.size
     return {
-        "pooled": pooled,
+        "pooled": total,
+        # False when the service listed more pools than the console adds up: ``pooled`` is then a floor.
+        "pooled_complete": pooled.complete,
+        "pooled_counted": pooled.counted,
+        "pooled_pages": pools.POOLED_PAGES,
         "cap": cap,
         "cap_source": source,
         "org_cap": org_limits.max_concurrent_sessions,
-        "headroom": None if cap is None else max(0, cap - pooled),
-        "over": 0 if cap is None else max(0, pooled - cap),
-        "permille": min(1000, round(1000 * pooled / cap)) if cap else 0,
+        "headroom": None if cap is None else max(0, cap - total),
+        "over": 0 if cap is None else max(0, total - cap),
+        "permille": min(1000, round(1000 * total / cap)) if cap else 0,
     }
 
 

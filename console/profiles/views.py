@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from console.accounts import audit
 from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
-from console.service import Conflict, Invalid, NotFound, profiles
+from console.service import Conflict, Forbidden, Invalid, NotFound, profiles
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -52,6 +52,8 @@ async def profile_list(request):
                 apply_service_errors(form, exc)
             except Conflict as exc:
                 form.add_error("name", exc.message)
+            except Forbidden as exc:  # a plan's bound on how many profiles are kept
+                form.add_error(None, f"The service refused to keep another profile: {exc.message}")
             else:
                 messages.success(request, f"Profile “{profile.label}” created.")
                 return done(request, _url(request, "list") + f"?q={profile.id}")

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from console import localenv
 from console.sandbox import cdp_proxy, confine, control, engine, forward_proxy, live_view, store
-from console.sandbox.resources import RESOURCES, browser_files, browser_vm
+from console.sandbox.resources import RESOURCES, browser_files, browser_replays, browser_vm
 from console.sandbox.state import key_digest, registry
 
 # The demo tenant's key is per install (the local .env, which the console reads too); without one, the
@@ -126,7 +126,10 @@ class SaveAfterChanges:
 @contextlib.asynccontextmanager
 async def lifespan(app: Starlette):
     saver = asyncio.get_running_loop().create_task(_save_periodically()) if store.current else None
+    # Replays past their retention go (video and record) even when nobody reads them again.
+    sweeper = asyncio.get_running_loop().create_task(browser_replays.sweep_periodically())
     yield
+    sweeper.cancel()
     if saver is not None:
         saver.cancel()
         # Running browsers go to standby first, so their URL and storage are what the next start wakes.

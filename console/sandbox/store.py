@@ -296,7 +296,9 @@ class Codec:
         if name == "Log":
             if self._where is not None:
                 self.logs[self._where] = value
-            fields = {f: getattr(value, f) for f in ("cursor_base", "rng", "next_seq", "generated_until")}
+            fields = {
+                f: getattr(value, f) for f in ("cursor_base", "rng", "next_seq", "generated_until", "spans")
+            }
             fields["ended"] = value.ended
             return {"$": "Log", "v": self.encode(fields)}
         if name is not None:
@@ -676,6 +678,10 @@ class Store:
             )
             first, _ = self._seqs.get((tenant_id, tbl, record_id), (seq, seq))
             self._seqs[(tenant_id, tbl, record_id)] = (first, seq)
+        for tenant in tenants.values():
+            for records in tenant.tables.values():
+                for record in records.values():
+                    telemetry.restore_spans(record)
 
     # Saving -------------------------------------------------------------------------------------------
 
@@ -808,6 +814,8 @@ class Store:
             if (saved_first, saved_last) == (first, last):
                 continue
             for event in archive.after(saved_last):
+                if event.spanned:
+                    continue  # the span (in the record) rebuilds it: saving it would build it now
                 text = json.dumps(event.body, separators=(",", ":"))
                 appended.append((*key, event.seq, self.cipher.seal(text, "telemetry", *key, event.seq)))
             if saved_first is not None and first > saved_first:

@@ -8,12 +8,12 @@ ignored by the service, so it is never sent).
 from __future__ import annotations
 
 import json
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from console.service.http import READ_TIMEOUT, Service, path_segment, request
-from console.service.pagination import Page, fetch_page, iter_all
+from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
 __all__ = [
@@ -177,12 +177,37 @@ async def list_pools(
     return await fetch_page(svc, "/browser_pools", BrowserPool, limit=limit, offset=offset, params=params)
 
 
-async def pooled_capacity(svc: Service) -> int:
+POOLED_PAGES = 10
+POOLED_PAGE_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class PooledCapacity:
+    """The sum of the pools' sizes; ``complete`` is False when the walk stopped at ``POOLED_PAGES`` pages
+    while the service still said "more": then ``size`` is a lower bound (at least this many)."""
+
+    size: int
+    complete: bool
+    counted: int = 0  # pools added up
+
+
+async def pooled_capacity(svc: Service) -> PooledCapacity:
     """The sum of every pool's size in the project: what pools reserve against the concurrency cap.
 
-    It walks all pages (a total cannot come from one page); projects hold a handful of pools.
+    A total cannot come from one page, so it walks pages, but at most ``POOLED_PAGES`` of
+    ``POOLED_PAGE_LIMIT`` (1 000 pools; projects hold a handful): a broken or hostile service that always
+    says "more" costs ten requests per page view, not ten thousand, and the page says "at least".
     """
-    return sum([pool.size async for pool in iter_all(svc, "/browser_pools", BrowserPool)])
+    size, counted, offset, seen = 0, 0, None, set()
+    for _ in range(POOLED_PAGES):
+        page = await fetch_page(svc, "/browser_pools", BrowserPool, limit=POOLED_PAGE_LIMIT, offset=offset)
+        size += sum(pool.size for pool in page.items)
+        counted += len(page.items)
+        if not page.has_more or page.next_offset in seen:
+            return PooledCapacity(size=size, complete=True, counted=counted)
+        seen.add(page.next_offset)
+        offset = page.next_offset
+    return PooledCapacity(size=size, complete=False, counted=counted)
 
 
 async def get_pool(svc: Service, id_or_name: str) -> BrowserPool:

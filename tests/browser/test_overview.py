@@ -61,11 +61,13 @@ def test_it_shows_live_figures_and_updates_them_after_the_poll(console_server, s
     expect(page.locator("#card-sessions h2 a")).to_have_attribute("href", "/o/demo/browsers/?status=active")
 
     session = call(sandbox_url, "POST", "/browsers", {"name": f"overview-{secrets.token_hex(3)}"})
-    loads = []
-    page.on("load", lambda _: loads.append(page.url))
-    expect(running).to_have_text(str(before + 1), timeout=15_000)  # the 10 s poll, in place
-    assert loads == []
-    call(sandbox_url, "DELETE", f"/browsers/{session['session_id']}", {})
+    try:
+        loads = []
+        page.on("load", lambda _: loads.append(page.url))
+        expect(running).to_have_text(str(before + 1), timeout=15_000)  # the 10 s poll, in place
+        assert loads == []
+    finally:  # pass or fail: a session left running would change what later tests count
+        call(sandbox_url, "DELETE", f"/browsers/{session['session_id']}", {})
     assert errors == []
 
 

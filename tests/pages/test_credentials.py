@@ -215,6 +215,17 @@ async def test_it_creates_a_credential_and_audits_names_only(admin_client, tenan
     assert_no_secret(entry.detail)
 
 
+async def test_it_shows_the_services_refusal_to_keep_another_credential(admin_client, tenant):
+    # The body the sandbox answers past SANDBOX_MAX_CREDENTIALS (tests/sandbox/test_quotas.py).
+    message = "this sandbox keeps at most 1000 credentials per organization (SANDBOX_MAX_CREDENTIALS)"
+    tenant.fault(method="POST", path="^/credentials$", status=403, code="insufficient_plan", message=message)
+    response = await admin_client.post(url("new/"), form())
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "The service refused to keep another credential" in body and "SANDBOX_MAX_CREDENTIALS" in body
+    assert await AuditLog.objects.filter(action="credential.create", outcome="error").aexists()
+
+
 async def test_it_takes_the_host_of_a_pasted_login_url(admin_client, tenant):
     response = await admin_client.post(url("new/"), form(domain="https://GitHub.com/login?x=1"))
     assert response.status_code == 302

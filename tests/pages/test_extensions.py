@@ -214,3 +214,17 @@ async def test_it_confirms_and_deletes_by_id_or_name(admin_client, tenant):
     targets = [e.target_id async for e in AuditLog.objects.filter(action="extension.delete")]
     assert first["id"] in targets and len(targets) == 2
     assert (await admin_client.get(url("second/delete/"))).status_code == 404
+
+
+async def test_it_shows_the_services_refusal_to_keep_another_extension_on_the_form(admin_client, tenant):
+    # The sandbox keeps at most 100 extensions per tenant (SANDBOX_MAX_EXTENSIONS): the 101st is a 403.
+    for _ in range(100):
+        files = {"file": ("e.zip", demo_zip(MANIFEST, {}), "application/zip")}
+        assert tenant.call("POST", "/extensions", files=files).status_code == 201
+    response = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {})), "name": "more"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "The service refused to keep another extension" in body and "SANDBOX_MAX_EXTENSIONS" in body
+    assert tenant.call("GET", "/extensions", params={"name": "more"}).json() == []
+    entry = await AuditLog.objects.aget(action="extension.upload")
+    assert entry.outcome == "error"

@@ -1,11 +1,14 @@
 """Pools pages: live list with capacity, create/edit with the whole configuration, acquire, release,
 flush, delete (blocked while leased unless forced)."""
 
+import http.server
 import json
+from urllib.parse import parse_qs
 
 import pytest
 
 from console.accounts.models import AuditLog
+from console.service import pools
 
 
 def url(path=""):
@@ -52,6 +55,54 @@ async def test_it_shows_pooled_capacity_beside_the_project_cap(viewer_client, te
     assert "Pools reserve <strong>10</strong> concurrent sessions" in body
     assert "of <strong>40</strong> allowed by the organization&#x27;s default per project" in body
     assert "30 left" in body
+    assert "lower bound" not in body
+
+
+@pytest.fixture
+def endless_pools_service(org):
+    """The org's service is one whose pool list always says "more" (one pool of size 2 a page)."""
+    from tests.listener import serving
+
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            path, _, query = self.path.partition("?")
+            asked.append(path)
+            headers = {}
+            if path.endswith("/browser_pools"):
+                offset = int(parse_qs(query).get("offset", ["0"])[0])
+                data = [{"id": f"pool_{offset}", "browser_pool_config": {"size": 2}}]
+                headers = {"X-Has-More": "true", "X-Next-Offset": str(offset + 1)}
+            elif path.endswith("/org/limits"):
+                data = {"max_concurrent_sessions": 50}
+            else:
+                data = {}
+            body = json.dumps(data).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with serving(Handler) as org.service_base_url:
+        org.save()
+        yield asked
+
+
+async def test_it_says_at_least_when_the_service_lists_more_pools_than_it_adds_up(
+    viewer_client, endless_pools_service
+):
+    body = (await viewer_client.get(url())).content.decode()
+    floor = 2 * pools.POOLED_PAGES
+    assert f"Pools reserve <strong>at least {floor}</strong> concurrent sessions" in body
+    assert f"at most {50 - floor} left" in body
+    assert 'id="pool-capacity-partial"' in body and "lower bound" in body
+    assert f"stopped after {pools.POOLED_PAGES} pools and {pools.POOLED_PAGES} pages" in body
+    # The page's own list asks for one page; the sum asks for at most POOLED_PAGES more.
+    assert endless_pools_service.count("/browser_pools") <= pools.POOLED_PAGES + 1
 
 
 async def test_it_shows_the_current_projects_own_cap(viewer_client, viewer, org, tenant):

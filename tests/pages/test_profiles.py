@@ -64,6 +64,17 @@ async def test_it_creates_an_unnamed_profile(admin_client, tenant):
     assert [p["name"] for p in tenant.call("GET", "/profiles").json()] == [None]
 
 
+async def test_it_shows_the_services_refusal_to_keep_another_profile(admin_client, tenant):
+    # The body the sandbox answers past SANDBOX_MAX_PROFILES (tests/sandbox/test_quotas.py).
+    message = "this sandbox keeps at most 1000 profiles per organization (SANDBOX_MAX_PROFILES)"
+    tenant.fault(method="POST", path="^/profiles$", status=403, code="insufficient_plan", message=message)
+    response = await admin_client.post(url(), {"name": "one-more"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "The service refused to keep another profile" in body and "SANDBOX_MAX_PROFILES" in body
+    assert await AuditLog.objects.filter(action="profile.create", outcome="error").aexists()
+
+
 async def test_it_refuses_a_bad_name_before_sending_anything(admin_client, tenant):
     response = await admin_client.post(url(), {"name": "has spaces"})
     assert response.status_code == 200

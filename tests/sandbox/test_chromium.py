@@ -553,6 +553,37 @@ def test_it_ends_a_replays_link_with_its_retention_and_refuses_a_token_that_is_n
     assert httpx.get(f"{page}/video?{query}").status_code == 404
 
 
+def replay_directory(replay_id: str) -> Path:
+    """Where the test sandbox (no state file: a temporary root) keeps a replay's video."""
+    import tempfile
+
+    found = list(Path(tempfile.gettempdir()).glob(f"sandbox-browsers-*/replays/{replay_id}"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_it_deletes_a_replays_video_and_record_when_its_retention_ends(real):
+    """Past the 30 days the API and the link said 404, but the video stayed on disk (and its record in
+    memory and in the state file) for as long as the sandbox ran."""
+    sid = create(real)["session_id"]
+    replay_id = real.call("POST", f"/browsers/{sid}/replays", json={}).json()["replay_id"]
+    assert real.call("POST", f"/browsers/{sid}/replays/{replay_id}/stop", timeout=120).status_code == 204
+    directory = replay_directory(replay_id)
+    assert (directory / "replay.mp4").stat().st_size > 0
+    assert real.call("DELETE", f"/browsers/{sid}", timeout=30).status_code == 204
+    real.advance(29 * 86400)  # within the retention: kept, whatever is read
+    assert real.call("GET", f"/browsers/{sid}/replays").json()[0]["replay_id"] == replay_id
+    assert real.call("GET", f"/browsers/{sid}/replays/{replay_id}").status_code == 200
+    assert (directory / "replay.mp4").exists()
+    real.advance(2 * 86400)
+    assert real.call("GET", f"/browsers/{sid}/replays").json() == []
+    assert not directory.exists()
+    # The record went too: with the clock set back within the retention, the replay is not found.
+    real.advance(-2 * 86400)
+    assert real.call("GET", f"/browsers/{sid}/replays").json() == []
+    assert real.call("GET", f"/browsers/{sid}/replays/{replay_id}").status_code == 404
+
+
 def test_it_refuses_replays_of_a_simulated_session(tenant):
     session = tenant.call("POST", "/browsers", json={"headless": True}).json()
     response = tenant.call("POST", f"/browsers/{session['session_id']}/replays", json={})

@@ -1,8 +1,13 @@
 """console.service.pools against the sandbox (spec: Browser pool; notes §7)."""
 
+import http.server
+import json
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
 
-from console.service import CapReached, Conflict, Invalid, NotFound, browsers, pools, profiles
+from console.service import CapReached, Conflict, Invalid, NotFound, Service, browsers, pools, profiles
+from tests.listener import serving
 
 
 async def test_it_creates_and_reads_a_pool_with_its_configuration(service):
@@ -82,7 +87,37 @@ async def test_it_lists_a_page_and_sums_the_pooled_capacity(service):
     page = await pools.list_pools(service, limit=2)
     assert [p.name for p in page] == ["p0", "p1"]
     assert page.has_more
-    assert await pools.pooled_capacity(service) == 6
+    assert await pools.pooled_capacity(service) == pools.PooledCapacity(size=6, complete=True, counted=3)
+
+
+def endless_pools(asked: list[str]):
+    """A service whose pool list always says "more", one pool of size 2 a page, each page a new offset."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            offset = int(parse_qs(urlsplit(self.path).query).get("offset", ["0"])[0])
+            body = json.dumps([{"id": f"pool_{offset}", "browser_pool_config": {"size": 2}}]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("X-Has-More", "true")
+            self.send_header("X-Next-Offset", str(offset + 1))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return serving(Handler)
+
+
+async def test_it_stops_summing_pools_at_its_bound_and_says_the_sum_is_a_floor():
+    asked: list[str] = []
+    with endless_pools(asked) as url:
+        svc = Service(base_url=url, api_key="k", allow_private=True)
+        capacity = await pools.pooled_capacity(svc)
+    assert len(asked) == pools.POOLED_PAGES <= 10  # not 10 000 requests for one page view
+    assert capacity == pools.PooledCapacity(
+        size=2 * pools.POOLED_PAGES, complete=False, counted=pools.POOLED_PAGES
+    )
 
 
 async def test_it_raises_cap_reached_over_the_project_cap(service, tenant):

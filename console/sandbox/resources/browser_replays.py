@@ -18,7 +18,10 @@ Choices where the notes leave room (the lead copies them into the docs):
 - Deleting the session stops its recordings; replays stay downloadable for the plan's retention
   (``browser_replays.retention_days``, 30 days, on the tenant clock) while the sandbox runs:
   ``GET /browsers/{id}/replays[/{replay_id}]`` find deleted sessions too. The download of a replay still
-  recording is 409 ``replay_in_progress``.
+  recording is 409 ``replay_in_progress``. Past the retention a replay is deleted, its video and its
+  record: by the read that finds it expired (the list, the download, the stop, its link) and by a sweep
+  of every tenant every ``SWEEP_SECONDS`` (``app.lifespan``); never within the retention, and never while
+  it records or encodes.
 - ``replay_view_url`` is a sandbox page with a ``<video>`` of the replay, its own token in the URL.
 - A managed-auth login of a connection with ``record_session`` runs in a real session of its own
   (``login_browser``) and is recorded from the flow's start to its finish by this recorder (``begin``);
@@ -32,6 +35,7 @@ import asyncio
 import base64
 import contextlib
 import html
+import logging
 import os
 import secrets
 import shutil
@@ -48,6 +52,8 @@ from console.sandbox.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.http import endpoint, no_content, ok, read_json
 from console.sandbox.state import Tenant, new_id, registry, rfc3339
 
+log = logging.getLogger("console.sandbox")
+
 FFMPEG = "ffmpeg"
 DEFAULT_FRAMERATE, MAX_FRAMERATE = 10, 20
 DEFAULT_DURATION, MAX_DURATION = 300, 3600
@@ -56,8 +62,63 @@ ENCODE_TIMEOUT = 300
 FIELDS = {"framerate", "max_duration_in_seconds", "record_audio"}
 
 
+SWEEP_SECONDS = 600
+
+
 def _replays(record: dict) -> dict[str, dict]:
     return record.setdefault("_replays", {})
+
+
+def expired(tenant: Tenant, replay: dict) -> bool:
+    return tenant.now() - replay["started_at"] > RETENTION
+
+
+def expire(tenant: Tenant, record: dict) -> int:
+    """Delete the session's replays past the retention (their video, then their record); how many.
+
+    A replay still recording or encoding is left to the next read or sweep: its recorder owns the files.
+    """
+    replays = record.get("_replays") or {}
+    gone = [
+        replay_id
+        for replay_id, replay in replays.items()
+        if expired(tenant, replay) and replay.get("_recorder") is None
+    ]
+    for replay_id in gone:
+        _remove_video(replays.pop(replay_id))
+    return len(gone)
+
+
+def _remove_video(replay: dict) -> None:
+    """The replay's directory (``<root>/replays/<replay_id>``: the video and what encoding left)."""
+    path = replay.get("_file")
+    if path is None:
+        return
+    directory = Path(path).parent
+    # Only the replay's own directory: a record that names another place is never followed.
+    if directory.name == replay["replay_id"] and directory.parent.name == "replays":
+        rooted.remove_beneath(directory.parent, directory.name)  # encoding/ was the helper user's
+    else:
+        Path(path).unlink(missing_ok=True)
+
+
+def sweep(tenants) -> int:
+    """``expire`` over every session of every tenant (the periodic cleanup); how many replays went."""
+    count = 0
+    for tenant in list(tenants):
+        for record in list(tenant.table("browsers").values()):
+            if record.get("_replays"):
+                count += expire(tenant, record)
+    return count
+
+
+async def sweep_periodically() -> None:
+    while True:
+        await asyncio.sleep(SWEEP_SECONDS)
+        try:
+            sweep(registry.tenants.values())
+        except Exception:  # the next sweep tries again; the sweeper never ends on one failure
+            log.exception("could not sweep the expired replays")
 
 
 def render(request: Request, record: dict, replay: dict) -> dict:
@@ -76,8 +137,9 @@ def _session(request: Request, *, active: bool):
 
 
 def _replay(request: Request, record: dict) -> dict:
+    expire(request.state.tenant, record)
     replay = _replays(record).get(request.path_params["replay_id"])
-    if replay is None or request.state.tenant.now() - replay["started_at"] > RETENTION:
+    if replay is None or expired(request.state.tenant, replay):
         raise not_found("replay", request.path_params["replay_id"])
     return replay
 
@@ -294,7 +356,7 @@ async def begin(tenant: Tenant, record: dict, live, framerate: int, duration: in
         await recorder.start()
     except ApiError:
         live.attached -= 1
-        shutil.rmtree(directory, ignore_errors=True)
+        rooted.remove_beneath(directory.parent, directory.name)
         raise
     replay = {
         "replay_id": replay_id,
@@ -321,8 +383,9 @@ def available(record: dict) -> bool:
 @endpoint
 async def list_replays(request: Request):
     record = _session(request, active=False)
-    now = request.state.tenant.now()
-    replays = [r for r in _replays(record).values() if now - r["started_at"] <= RETENTION]
+    tenant = request.state.tenant
+    expire(tenant, record)
+    replays = [r for r in _replays(record).values() if not expired(tenant, r)]
     return ok([render(request, record, r) for r in sorted(replays, key=lambda r: r["started_at"])])
 
 
@@ -390,7 +453,10 @@ def _by_token(request: Request) -> dict | None:
             if replay is None or not token or not secrets.compare_digest(given, replay["token"].encode()):
                 continue
             # The link outlived the replay: past the retention it is gone for the API and the link alike.
-            return replay if tenant.now() - replay["started_at"] <= RETENTION else None
+            if expired(tenant, replay):
+                expire(tenant, record)
+                return None
+            return replay
     return None
 
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.routing import Route
 
+from console.sandbox import quotas
 from console.sandbox.errors import ApiError, conflict, invalid
 from console.sandbox.http import (
     endpoint,
@@ -228,6 +229,7 @@ async def create_credential(request: Request):
     totp_secret = _totp_secret(body.get("totp_secret"))
     sso_provider = _sso_provider(body.get("sso_provider"))
     _unique(request, name)
+    quotas.check_count(tenant, "credentials")
     record = _new(
         tenant,
         project_of(request),

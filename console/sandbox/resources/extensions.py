@@ -7,6 +7,8 @@ Choices where the notes leave room:
 - The archive must be a zip (400, detail ``file``) with ``manifest.json`` at its root or inside a single
   top-level folder, holding a JSON object; entries with absolute paths, drive letters or ``..``
   components are refused (path traversal), and so is an empty archive. Over ``MAX_UPLOAD_BYTES`` → 413.
+- A tenant keeps at most ``SANDBOX_MAX_EXTENSIONS`` extensions and ``SANDBOX_MAX_EXTENSION_BYTES`` of
+  archives (``quotas.py``; 403 ``insufficient_plan`` past either, nothing stored).
 - ``size_bytes`` is the archive's size and ``checksum`` the sha256 hex of its bytes.
 - ``last_used_at`` stays null until a browser or pool loads the extension (``mark_used``).
 - DELETE removes the extension from lists and lookups (its name can be reused); pools that still list
@@ -30,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from console.sandbox import quotas
 from console.sandbox.errors import ApiError, conflict, invalid
 from console.sandbox.http import endpoint, find, no_content, ok, paginate, project_of, scoped, text_filter
 from console.sandbox.state import Tenant, new_id, rfc3339
@@ -151,6 +154,7 @@ async def list_extensions(request: Request):
 
 @endpoint
 async def upload_extension(request: Request):
+    tenant = request.state.tenant
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("send multipart/form-data", file="upload the zip as the multipart field 'file'")
     try:
@@ -168,18 +172,24 @@ async def upload_extension(request: Request):
         name = _valid_name(raw_name) if isinstance(raw_name, str) and raw_name != "" else None
         if name is not None:
             _unique(request, name)
+        quotas.check_count(tenant, TABLE)
         if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
             raise _too_large()
+        if upload.size is not None:
+            quotas.check_extension_bytes(tenant, upload.size)
         content = await upload.read()
     finally:
         await form.close()
     if len(content) > MAX_UPLOAD_BYTES:
         raise _too_large()
+    # Again after the read (an await): uploads running side by side all passed the first checks.
+    quotas.check_count(tenant, TABLE)
+    quotas.check_extension_bytes(tenant, len(content))
     try:
         validate_archive(content)
     except BadArchive as exc:
         raise invalid(f"not a usable extension archive: {exc}", file=str(exc)) from None
-    record = store(request.state.tenant, project_of(request), content, name)
+    record = store(tenant, project_of(request), content, name)
     return ok(render(record), status=201)
 
 

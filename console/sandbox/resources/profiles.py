@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from console.sandbox import quotas
 from console.sandbox.errors import conflict, invalid
 from console.sandbox.http import (
     endpoint,
@@ -97,6 +98,7 @@ async def create_profile(request: Request):
     if name is not None:
         name = _valid_name(name)
         _unique_name(request, name)
+    quotas.check_count(request.state.tenant, "profiles")
     profile = new_profile(request.state.tenant, project_of(request), name)
     return ok(public(profile), status=201)
 
@@ -134,6 +136,7 @@ async def delete_profile(request: Request):
             code="profile_in_use",
         )
     profile["_deleted"] = True
+    profile.pop("_storage_state", None)  # what it saved goes with it (memory and the state file)
     return no_content()
 
 
