@@ -106,6 +106,8 @@ NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
 # Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
 # the window is the viewport plus that UI, so its page area is the session's viewport.
 UI_ALLOWANCE = 200
+# The folder of the engine's root that is Playwright's driver's TMPDIR (``Engine._driver``).
+PLAYWRIGHT_SCRATCH = "playwright"
 # The browser's ``DevToolsActivePort`` (its profile, which the browser's user writes): read as no more
 # than this, and used only when it is the port and path Chromium writes, nothing else of it kept or shown.
 DEVTOOLS_PORT_LIMIT = 256
@@ -657,6 +659,7 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
             self._playwright = None
+            rooted.remove_beneath(self.root(), PLAYWRIGHT_SCRATCH)  # what the driver could not remove
         if self._root is not None and not self._root_kept:
             # It holds the browsers' user's directories (the shared downloads): never followed in.
             rooted.remove_beneath(self._root.parent, self._root.name)
@@ -670,7 +673,22 @@ class Engine:
         if self._playwright is None:
             from playwright.async_api import async_playwright
 
-            self._playwright = await async_playwright().start()
+            # The driver makes a profile and an artifacts folder in its TMPDIR for each browser it
+            # launches, and removes them when the browser exits; under load a browser's last processes
+            # may still be writing then, and its removal gives up. In our own folder, shutdown removes
+            # whatever is left (a kept root's leftovers of an earlier run go first).
+            scratch = self.root() / PLAYWRIGHT_SCRATCH
+            rooted.remove_beneath(self.root(), PLAYWRIGHT_SCRATCH)
+            scratch.mkdir(mode=0o711)
+            saved = os.environ.get("TMPDIR")
+            os.environ["TMPDIR"] = str(scratch)  # copied by the driver's environment as it starts
+            try:
+                self._playwright = await async_playwright().start()
+            finally:
+                if saved is None:
+                    os.environ.pop("TMPDIR", None)
+                else:
+                    os.environ["TMPDIR"] = saved
         return self._playwright
 
     def _shared_key(self, record: dict) -> tuple:
