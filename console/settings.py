@@ -67,6 +67,11 @@ STREAM_RECHECK_SECONDS = env.float("STREAM_RECHECK_SECONDS", default=15.0)
 LIVE_UPSTREAM_KEEPALIVE_SECONDS = env.float("LIVE_UPSTREAM_KEEPALIVE_SECONDS", default=15.0)
 LIVE_BUFFER_SIZE = env.int("LIVE_BUFFER_SIZE", default=2000)
 LIVE_MAX_PENDING = env.int("LIVE_MAX_PENDING", default=5000)
+# The same two bounds in bytes (a service's event may be 16 MiB): kept for late viewers, and unread by one.
+LIVE_BUFFER_BYTES = env.int("LIVE_BUFFER_BYTES", default=16 * 1024 * 1024)
+LIVE_MAX_PENDING_BYTES = env.int("LIVE_MAX_PENDING_BYTES", default=64 * 1024 * 1024)
+# The largest request body the console reads (console/asgi.py); 0: its largest upload plus 1 MiB.
+MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=0)
 # The live screen: seconds a session's CDP screencast stays open after its last viewer left.
 SCREEN_LINGER_SECONDS = env.float("SCREEN_LINGER_SECONDS", default=3.0)
 
