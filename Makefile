@@ -52,12 +52,21 @@ run: install
 	echo; \
 	wait $$console $$sandbox
 
-# test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), runs
-# every test on SQLite, then every test but those driving Chromium on a throwaway PostgreSQL cluster
-# (tests/database.py).
-test: install-dev system-packages lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	TEST_DB=postgres $(BIN)/python -m pytest -m "not browser and not chromium" $(PYTEST_ARGS)
+# test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), then
+# runs three tiers and ends with one line for each (docs/testing.md): lint; every test on SQLite; the tests
+# that use the database again on a throwaway PostgreSQL cluster (tests/database.py). Both pytest tiers run
+# in TEST_WORKERS parallel workers (pytest-xdist; most tests wait on HTTP, streams or Chromium rather than
+# compute, so more workers than cores pay). One file or test: PYTEST_ARGS=tests/web/test_nav.py, or the
+# pytest line in docs/testing.md.
+TEST_WORKERS ?= 4
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
+test: install-dev system-packages
+	@mkdir -p .run && rm -f .run/test-tiers
+	@start=$$(date +%s); $(MAKE) --no-print-directory lint && \
+	  echo "lint: ruff check and format in $$(( $$(date +%s) - start )) s" >> .run/test-tiers
+	TEST_TIER=sqlite $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	TEST_TIER=postgres TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not browser and not chromium" $(PYTEST_ARGS)
+	@echo; cat .run/test-tiers
 
 # Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing
 # (as root or with passwordless sudo). bubblewrap confines the commands the sandbox's browser sessions run;

@@ -5,6 +5,10 @@ talk to a real sandbox over HTTP. The fixtures use the transactional database: a
 queries on another thread, which must see the committed rows.
 """
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
@@ -14,6 +18,7 @@ from console.accounts.models import Membership, Organization, Role
 pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
 PASSWORD = "a-long-test-password-42"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_user(username: str):
@@ -99,14 +104,40 @@ def outsider_client(outsider) -> AsyncClient:
     return make_client(outsider)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Browser tests run last, and all carry the `browser` marker.
+def pytest_configure(config):
+    """Tests hash passwords with a fast hasher: Argon2 is built to be slow, and every fixture user pays it.
 
-    Sync Playwright keeps an event loop running in the main thread while its session-wide browser is open,
-    so no async test may run after the first browser test starts.
-    """
-    browser_dir = "tests/browser/"
+    The console under test in a subprocess (browser tests) keeps its real hashers; the test that checks
+    Argon2 is the console's hasher brings it back for itself (tests/accounts/test_login.py)."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    config.stash[STARTED] = time.monotonic()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Browser tests carry the `browser` marker, and each browser test module is one unit of work for
+    pytest-xdist (`--dist loadgroup`): its module-scoped Chromium and consoles start once, on one worker."""
     for item in items:
-        if browser_dir in item.nodeid.replace("\\", "/"):
+        path = item.nodeid.replace("\\", "/")
+        if path.startswith("tests/browser/"):
             item.add_marker(pytest.mark.browser)
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+            item.add_marker(pytest.mark.xdist_group(path.split("::")[0]))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """With TEST_TIER set (make test), one line for the tier in .run/test-tiers: what ran and how long."""
+    tier = os.environ.get("TEST_TIER")
+    if not tier or hasattr(config, "workerinput"):  # the controller only, under pytest-xdist
+        return
+    counts = {kind: len(terminalreporter.stats.get(kind, [])) for kind in COUNTED}
+    said = ", ".join(f"{number} {kind}" for kind, number in counts.items() if number or kind == "passed")
+    seconds = round(time.monotonic() - config.stash[STARTED])
+    line = f"{tier}: {said} in {seconds // 60} min {seconds % 60:02d} s ({exitstatus=})"
+    with open(ROOT / ".run" / "test-tiers", "a") as summary:
+        summary.write(line + "\n")
+
+
+STARTED = pytest.StashKey[float]()
+COUNTED = ("passed", "failed", "error", "skipped", "deselected", "rerun")

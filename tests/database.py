@@ -130,3 +130,25 @@ def django_db_setup(django_db_setup):
     from django.db import connections
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+
+
+# What asks pytest-django for the database: a test that uses none of these never touches Django's database
+# (pytest-django refuses such access), so running it again on PostgreSQL would check nothing new.
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+def uses_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """On PostgreSQL, only the tests that use the database run: the others (the sandbox's, the service
+    client's) already ran on SQLite, and the database is all that differs."""
+    if not using_postgres():
+        return
+    skipped = [item for item in items if not uses_database(item)]
+    if skipped:
+        config.hook.pytest_deselected(items=skipped)
+        items[:] = [item for item in items if uses_database(item)]

@@ -1,17 +1,34 @@
-"""A live console under uvicorn (temp SQLite, the test sandbox) and a headless Chromium page."""
+"""Browser tests: a live console under uvicorn (its own SQLite file, the test sandbox), headless Chromium, and
+a team of its own for every test.
+
+- ``console_server``: a console per pytest worker (``running_console``), shared by the tests that need no
+  special settings; a module that needs other settings starts its own with ``running_console``.
+- ``team``: a fresh organization of that console bound to a fresh sandbox tenant with the demo data, with an
+  admin, an operator and a viewer of its own. What a test creates, breaks or counts is its own, so tests run
+  in any order and on any worker.
+- ``team.log_in(page, "operator")`` signs the page's browser context in without the login form (a session
+  made by the console's own ``login()``); the login form has its own tests.
+- ``browser``: one Chromium per test module (Playwright's sync API runs an event loop in the main thread, so
+  it must be closed before the worker runs an async test of another module).
+"""
+
+from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
-from tests.sandbox_fixtures import TEST_DEMO_KEY, free_port
+from tests.sandbox_fixtures import TEST_DEMO_KEY, SandboxTenant, free_port, new_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -24,26 +41,124 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 DEMO_PASSWORD = "demo-browser-pass"
-SECOND_ORG = """
-from django.contrib.auth import get_user_model
-from console.accounts.models import Membership, Organization
-org, _ = Organization.objects.get_or_create(
-    slug="second", defaults={"name": "Second", "service_base_url": "%s"}
-)
-org.set_api_key("sandbox-demo-key")
-org.save()
-demo = get_user_model().objects.get(username="demo")
-Membership.objects.get_or_create(user=demo, org=org, defaults={"role": "viewer"})
-"""
+ROLES = ("admin", "operator", "viewer")
+
+
+@dataclass
+class Console:
+    """A console under uvicorn, and the seeder that works in its database (tests/browser/seeder.py)."""
+
+    url: str
+    folder: Path
+    sandbox_url: str
+    seeder: subprocess.Popen = field(repr=False)
+
+    def ask(self, command: str, **args):
+        self.seeder.stdin.write(json.dumps({"command": command, "args": args}) + "\n")
+        self.seeder.stdin.flush()
+        line = self.seeder.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the seeder of {self.url} exited ({self.seeder.poll()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"seeder {command}: {answer['error']}")
+        return answer["ok"]
+
+    def team(self, tenant: SandboxTenant, name: str = "") -> Team:
+        """A new organization of this console on ``tenant``, with a member per role."""
+        slug = "t-" + secrets.token_hex(4)
+        users = {role: f"{role}-{slug[2:]}" for role in ROLES}
+        self.ask(
+            "team",
+            slug=slug,
+            name=name or f"Team {slug[2:]}",
+            base_url=tenant.url,
+            api_key=tenant.api_key,
+            users={username: role for role, username in users.items()},
+        )
+        return Team(console=self, slug=slug, name=name or f"Team {slug[2:]}", tenant=tenant, users=users)
+
+    def log_in(self, page, username: str) -> None:
+        """Signs the page's browser context in as ``username`` (a session cookie the console made)."""
+        cookie = self.ask("sign_in", username=username)
+        page.context.add_cookies([{**cookie, "url": self.url}])
+
+    def add_member(self, username: str, slug: str, role: str) -> None:
+        self.ask("add_member", username=username, slug=slug, role=role)
+
+    def remove_membership(self, username: str, slug: str) -> None:
+        assert self.ask("remove_membership", username=username, slug=slug)["removed"] == 1
+
+    def set_role(self, username: str, slug: str, role: str) -> None:
+        assert self.ask("set_role", username=username, slug=slug, role=role)["changed"] == 1
+
+    def flush_sessions(self, username: str) -> None:
+        """What "sign out everywhere" does: every Django session of the user is deleted."""
+        assert self.ask("flush_sessions", username=username)["flushed"] >= 1
+
+
+@dataclass
+class Team:
+    """An organization of its own in a console, on a sandbox tenant of its own, with one user per role."""
+
+    console: Console
+    slug: str
+    name: str
+    tenant: SandboxTenant
+    users: dict[str, str]
+
+    def path(self, rest: str = "") -> str:
+        """The console path of ``rest`` in this organization: ``/o/<slug>/<rest>``."""
+        return f"/o/{self.slug}/{rest.lstrip('/')}"
+
+    def url(self, rest: str = "") -> str:
+        return self.console.url + self.path(rest)
+
+    def user(self, role: str) -> str:
+        return self.users[role]
+
+    def log_in(self, page, role: str = "admin") -> None:
+        self.console.log_in(page, self.users[role])
+
+    def call(self, method: str, path: str, json: dict | None = None, **kwargs):
+        """A service call with this team's key; the answer's JSON (None when empty)."""
+        response = self.tenant.call(method, path, json=json, **kwargs)
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+    def control(self, method: str, path: str, json: dict | None = None):
+        """A call to the sandbox's control interface for this team's tenant."""
+        response = self.tenant.control(method, path, json)
+        return response.json() if response.content else None
+
+    def fault(self, **fault) -> None:
+        self.tenant.fault(**fault)
+
+    def advance(self, seconds: float) -> None:
+        self.tenant.advance(seconds)
+
+
+def wait_until_healthy(base_url: str, process: subprocess.Popen, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError("the console exited before answering /healthz")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the console did not answer /healthz within {seconds} s")
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager
 def running_console(sandbox_url, db_dir: Path, **settings: str):
-    """A migrated, seeded console under uvicorn on a free port; ``settings`` are extra environment."""
+    """A migrated console under uvicorn on a free port, and its seeder; ``settings`` are extra environment."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
         "DATABASE_URL": f"sqlite:///{db_dir / 'console.sqlite3'}",
         "SANDBOX_URL": sandbox_url,
         "SANDBOX_DEMO_KEY": TEST_DEMO_KEY,
@@ -51,10 +166,10 @@ def running_console(sandbox_url, db_dir: Path, **settings: str):
         "DEBUG": "true",
         **settings,
     }
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "-v0"], ["demo"], ["shell", "-c", SECOND_ORG % sandbox_url]):
-        subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
-    process = subprocess.Popen(
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+    server = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -68,35 +183,41 @@ def running_console(sandbox_url, db_dir: Path, **settings: str):
         cwd=ROOT,
         env=env,
     )
+    seeder = subprocess.Popen(
+        [sys.executable, "-m", "tests.browser.seeder"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("the console exited before answering /healthz")
-            try:
-                if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the console did not answer /healthz within 30 s")
-            time.sleep(0.1)
-        yield base_url
+        wait_until_healthy(base_url, server)
+        yield Console(url=base_url, folder=db_dir, sandbox_url=sandbox_url, seeder=seeder)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        seeder.stdin.close()
+        for process in (server, seeder):
+            process.terminate()
+        for process in (server, seeder):
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 @pytest.fixture(scope="session")
-def console_server(sandbox_url, tmp_path_factory):
-    with running_console(sandbox_url, tmp_path_factory.mktemp("console")) as base_url:
-        yield base_url
+def console_server(sandbox_url, tmp_path_factory) -> Console:
+    with running_console(sandbox_url, tmp_path_factory.mktemp("console")) as console:
+        yield console
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def team(console_server) -> Team:
+    """A team of its own on ``console_server``, its tenant holding the sandbox's demo data."""
+    return console_server.team(new_tenant(console_server.sandbox_url, demo=True))
+
+
+@pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -112,3 +233,45 @@ def browser_page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+def watch_errors(page) -> list[str]:
+    """What goes wrong in the page: console errors and uncaught exceptions, as they happen."""
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def log_in_with_the_form(page, console_url: str, username: str, then: str) -> None:
+    """Signs in through the login form (for the tests of the form itself and of signing in again)."""
+    page.get_by_label("Username or e-mail").fill(username)
+    page.get_by_label("Password").fill(DEMO_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{console_url}{then}")
+
+
+def settle(page) -> None:
+    """A barrier: returns once every request the page started before it has been reported to the test.
+
+    Playwright reports a page's requests in the order they are made; a marker request made after them is
+    seen after them. Used before asserting that a page made no request (after the page's clock ran on)."""
+    marker = f"/__settled__/{secrets.token_hex(4)}"
+    page.route(f"**{marker}", lambda route: route.fulfill(status=204))
+    with page.expect_request(f"**{marker}"):
+        page.evaluate("marker => fetch(marker).catch(() => null)", marker)
+    page.unroute(f"**{marker}")
+
+
+def wait_for_telemetry(team: Team, sid: str, event_type: str, seconds: float = 30, **data) -> dict:
+    """Polls the session's telemetry until an event of ``event_type`` whose data holds ``data`` is there."""
+    deadline = time.monotonic() + seconds
+    while True:
+        events = team.call("GET", f"/browsers/{sid}/telemetry/events", params={"limit": 100}, timeout=30)
+        for event in events:
+            inner = event["event"]
+            if inner["type"] == event_type and all(inner["data"].get(k) == v for k, v in data.items()):
+                return event
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {event_type} event with {data} in {seconds} s")
+        time.sleep(0.1)

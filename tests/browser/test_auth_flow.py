@@ -4,11 +4,10 @@ the live relay (or its polling fallback), with the typed values nowhere in the p
 import re
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.conftest import watch_errors
 
 pytestmark = pytest.mark.browser
 
@@ -16,34 +15,20 @@ PASSWORD = "browser-flow-probe-Pw-47k"
 CODE = "864213"
 
 
-def log_in(page, base_url):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill("demo@example.com")
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
+def new_connection(team, domain: str) -> str:
+    body = {"domain": domain, "profile_name": f"browser-{uuid.uuid4().hex[:8]}", "health_checks": False}
+    return team.call("POST", "/auth/connections", body)["id"]
 
 
-def new_connection(sandbox_url: str, domain: str) -> str:
-    response = httpx.post(
-        f"{sandbox_url}/auth/connections",
-        json={"domain": domain, "profile_name": f"browser-{uuid.uuid4().hex[:8]}", "health_checks": False},
-        headers={"Authorization": "Bearer sandbox-demo-key"},
-    )
-    response.raise_for_status()
-    return response.json()["id"]
-
-
-def test_it_runs_an_mfa_login_from_start_to_success(console_server, sandbox_url, browser_page):
+def test_it_runs_an_mfa_login_from_start_to_success(team, browser_page):
     page = browser_page
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    log_in(page, console_server)
-    connection_id = new_connection(sandbox_url, "mfa.example.com")
+    errors = watch_errors(page)
+    team.log_in(page)
+    connection_id = new_connection(team, "mfa.example.com")
 
-    page.goto(f"{console_server}/o/demo/auth/{connection_id}/flow/")
+    page.goto(team.url(f"auth/{connection_id}/flow/"))
     page.get_by_role("button", name="Start login").click()
-    expect(page).to_have_url(f"{console_server}/o/demo/auth/{connection_id}/flow/")
+    expect(page).to_have_url(team.url(f"auth/{connection_id}/flow/"))
     expect(page.locator("#auth-flow-expiry")).to_contain_text("Expires in")
     expect(page.get_by_role("link", name="Hosted login page ↗")).to_have_attribute("target", "_blank")
 
@@ -68,18 +53,15 @@ def test_it_runs_an_mfa_login_from_start_to_success(console_server, sandbox_url,
     assert PASSWORD not in html and CODE not in html
     assert not [e for e in errors if "Content Security Policy" in e]
 
-    status = httpx.get(
-        f"{sandbox_url}/auth/connections/{connection_id}",
-        headers={"Authorization": "Bearer sandbox-demo-key"},
-    ).json()
+    status = team.call("GET", f"/auth/connections/{connection_id}")
     assert status["status"] == "AUTHENTICATED"
 
 
-def test_it_shows_the_site_error_next_to_a_rejected_password(console_server, sandbox_url, browser_page):
+def test_it_shows_the_site_error_next_to_a_rejected_password(team, browser_page):
     page = browser_page
-    log_in(page, console_server)
-    connection_id = new_connection(sandbox_url, "plain.example.com")
-    page.goto(f"{console_server}/o/demo/auth/{connection_id}/flow/")
+    team.log_in(page)
+    connection_id = new_connection(team, "plain.example.com")
+    page.goto(team.url(f"auth/{connection_id}/flow/"))
     page.get_by_role("button", name="Start login").click()
     page.get_by_label("Email or username").fill("ops@acme.example")
     page.get_by_label("Password").fill("wrong-" + PASSWORD)
@@ -90,19 +72,15 @@ def test_it_shows_the_site_error_next_to_a_rejected_password(console_server, san
     assert PASSWORD not in page.content()
 
 
-def test_it_keeps_what_the_operator_typed_when_the_stream_brings_the_step_shown(
-    console_server, sandbox_url, browser_page
-):
+def test_it_keeps_what_the_operator_typed_when_the_stream_brings_the_step_shown(team, browser_page):
     # The page (or the answer to the operator's submit) can show a step before the live stream brings it:
     # the stream's copy of that same step must not replace the form being filled (it emptied the fields).
     page = browser_page
-    log_in(page, console_server)
-    connection_id = new_connection(sandbox_url, "plain.example.com")
-    headers = {"Authorization": "Bearer sandbox-demo-key"}
-    started = httpx.post(f"{sandbox_url}/auth/connections/{connection_id}/login", json={}, headers=headers)
-    started.raise_for_status()
+    team.log_in(page)
+    connection_id = new_connection(team, "plain.example.com")
+    team.call("POST", f"/auth/connections/{connection_id}/login", {})
     for _ in range(100):  # discovery ends after a moment
-        record = httpx.get(f"{sandbox_url}/auth/connections/{connection_id}", headers=headers).json()
+        record = team.call("GET", f"/auth/connections/{connection_id}")
         if record["flow_step"] == "AWAITING_INPUT":
             break
         page.wait_for_timeout(100)
@@ -111,7 +89,7 @@ def test_it_keeps_what_the_operator_typed_when_the_stream_brings_the_step_shown(
     held = []
     events = re.compile(rf"/auth/{connection_id}/events/")
     page.route(events, lambda route: held.append(route))
-    page.goto(f"{console_server}/o/demo/auth/{connection_id}/flow/")
+    page.goto(team.url(f"auth/{connection_id}/flow/"))
     page.get_by_label("Email or username").fill("ops@acme.example")
     page.evaluate(
         """() => { window.__stateMessages = 0;

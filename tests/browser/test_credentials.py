@@ -7,30 +7,20 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
-
 pytestmark = pytest.mark.browser
 
 PASSWORD = "browser-leak-probe-Pw-91x"
 SECRET = "MFRGG43FMZXXIZLSMFZW63LFNBQXG2DP"
 
 
-def log_in(page, base_url):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill("demo@example.com")
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
-
-
-def test_it_adds_and_removes_value_rows_and_never_shows_a_value(console_server, browser_page):
+def test_it_adds_and_removes_value_rows_and_never_shows_a_value(team, browser_page):
     page = browser_page
     errors = []
     page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    log_in(page, console_server)
+    team.log_in(page)
     name = f"browser-{uuid.uuid4().hex[:8]}"
 
-    page.goto(f"{console_server}/o/demo/credentials/new/")
+    page.goto(team.url("credentials/new/"))
     rows = page.locator("#new-value-rows [data-value-row]")
     expect(rows).to_have_count(3)
     page.get_by_role("button", name="Add a value").click()
@@ -73,14 +63,14 @@ def test_it_adds_and_removes_value_rows_and_never_shows_a_value(console_server, 
     assert errors == []
 
 
-def test_it_counts_down_the_code_and_fetches_the_next_one_at_expiry(console_server, browser_page):
+def test_it_counts_down_the_code_and_fetches_the_next_one_at_expiry(team, browser_page):
     page = browser_page
     errors = []
     page.on("console", lambda message: message.type == "error" and errors.append(message.text))
     page.clock.install()
-    log_in(page, console_server)
+    team.log_in(page)
 
-    page.goto(f"{console_server}/o/demo/credentials/github-ci/")
+    page.goto(team.url("credentials/github-ci/"))
     page.get_by_role("link", name="Show current code").click()
     code = page.locator("#totp-value")
     expect(code).to_have_text(re.compile(r"^\d{6}$"))

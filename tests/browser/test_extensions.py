@@ -7,7 +7,6 @@ import zipfile
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
 from tests.browser.test_processes import UPLOADING
 
 pytestmark = pytest.mark.browser
@@ -23,15 +22,7 @@ def extension_zip(path, size: int) -> None:
         archive.writestr("assets/blob.bin", os.urandom(size))
 
 
-def log_in(page, base_url: str) -> None:
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill("demo@example.com")
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
-
-
-def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(console_server, browser_page, tmp_path):
+def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(team, browser_page, tmp_path):
     page = browser_page
     errors = []
     page.on("console", lambda message: message.type == "error" and errors.append(message.text))
@@ -39,8 +30,8 @@ def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(console_server, br
     extension_zip(archive, 3 * 1024 * 1024)
     name = f"big-ext-{secrets.token_hex(3)}"
 
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/extensions/")
+    team.log_in(page)
+    page.goto(team.url("extensions/"))
     expect(page.get_by_role("heading", name="Upload an extension")).to_be_visible()
 
     cdp = page.context.new_cdp_session(page)
@@ -75,12 +66,12 @@ def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(console_server, br
     assert errors == []
 
 
-def test_it_shows_why_a_file_is_refused_next_to_the_field(console_server, browser_page, tmp_path):
+def test_it_shows_why_a_file_is_refused_next_to_the_field(team, browser_page, tmp_path):
     page = browser_page
     archive = tmp_path / "not-a-zip.zip"
     archive.write_bytes(b"plain text, not a zip")
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/extensions/")
+    team.log_in(page)
+    page.goto(team.url("extensions/"))
     page.get_by_label("Extension archive (.zip)").set_input_files(str(archive))
     page.get_by_role("button", name="Upload", exact=True).click()
     expect(page.locator("#extensions-upload .errorlist")).to_contain_text("not a zip archive")

@@ -5,33 +5,18 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.conftest import watch_errors
 from tests.sandbox.test_deployments import app_zip
 
 pytestmark = pytest.mark.browser
 
 
-def log_in(page, base_url, username="demo"):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill(username)
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
-
-
-def collect_errors(page) -> list[str]:
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
-
-
-def test_it_invokes_from_the_generated_form_and_watches_it_succeed_live(console_server, browser_page):
+def test_it_invokes_from_the_generated_form_and_watches_it_succeed_live(team, browser_page):
     page = browser_page
-    errors = collect_errors(page)
-    log_in(page, console_server, "operator")
+    errors = watch_errors(page)
+    team.log_in(page, "operator")
 
-    page.goto(f"{console_server}/o/demo/apps/web-scraper/versions/1.2.0/")
+    page.goto(team.url("apps/web-scraper/versions/1.2.0/"))
     page.locator("#action-get-page-title").get_by_role("link", name="Invoke…").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("get-page-title")
 
@@ -44,7 +29,7 @@ def test_it_invokes_from_the_generated_form_and_watches_it_succeed_live(console_
     expect(page.get_by_label("wait_until")).to_have_value("load")  # the schema's default
     page.get_by_role("button", name="Invoke").click()
 
-    page.wait_for_url("**/o/demo/invocations/inv_*/", timeout=10_000)
+    page.wait_for_url(f"**{team.path()}invocations/inv_*/", timeout=10_000)
     summary = page.locator("#invocation-summary")
     expect(summary.locator(".chip")).to_have_text("succeeded", timeout=15_000)
     expect(summary).to_contain_text("Example Domain")
@@ -57,13 +42,13 @@ def test_it_invokes_from_the_generated_form_and_watches_it_succeed_live(console_
     assert errors == []
 
 
-def test_it_uploads_a_deployment_with_progress_and_follows_the_build(console_server, browser_page):
+def test_it_uploads_a_deployment_with_progress_and_follows_the_build(team, browser_page):
     page = browser_page
-    errors = collect_errors(page)
-    log_in(page, console_server, "demo")
+    errors = watch_errors(page)
+    team.log_in(page)
     name = f"browser-app-{uuid.uuid4().hex[:6]}"
 
-    page.goto(f"{console_server}/o/demo/deployments/new/")
+    page.goto(team.url("deployments/new/"))
     page.get_by_label("App source (.zip)").set_input_files(
         {"name": "app.zip", "mimeType": "application/zip", "buffer": app_zip(name=name)}
     )
@@ -74,7 +59,7 @@ def test_it_uploads_a_deployment_with_progress_and_follows_the_build(console_ser
     # Sent by static/js/deployments.js (XMLHttpRequest with upload progress), not a plain form post.
     assert sent.value.headers.get("hx-request") == "true"
 
-    page.wait_for_url("**/o/demo/deployments/dep_*/", timeout=10_000)
+    page.wait_for_url(f"**{team.path()}deployments/dep_*/", timeout=10_000)
     expect(page.locator("#deployment-summary .chip")).to_have_text("running", timeout=15_000)
     expect(page.locator("#deployment-log")).to_contain_text(f"Serving {name} 0.1.0: actions greet, add")
     expect(page.locator("#deployment-summary")).to_contain_text("API_TOKEN")

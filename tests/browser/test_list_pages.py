@@ -6,22 +6,22 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_overview import HeldPart, fault, watch_errors
-from tests.browser.test_pools import call, log_in
+from tests.browser.conftest import watch_errors
+from tests.browser.test_overview import HeldPart
 
 pytestmark = pytest.mark.browser
 
 
-def test_it_shows_the_frame_first_and_the_rows_after(console_server, sandbox_url, browser_page):
+def test_it_shows_the_frame_first_and_the_rows_after(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
-    log_in(page, console_server)
+    team.log_in(page)
     name = f"frame-{secrets.token_hex(3)}"
-    proxy = call(sandbox_url, "POST", "/proxies", {"type": "isp", "name": name})
-    fault(sandbox_url, method="GET", path="^/proxies$", latency_ms=3000, count=1)
+    team.call("POST", "/proxies", {"type": "isp", "name": name})
+    team.fault(method="GET", path="^/proxies$", latency_ms=3000, count=1)
     part = HeldPart(page, "proxies-table")
 
-    page.goto(f"{console_server}/o/demo/proxies/")
+    page.goto(team.url("proxies/"))
     expect(page.locator("#proxies-table.deferred-loading")).to_contain_text("Loading")
     expect(page.get_by_role("heading", name="Proxies", exact=True)).to_be_visible()
     expect(page.locator("#proxy-search")).to_be_visible()
@@ -33,21 +33,19 @@ def test_it_shows_the_frame_first_and_the_rows_after(console_server, sandbox_url
     expect(page.locator("#proxies-table.deferred-loading")).to_have_count(0)
     page.locator("#proxy-search").fill("no-such-proxy-anywhere")
     expect(page.locator("#proxies-table")).to_contain_text("No proxy matches", timeout=10_000)
-    expect(page).to_have_url(f"{console_server}/o/demo/proxies/?q=no-such-proxy-anywhere")
-    call(sandbox_url, "DELETE", f"/proxies/{proxy['id']}", {})
+    expect(page).to_have_url(team.url("proxies/?q=no-such-proxy-anywhere"))
     assert errors == []
 
 
-def test_it_retries_a_list_that_failed(console_server, sandbox_url, browser_page):
+def test_it_retries_a_list_that_failed(team, browser_page):
     page = browser_page
-    log_in(page, console_server)
+    team.log_in(page)
     name = f"retry-{secrets.token_hex(3)}"
-    call(sandbox_url, "POST", "/profiles", {"name": name})
+    team.call("POST", "/profiles", {"name": name})
     # A GET is tried three times on a 503: fail all three, then answer.
-    fault(sandbox_url, method="GET", path="^/profiles$", status=503, count=3)
+    team.fault(method="GET", path="^/profiles$", status=503, count=3)
 
-    # Filtered by its name: the demo tenant's profiles are many more than a page once other tests ran.
-    page.goto(f"{console_server}/o/demo/profiles/?q={name}")
+    page.goto(team.url(f"profiles/?q={name}"))
     expect(page.get_by_role("heading", name="Profiles", exact=True)).to_be_visible()
     failed = page.locator("#profiles-table.deferred-failed")
     expect(failed).to_contain_text("Service unavailable", timeout=10_000)

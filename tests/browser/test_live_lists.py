@@ -11,23 +11,17 @@ import pytest
 from playwright.sync_api import expect
 
 from console.service import Service, browsers
-from tests.browser.test_pools import DEMO_KEY, call, log_in, set_visibility
+from tests.browser.conftest import watch_errors
+from tests.browser.test_pools import set_visibility
 
 pytestmark = pytest.mark.browser
 
 
-def watch_errors(page) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
-
-
-def create_session(sandbox_url: str, name: str) -> str:
+def create_session(team, name: str) -> str:
     """Through the console's own service client, as another tool of the team would."""
 
     async def create() -> str:
-        svc = Service(base_url=sandbox_url, api_key=DEMO_KEY, allow_private=True)
+        svc = Service(base_url=team.tenant.url, api_key=team.tenant.api_key, allow_private=True)
         return (await browsers.create_session(svc, name=name, timeout_seconds=3600)).session_id
 
     # Playwright's sync API holds this thread's event loop: the client runs on a thread of its own.
@@ -35,15 +29,13 @@ def create_session(sandbox_url: str, name: str) -> str:
         return pool.submit(asyncio.run, create()).result()
 
 
-def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
-    console_server, sandbox_url, browser_page
-):
+def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
     prefix = f"live-{secrets.token_hex(3)}"
-    ticked = call(sandbox_url, "POST", "/browsers", {"name": f"{prefix}-ticked", "timeout_seconds": 3600})
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    ticked = team.call("POST", "/browsers", {"name": f"{prefix}-ticked", "timeout_seconds": 3600})
+    team.log_in(page)
+    page.goto(team.url(f"browsers/?q={prefix}"))
     note = page.locator("#browsers-table-live")
     expect(note).to_be_visible()
     expect(note.locator("[data-live-label]")).to_contain_text("Live · updated")
@@ -53,7 +45,7 @@ def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
     ticked_row.get_by_role("checkbox").check()
     expect(page.locator('[data-bulk-count="sessions-bulk"]')).to_have_text("1 selected")
 
-    sid = create_session(sandbox_url, f"{prefix}-new")
+    sid = create_session(team, f"{prefix}-new")
     row = page.locator(f"#session-row-{sid}")
     expect(row).to_be_visible(timeout=15_000)  # the 5 s poll, merged in place
     expect(row).to_have_class(re.compile(r"\blive-row--changed\b"))
@@ -61,7 +53,7 @@ def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
     assert loads == [] and page.url.endswith(f"?q={prefix}")  # the filter stayed
 
     # The ticked row's session ends elsewhere: the row stays (ticked, marked), the others refresh.
-    call(sandbox_url, "DELETE", f"/browsers/{ticked['session_id']}", {})
+    team.call("DELETE", f"/browsers/{ticked['session_id']}", {})
     expect(ticked_row).to_have_class(re.compile(r"\blive-row--gone\b"), timeout=15_000)
     expect(ticked_row.get_by_role("checkbox")).to_be_checked()
     # Let go of it: the next refresh drops it.
@@ -73,25 +65,24 @@ def test_it_shows_a_new_session_without_a_reload_and_leaves_a_ticked_row_alone(
     expect(note).to_contain_text("Paused while this tab is hidden")
     set_visibility(page, "visible")
     expect(note).to_contain_text("Live · updated")
-    call(sandbox_url, "DELETE", f"/browsers/{sid}", {})
     assert loads == []
     assert errors == []
 
 
-def named_sessions(sandbox_url: str, prefix: str, count: int) -> list[str]:
+def named_sessions(team, prefix: str, count: int) -> list[str]:
     """The ids of ``count`` new sessions named ``<prefix>-<i>``, kept for an hour (a list filtered by the
     prefix shows them alone)."""
     bodies = [{"name": f"{prefix}-{i}", "timeout_seconds": 3600} for i in range(count)]
-    return [call(sandbox_url, "POST", "/browsers", body)["session_id"] for body in bodies]
+    return [team.call("POST", "/browsers", body)["session_id"] for body in bodies]
 
 
-def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_url, browser_page):
+def test_it_deletes_the_selected_sessions_from_the_list(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
     prefix = f"bulk-{secrets.token_hex(3)}"
-    sids = named_sessions(sandbox_url, prefix, 3)
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    sids = named_sessions(team, prefix, 3)
+    team.log_in(page)
+    page.goto(team.url(f"browsers/?q={prefix}"))
     loads = []
     page.on("load", lambda _: loads.append(page.url))
     select_all = page.get_by_label("Select every active session on this page")
@@ -111,7 +102,7 @@ def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_
     expect(panel).to_contain_text("Delete 2 sessions?")
     expect(panel).to_contain_text(f"{prefix}-0")
     expect(panel).not_to_contain_text(f"{prefix}-2")
-    assert call(sandbox_url, "GET", f"/browsers/{sids[0]}", None)["session_id"] == sids[0]  # not yet
+    assert team.call("GET", f"/browsers/{sids[0]}", None)["session_id"] == sids[0]  # not yet
     panel.get_by_role("button", name="Delete 2 sessions").click()
     expect(panel).to_contain_text("Deleted 2 of 2 sessions")
     # The list refreshes at once (HX-Trigger), without a reload: the deleted rows leave, the third stays.
@@ -122,24 +113,23 @@ def test_it_deletes_the_selected_sessions_from_the_list(console_server, sandbox_
     panel.get_by_role("link", name="Done").click()
     expect(page.locator("#sessions-bulk-delete")).to_be_empty()
     assert loads == []
-    call(sandbox_url, "DELETE", f"/browsers/{sids[2]}", {})
     assert errors == []
 
 
-def test_it_releases_the_selected_leases_of_a_pool(console_server, sandbox_url, browser_page):
+def test_it_releases_the_selected_leases_of_a_pool(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
     name = f"leases-{secrets.token_hex(3)}"
-    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 3, "fill_rate_per_minute": 100})
-    call(sandbox_url, "POST", "/_sandbox/clock", {"advance_seconds": 60})
-    first = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    pool = team.call("POST", "/browser_pools", {"name": name, "size": 3, "fill_rate_per_minute": 100})
+    team.advance(60)
+    first = team.call("POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    team.log_in(page)
+    page.goto(team.url(f"pools/{pool['id']}/"))
     first_row = page.locator(f"#lease-row-{first['session_id']}")
     expect(first_row).to_be_visible()
     first_row.get_by_role("checkbox").check()
     # A lease taken elsewhere shows up by itself; the ticked row keeps its tick meanwhile.
-    second = call(sandbox_url, "POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
+    second = team.call("POST", f"/browser_pools/{pool['id']}/acquire", {"acquire_timeout_seconds": 0})
     second_row = page.locator(f"#lease-row-{second['session_id']}")
     expect(second_row).to_be_visible(timeout=10_000)
     expect(first_row.get_by_role("checkbox")).to_be_checked()
@@ -156,38 +146,28 @@ def test_it_releases_the_selected_leases_of_a_pool(console_server, sandbox_url, 
     expect(first_row).to_have_count(0, timeout=10_000)
     expect(second_row).to_be_visible()
     assert loads == []
-    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
     assert errors == []
 
 
-def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(console_server, sandbox_url, browser_page):
+def test_it_says_when_the_list_could_not_be_refreshed_and_recovers(team, browser_page):
     page = browser_page
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/invocations/")
+    team.log_in(page)
+    page.goto(team.url("invocations/"))
     label = page.locator("#invocations-table-live [data-live-label]")
     expect(label).to_contain_text("Live · updated")
     # The table is a part of its own (loaded after the page): counted once it is there.
     expect(page.locator("#invocations-table tbody tr").first).to_be_visible()
     rows = page.locator("#invocations-table tbody tr").count()
-    call(
-        sandbox_url,
-        "POST",
-        "/_sandbox/faults",
-        {"method": "GET", "path": "^/invocations$", "status": 500, "count": None},
-    )
-    try:
-        expect(label).to_contain_text("Not updated for", timeout=15_000)
-        expect(label).to_have_attribute("data-state", "stalled")
-        expect(page.locator("#invocations-table tbody tr")).to_have_count(rows)  # what was shown stays
-    finally:
-        call(sandbox_url, "DELETE", "/_sandbox/faults", None)
+    team.fault(method="GET", path="^/invocations$", status=500, count=None)
+    expect(label).to_contain_text("Not updated for", timeout=15_000)
+    expect(label).to_have_attribute("data-state", "stalled")
+    expect(page.locator("#invocations-table tbody tr")).to_have_count(rows)  # what was shown stays
+    team.control("DELETE", "faults")
     expect(label).to_contain_text("Live · updated", timeout=15_000)
     expect(label).to_have_attribute("data-state", "live")
 
 
-def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_way(
-    console_server, sandbox_url, browser_page
-):
+def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_way(team, browser_page):
     # The list polls every 5 s. A poll answered by the console before a bulk delete, and delivered after the
     # delete's answer asked the list to refresh, carries the rows as they were: the list must not keep
     # them (the refresh used to be dropped while a poll was in flight, and the deleted rows stayed until
@@ -195,9 +175,9 @@ def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_
     page = browser_page
     errors = watch_errors(page)
     prefix = f"stale-{secrets.token_hex(3)}"
-    sids = named_sessions(sandbox_url, prefix, 2)
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/?q={prefix}")
+    sids = named_sessions(team, prefix, 2)
+    team.log_in(page)
+    page.goto(team.url(f"browsers/?q={prefix}"))
     for sid in sids:
         expect(page.locator(f"#session-row-{sid}")).to_be_visible()
 
@@ -209,7 +189,7 @@ def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_
         else:
             route.continue_()
 
-    polls = re.compile(r"/o/demo/browsers/\?q=")
+    polls = re.compile(rf"{team.path()}browsers/\?q=")
     page.route(polls, hold)
     for _ in range(150):  # the next poll, held
         if held:

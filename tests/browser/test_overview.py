@@ -7,23 +7,12 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_pools import call, log_in
+from tests.browser.conftest import watch_errors
 
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 400, "height": 860}
-
-
-def fault(sandbox_url: str, **body) -> None:
-    call(sandbox_url, "POST", "/_sandbox/faults", body)
-
-
-def watch_errors(page) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
 
 
 class HeldPart:
@@ -46,11 +35,12 @@ class HeldPart:
         self.page.unroute(self.pattern)  # after: unrouting lets a held request go on by itself
 
 
-def test_it_shows_live_figures_and_updates_them_after_the_poll(console_server, sandbox_url, browser_page):
+def test_it_shows_live_figures_and_updates_them_after_the_poll(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
     page.set_viewport_size(DESKTOP)
-    log_in(page, console_server)
+    team.log_in(page)
+    page.goto(team.url())
     running = page.locator('[data-figure="running-sessions"]')
     expect(running).to_be_visible()
     before = int(running.inner_text().rstrip("+"))
@@ -58,24 +48,24 @@ def test_it_shows_live_figures_and_updates_them_after_the_poll(console_server, s
     expect(page.locator("#card-usage svg.ov-bars")).to_have_count(2)
     expect(page.locator("#card-auth [data-figure='needs-auth']")).to_be_visible()
     expect(page.locator("#card-invocations [data-figure='failed-invocations']")).to_be_visible()
-    expect(page.locator("#card-sessions h2 a")).to_have_attribute("href", "/o/demo/browsers/?status=active")
+    expect(page.locator("#card-sessions h2 a")).to_have_attribute(
+        "href", team.path("browsers/?status=active")
+    )
 
-    session = call(sandbox_url, "POST", "/browsers", {"name": f"overview-{secrets.token_hex(3)}"})
-    try:
-        loads = []
-        page.on("load", lambda _: loads.append(page.url))
-        expect(running).to_have_text(str(before + 1), timeout=15_000)  # the 10 s poll, in place
-        assert loads == []
-    finally:  # pass or fail: a session left running would change what later tests count
-        call(sandbox_url, "DELETE", f"/browsers/{session['session_id']}", {})
+    team.call("POST", "/browsers", {"name": f"overview-{secrets.token_hex(3)}"})
+    loads = []
+    page.on("load", lambda _: loads.append(page.url))
+    expect(running).to_have_text(str(before + 1), timeout=15_000)  # the 10 s poll, in place
+    assert loads == []
     assert errors == []
 
 
-def test_it_fits_a_phone(console_server, browser_page):
+def test_it_fits_a_phone(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
     page.set_viewport_size(PHONE)
-    log_in(page, console_server)
+    team.log_in(page)
+    page.goto(team.url())
     expect(page.locator('[data-figure="running-sessions"]')).to_be_visible()
     expect(page.locator("#card-usage svg.ov-bars").first).to_be_visible()
     cards = ("#card-sessions", "#card-pools", "#card-usage", "#card-telemetry")
@@ -93,41 +83,39 @@ def test_it_fits_a_phone(console_server, browser_page):
     assert errors == []
 
 
-def test_it_shows_a_slow_pages_frame_at_once_and_its_data_after(console_server, sandbox_url, browser_page):
+def test_it_shows_a_slow_pages_frame_at_once_and_its_data_after(team, browser_page):
     page = browser_page
     errors = watch_errors(page)
-    log_in(page, console_server)
+    team.log_in(page)
     name = f"slow-{secrets.token_hex(3)}"
-    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 1})
+    pool = team.call("POST", "/browser_pools", {"name": name, "size": 1})
     path = f"/browser_pools/{pool['id']}"
-    fault(sandbox_url, method="GET", path=f"^{path}$", latency_ms=3000, count=1)
+    team.fault(method="GET", path=f"^{path}$", latency_ms=3000, count=1)
     part = HeldPart(page, "pool-detail")
 
-    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    page.goto(team.url(f"pools/{pool['id']}/"))
     expect(page.locator("#pool-detail.deferred-loading")).to_contain_text("Loading")
     expect(page.get_by_role("link", name="Browser pools").last).to_be_visible()
     # The frame came without the slow call: the service has not been asked for the pool yet.
-    asked = call(sandbox_url, "GET", "/_sandbox/requests", None)
+    asked = team.tenant.requests()
     assert [r for r in asked if r["method"] == "GET" and r["path"] == path] == []
     part.release()
     expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=15_000)
     expect(page.locator("#pool-leases")).to_contain_text("No browser of this pool is leased")
-    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})
     assert errors == []
 
 
-def test_it_retries_a_part_that_failed(console_server, sandbox_url, browser_page):
+def test_it_retries_a_part_that_failed(team, browser_page):
     page = browser_page
-    log_in(page, console_server)
+    team.log_in(page)
     name = f"flaky-{secrets.token_hex(3)}"
-    pool = call(sandbox_url, "POST", "/browser_pools", {"name": name, "size": 1})
+    pool = team.call("POST", "/browser_pools", {"name": name, "size": 1})
     # A GET is tried three times on a 503: fail all three, then answer.
-    fault(sandbox_url, method="GET", path=f"^/browser_pools/{pool['id']}$", status=503, count=3)
+    team.fault(method="GET", path=f"^/browser_pools/{pool['id']}$", status=503, count=3)
 
-    page.goto(f"{console_server}/o/demo/pools/{pool['id']}/")
+    page.goto(team.url(f"pools/{pool['id']}/"))
     failed = page.locator("#pool-detail.deferred-failed")
     expect(failed).to_contain_text("Service unavailable", timeout=10_000)
     page.get_by_role("link", name="Retry").click()
     expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=10_000)
     expect(page.locator("#pool-detail.deferred-failed")).to_have_count(0)
-    call(sandbox_url, "DELETE", f"/browser_pools/{pool['id']}", {"force": True})

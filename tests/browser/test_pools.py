@@ -2,36 +2,12 @@
 
 import secrets
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.conftest import settle, watch_errors
 
 pytestmark = pytest.mark.browser
-
-DEMO_KEY = "sandbox-demo-key"
-
-
-def log_in(page, base_url: str) -> None:
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill("demo@example.com")
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
-
-
-def call(sandbox_url: str, method: str, path: str, body: dict):
-    """A call to the demo tenant of the sandbox (the demo org's service)."""
-    response = httpx.request(
-        method, f"{sandbox_url}{path}", json=body, headers={"Authorization": f"Bearer {DEMO_KEY}"}
-    )
-    response.raise_for_status()
-    return response.json() if response.content else None
-
-
-def advance(sandbox_url: str, seconds: int) -> None:
-    call(sandbox_url, "POST", "/_sandbox/clock", {"advance_seconds": seconds})
 
 
 def set_visibility(page, state: str) -> None:
@@ -45,15 +21,14 @@ def set_visibility(page, state: str) -> None:
     )
 
 
-def test_it_creates_a_pool_and_sees_its_capacity_bar_fill(console_server, sandbox_url, browser_page):
+def test_it_creates_a_pool_and_sees_its_capacity_bar_fill(team, browser_page):
     page = browser_page
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = watch_errors(page)
     name = f"bar-{secrets.token_hex(3)}"
 
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/pools/new/")
+    team.log_in(page)
+    page.clock.install()  # the page's timers run on Playwright's clock: the polls come when the test says
+    page.goto(team.url("pools/new/"))
     page.get_by_label("Size").fill("4")
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Fill rate").fill("100")  # the whole size per minute
@@ -66,10 +41,12 @@ def test_it_creates_a_pool_and_sees_its_capacity_bar_fill(console_server, sandbo
     loads = []
     page.on("load", lambda _: loads.append(page.url))
 
-    advance(sandbox_url, 30)  # half the pool warms
+    team.advance(30)  # half the pool warms
+    page.clock.run_for(3_500)  # the 3 s poll
     expect(counts).to_have_attribute("data-available", "2", timeout=10_000)
     expect(page.locator("#pool-counts .bar-available")).to_have_attribute("width", "500")
-    advance(sandbox_url, 30)
+    team.advance(30)
+    page.clock.run_for(3_500)
     expect(counts).to_have_attribute("data-available", "4", timeout=10_000)
     expect(counts).to_contain_text("4 available")
     expect(page.locator("#pool-counts .bar-available")).to_have_attribute("width", "1000")
@@ -79,24 +56,25 @@ def test_it_creates_a_pool_and_sees_its_capacity_bar_fill(console_server, sandbo
     polls = []
     page.on("request", lambda request: request.headers.get("hx-request") and polls.append(request.url))
     set_visibility(page, "hidden")
-    page.wait_for_timeout(300)  # let a poll already on its way be reported
+    settle(page)  # a poll already on its way is reported before this returns
     polls.clear()
-    session = call(sandbox_url, "POST", f"/browser_pools/{name}/acquire", {"acquire_timeout_seconds": 0})
-    page.wait_for_timeout(4000)  # longer than the 3 s poll period
+    session = team.call("POST", f"/browser_pools/{name}/acquire", {"acquire_timeout_seconds": 0})
+    page.clock.run_for(10_000)  # three poll periods
+    settle(page)
     assert polls == []
     expect(counts).to_have_attribute("data-acquired", "0")
     set_visibility(page, "visible")
     expect(counts).to_have_attribute("data-acquired", "1", timeout=5_000)
 
     # The list shows the same bar for the new pool, and refreshes it in place too.
-    page.goto(f"{console_server}/o/demo/pools/?q={name}")
+    page.goto(team.url(f"pools/?q={name}"))
     row_bar = page.locator("#pools-live .capacity").first
     expect(row_bar).to_have_attribute("data-acquired", "1")
     expect(row_bar).to_have_attribute("data-available", "3")
-    call(sandbox_url, "POST", f"/browser_pools/{name}/release", {"session_id": session["session_id"]})
+    team.call("POST", f"/browser_pools/{name}/release", {"session_id": session["session_id"]})
+    page.clock.run_for(3_500)
     expect(row_bar).to_have_attribute("data-acquired", "0", timeout=10_000)
     expect(row_bar).to_have_attribute("data-available", "4")
-    call(sandbox_url, "DELETE", f"/browser_pools/{name}", {"force": True})
     assert errors == []
 
 
@@ -108,7 +86,7 @@ document.addEventListener("securitypolicyviolation", function (event) {
 """
 
 
-def test_it_answers_an_invalid_pool_form_without_a_csp_violation(console_server, browser_page):
+def test_it_answers_an_invalid_pool_form_without_a_csp_violation(team, browser_page):
     """Autofill, the browser's validation and extensions leave style attributes on fields; when the form comes
     back with its errors, htmx must not copy them onto the new fields (an inline style the CSP refuses)."""
     page = browser_page
@@ -117,8 +95,8 @@ def test_it_answers_an_invalid_pool_form_without_a_csp_violation(console_server,
     page.on(
         "console", lambda message: "Content Security Policy" in message.text and refused.append(message.text)
     )
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/pools/new/")
+    team.log_in(page)
+    page.goto(team.url("pools/new/"))
     styled = page.evaluate(
         """() => {
             const fields = document.querySelectorAll("#pool-form :is(input, select, textarea)");

@@ -5,34 +5,20 @@ import os
 import re
 import zipfile
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD
+from tests.browser.conftest import watch_errors
 
 pytestmark = pytest.mark.browser
 
-DEMO_KEY = "sandbox-demo-key"
 UPLOAD_BYTES_PER_SECOND = 1_000_000
 
 
-def log_in(page, base_url, username="operator"):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill(username)
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
-
-
-def new_session(sandbox_url: str, name: str) -> str:
-    response = httpx.post(
-        f"{sandbox_url}/browsers",
-        json={"name": name, "timeout_seconds": 3600, "headless": True},
-        headers={"Authorization": f"Bearer {DEMO_KEY}"},
-    )
-    response.raise_for_status()
-    return response.json()["session_id"]
+def new_session(team, name: str) -> str:
+    return team.call("POST", "/browsers", {"name": name, "timeout_seconds": 3600, "headless": True})[
+        "session_id"
+    ]
 
 
 # True once the status (the first selector) says "Uploading… N% (…)" with 0 < N < 100 and the bar (the second)
@@ -45,20 +31,13 @@ UPLOADING = """([status, bar]) => {
 }"""
 
 
-def collect_errors(page) -> list[str]:
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
-
-
-def test_it_runs_a_process_and_shows_its_output_live(console_server, sandbox_url, browser_page):
+def test_it_runs_a_process_and_shows_its_output_live(team, browser_page):
     page = browser_page
-    errors = collect_errors(page)
-    session_id = new_session(sandbox_url, f"procs-{os.getpid()}")
-    log_in(page, console_server)
+    errors = watch_errors(page)
+    session_id = new_session(team, f"procs-{os.getpid()}")
+    team.log_in(page, "operator")
 
-    page.goto(f"{console_server}/o/demo/browsers/{session_id}/")
+    page.goto(team.url(f"browsers/{session_id}/"))
     pane = page.locator("#processes-pane")
     pane.scroll_into_view_if_needed()
     command = pane.get_by_label("Command").first
@@ -94,18 +73,16 @@ def test_it_runs_a_process_and_shows_its_output_live(console_server, sandbox_url
     assert errors == []
 
 
-def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(
-    console_server, sandbox_url, browser_page, tmp_path
-):
+def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(team, browser_page, tmp_path):
     page = browser_page
-    errors = collect_errors(page)
-    session_id = new_session(sandbox_url, f"files-{os.getpid()}")
+    errors = watch_errors(page)
+    session_id = new_session(team, f"files-{os.getpid()}")
     archive = tmp_path / "assets.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as bundle:
         bundle.writestr("assets/blob.bin", os.urandom(3 * 1024 * 1024))
         bundle.writestr("assets/readme.txt", "hello")
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/{session_id}/files/?path=/home/kernel/Downloads")
+    team.log_in(page, "operator")
+    page.goto(team.url(f"browsers/{session_id}/files/?path=/home/kernel/Downloads"))
 
     cdp = page.context.new_cdp_session(page)
     cdp.send("Network.enable")
@@ -140,12 +117,12 @@ def test_it_uploads_a_zip_with_a_progress_bar_and_lists_what_it_held(
     assert errors == []
 
 
-def test_it_drives_the_computer_pane_and_marks_a_batch_row(console_server, sandbox_url, browser_page):
+def test_it_drives_the_computer_pane_and_marks_a_batch_row(team, browser_page):
     page = browser_page
-    errors = collect_errors(page)
-    session_id = new_session(sandbox_url, f"computer-{os.getpid()}")
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/{session_id}/")
+    errors = watch_errors(page)
+    session_id = new_session(team, f"computer-{os.getpid()}")
+    team.log_in(page, "operator")
+    page.goto(team.url(f"browsers/{session_id}/"))
     pane = page.locator("#computer-pane")
     pane.scroll_into_view_if_needed()
     screen = pane.locator("img[data-screen]")

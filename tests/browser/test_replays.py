@@ -6,12 +6,11 @@ import re
 import time
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD, running_console
-from tests.sandbox_fixtures import TEST_DEMO_KEY
+from tests.browser.conftest import running_console, wait_for_telemetry, watch_errors
+from tests.sandbox_fixtures import new_tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.chromium]
 
@@ -28,18 +27,17 @@ FRAMERATE = 10
 
 @pytest.fixture(scope="module")
 def real_console(chromium_sandbox, tmp_path_factory):
-    with running_console(chromium_sandbox[0], tmp_path_factory.mktemp("replays")) as base_url:
-        yield base_url
-
-
-def call(sandbox, method, path, **kwargs):
-    headers = {"Authorization": f"Bearer {TEST_DEMO_KEY}"}
-    return httpx.request(method, f"{sandbox}{path}", headers=headers, timeout=60, **kwargs)
+    with running_console(chromium_sandbox[0], tmp_path_factory.mktemp("replays")) as console:
+        yield console
 
 
 @pytest.fixture
-def session(chromium_sandbox):
-    sandbox = chromium_sandbox[0]
+def team(real_console):
+    return real_console.team(new_tenant(real_console.sandbox_url))
+
+
+@pytest.fixture
+def session(team):
     body = {
         "headless": True,
         "viewport": {"width": 640, "height": 480},
@@ -47,49 +45,22 @@ def session(chromium_sandbox):
         "start_url": "https://plain.example.com/login",
         "telemetry": {"enabled": True, "browser": ALL},
     }
-    response = call(sandbox, "POST", "/browsers", json=body)
-    assert response.status_code == 201, response.text
-    sid = response.json()["session_id"]
+    sid = team.call("POST", "/browsers", body, timeout=60)["session_id"]
     yield sid
-    call(sandbox, "DELETE", f"/browsers/{sid}")
-
-
-def wait_for_navigation(sandbox, sid, target, seconds=15.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        events = call(sandbox, "GET", f"/browsers/{sid}/telemetry/events", params={"limit": 100}).json()
-        if any(
-            e["event"]["type"] == "page_navigation" and e["event"]["data"].get("url") == target
-            for e in events
-        ):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no navigation to {target}")
-
-
-def log_in(page, base_url):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill("operator")
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
+    team.tenant.call("DELETE", f"/browsers/{sid}", timeout=60)
 
 
 def video_time(page) -> float:
     return page.eval_on_selector("#replay-video", "video => video.currentTime")
 
 
-def test_it_records_a_replay_and_seeks_to_a_clicked_event(
-    real_console, chromium_sandbox, session, browser_page
-):
-    page, sandbox = browser_page, chromium_sandbox[0]
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    log_in(page, real_console)
+def test_it_records_a_replay_and_seeks_to_a_clicked_event(team, session, browser_page):
+    page = browser_page
+    errors = watch_errors(page)
+    team.log_in(page, "operator")
 
     # Record from the session page's replays pane.
-    page.goto(f"{real_console}/o/demo/browsers/{session}/")
+    page.goto(team.url(f"browsers/{session}/"))
     pane = page.locator("#replays-pane")
     pane.scroll_into_view_if_needed()
     expect(pane.get_by_label("Frames per second")).to_be_visible(timeout=15_000)
@@ -97,12 +68,14 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(
     pane.get_by_role("button", name="Start recording").click()
     expect(pane.get_by_text("recording", exact=True)).to_be_visible(timeout=15_000)
 
+    # The scenario: a second of video before the login form is sent, and a second after its navigation
+    # (the event must sit inside the recording, well after its start). Not a wait for a state.
     time.sleep(1)
-    assert (
-        call(sandbox, "POST", f"/browsers/{session}/computer/batch", json={"actions": LOGIN}).status_code
-        == 204
+    batch = team.tenant.call(
+        "POST", f"/browsers/{session}/computer/batch", json={"actions": LOGIN}, timeout=60
     )
-    wait_for_navigation(sandbox, session, "https://plain.example.com/home")
+    assert batch.status_code == 204
+    wait_for_telemetry(team, session, "page_navigation", url="https://plain.example.com/home")
     time.sleep(1)
     pane.get_by_role("button", name="Stop recording").click()
     play = pane.get_by_role("link", name="Play with telemetry")
@@ -155,15 +128,14 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(
     assert errors == [], errors
 
 
-def test_it_lets_the_operators_stop_win_over_a_refresh_in_flight(real_console, session, browser_page):
+def test_it_lets_the_operators_stop_win_over_a_refresh_in_flight(team, session, browser_page):
     # The recording pane refreshes itself every 5 s. A refresh asked before "Stop recording" and answered
     # while the stop is on its way must not replace the form that sent it: the stop's answer (the pane
     # and its message) is what the operator sees, and nothing is logged as an error.
     page = browser_page
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    log_in(page, real_console)
-    page.goto(f"{real_console}/o/demo/browsers/{session}/")
+    errors = watch_errors(page)
+    team.log_in(page, "operator")
+    page.goto(team.url(f"browsers/{session}/"))
     pane = page.locator("#replays-pane")
     pane.scroll_into_view_if_needed()
     pane.get_by_role("button", name="Start recording").click()

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD, running_console
-from tests.sandbox_fixtures import TEST_DEMO_KEY
+from tests.browser.conftest import running_console, watch_errors
+from tests.sandbox_fixtures import new_tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.chromium]
 
@@ -27,27 +26,19 @@ ALL = {
 
 @pytest.fixture(scope="module")
 def real_console(chromium_sandbox, tmp_path_factory):
-    url, _ = chromium_sandbox
-    with running_console(url, tmp_path_factory.mktemp("screen-console")) as base_url:
-        yield base_url, url
-
-
-def call(sandbox_url, method, path, json=None):
-    response = httpx.request(
-        method,
-        f"{sandbox_url}{path}",
-        json=json,
-        headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"},
-        timeout=60,
-    )
-    response.raise_for_status()
-    return response
+    with running_console(chromium_sandbox[0], tmp_path_factory.mktemp("screen-console")) as console:
+        yield console
 
 
 @pytest.fixture
-def sessions(real_console):
+def real_team(real_console):
+    """A team of its own on the console over the real-browser sandbox."""
+    return real_console.team(new_tenant(real_console.sandbox_url))
+
+
+@pytest.fixture
+def sessions(real_team):
     """Start real sessions (deleted after the test): ``sessions(start_url) -> session id``."""
-    _, sandbox_url = real_console
     made = []
 
     def start(start_url: str, **extra) -> str:
@@ -60,22 +51,12 @@ def sessions(real_console):
             "timeout_seconds": 3600,
             **extra,
         }
-        made.append(call(sandbox_url, "POST", "/browsers", body).json()["session_id"])
+        made.append(real_team.call("POST", "/browsers", body, timeout=60)["session_id"])
         return made[-1]
 
     yield start
     for sid in made:
-        httpx.delete(
-            f"{sandbox_url}/browsers/{sid}", headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"}, timeout=30
-        )
-
-
-def log_in(page, base_url, user="demo"):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Username or e-mail").fill(user)
-    page.get_by_label("Password").fill(DEMO_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/")
+        real_team.tenant.call("DELETE", f"/browsers/{sid}", timeout=30)
 
 
 def colour_at(page, x: int, y: int) -> tuple[int, int, int]:
@@ -95,8 +76,8 @@ def colour_at(page, x: int, y: int) -> tuple[int, int, int]:
     )
 
 
-def open_screen(page, base_url, sid):
-    page.goto(f"{base_url}/o/demo/browsers/{sid}/")
+def open_screen(page, team, sid):
+    page.goto(team.url(f"browsers/{sid}/"))
     pane = page.locator("#screen-pane[data-mode='relay']")
     expect(pane).to_be_visible(timeout=20_000)
     expect(pane.locator("[data-screen-state]")).to_have_attribute("data-state", "live", timeout=30_000)
@@ -104,14 +85,12 @@ def open_screen(page, base_url, sid):
     return pane
 
 
-def test_it_shows_the_page_of_the_session_in_the_live_screen(real_console, sessions, browser_page):
-    base_url, _ = real_console
-    page = browser_page
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+def test_it_shows_the_page_of_the_session_in_the_live_screen(real_team, sessions, browser_page):
+    team, page = real_team, browser_page
+    errors = watch_errors(page)
     sid = sessions("https://lab.example.com/?color=1e90ff")
-    log_in(page, base_url)
-    pane = open_screen(page, base_url, sid)
+    team.log_in(page)
+    pane = open_screen(page, team, sid)
     red, green, blue = colour_at(page, 400, 300)
     assert abs(red - 0x1E) < 12 and abs(green - 0x90) < 12 and abs(blue - 0xFF) < 12
     assert pane.locator("[data-screen-mode]").inner_text().startswith("Relayed by the console")
@@ -121,12 +100,11 @@ def test_it_shows_the_page_of_the_session_in_the_live_screen(real_console, sessi
     assert errors == []
 
 
-def test_it_clicks_a_button_on_the_screen_and_the_page_reacts(real_console, sessions, browser_page):
-    base_url, _ = real_console
-    page = browser_page
+def test_it_clicks_a_button_on_the_screen_and_the_page_reacts(real_team, sessions, browser_page):
+    team, page = real_team, browser_page
     sid = sessions("https://lab.example.com/")
-    log_in(page, base_url)
-    pane = open_screen(page, base_url, sid)
+    team.log_in(page)
+    pane = open_screen(page, team, sid)
     image = pane.locator("[data-screen-image]")
     image.click(position={"x": 5, "y": 5})  # without control: nothing is sent
     pane.get_by_role("button", name="Take control").click()
@@ -142,12 +120,11 @@ def test_it_clicks_a_button_on_the_screen_and_the_page_reacts(real_console, sess
     expect(page.locator("#screen-pane").get_by_role("button", name="Take control")).to_be_visible()
 
 
-def test_it_refuses_input_from_a_viewer(real_console, sessions, browser_page):
-    base_url, _ = real_console
-    page = browser_page
+def test_it_refuses_input_from_a_viewer(real_team, sessions, browser_page):
+    team, page = real_team, browser_page
     sid = sessions("https://lab.example.com/")
-    log_in(page, base_url, user="viewer")
-    pane = open_screen(page, base_url, sid)
+    team.log_in(page, "viewer")
+    pane = open_screen(page, team, sid)
     expect(pane.get_by_role("button", name="Take control")).to_have_count(0)
     status = page.evaluate(
         """async (url) => {
@@ -156,48 +133,41 @@ def test_it_refuses_input_from_a_viewer(real_console, sessions, browser_page):
             const response = await fetch(url, {method: 'POST', body, headers: {'X-CSRFToken': token}});
             return response.status;
         }""",
-        f"/o/demo/browsers/{sid}/screen/input/",
+        team.path(f"browsers/{sid}/screen/input/"),
     )
     assert status == 403
 
 
-def test_it_shows_several_sessions_on_the_wall(real_console, sessions, browser_page):
-    base_url, _ = real_console
-    page = browser_page
-    # Tagged: the demo organization's other sessions stay off this wall (the test sandbox runs two browsers).
+def test_it_shows_several_sessions_on_the_wall(real_team, sessions, browser_page):
+    team, page = real_team, browser_page
     tag = uuid.uuid4().hex[:8]
     first = sessions("https://lab.example.com/?color=ff0000", tags={"wall": tag})
     second = sessions("https://lab.example.com/?color=00ff00", tags={"wall": tag})
-    log_in(page, base_url)
-    page.goto(f"{base_url}/o/demo/browsers/wall/?tag=wall:{tag}")
+    team.log_in(page)
+    page.goto(team.url(f"browsers/wall/?tag=wall:{tag}"))
     expect(page.locator("[data-tile]")).to_have_count(2)
     for sid in (first, second):
         tile = page.locator(f"[data-tile='{sid}']")
         expect(tile).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
         expect(tile.locator("[data-tile-state]")).to_have_attribute("data-state", "live")
     page.locator(f"[data-tile='{first}'] a").click()
-    expect(page).to_have_url(f"{base_url}/o/demo/browsers/{first}/#pane-screen")
+    expect(page).to_have_url(team.url(f"browsers/{first}/#pane-screen"))
     expect(page.locator("#screen-pane[data-mode='relay']")).to_be_visible(timeout=20_000)
 
 
-def test_it_offers_the_embedded_live_view_without_a_relayable_screen(
-    console_server, sandbox_url, browser_page
-):
+def test_it_offers_the_embedded_live_view_without_a_relayable_screen(team, browser_page):
     # The simulated sandbox: its sessions' CDP endpoints cannot be relayed, their live view can be framed.
     page = browser_page
-    sid = call(sandbox_url, "POST", "/browsers", {"name": "fallback", "timeout_seconds": 3600}).json()[
-        "session_id"
-    ]
-    log_in(page, console_server)
-    page.goto(f"{console_server}/o/demo/browsers/{sid}/")
+    sid = team.call("POST", "/browsers", {"name": "fallback", "timeout_seconds": 3600})["session_id"]
+    team.log_in(page, "operator")
+    page.goto(team.url(f"browsers/{sid}/"))
     pane = page.locator("#screen-pane[data-mode='live-view']")
     expect(pane).to_contain_text("simulated", timeout=20_000)
     pane.get_by_role("link", name="Show the service's live view here").click()
-    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=embed")
+    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=embed"))
     expect(page.locator("iframe.live-view")).to_be_visible()
     expect(page.locator("#screen-pane [data-screen-mode]")).to_have_text("The service's live view")
     page.get_by_role("link", name="Hide it").click()
-    expect(page).to_have_url(f"{console_server}/o/demo/browsers/{sid}/?view=page")
+    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=page"))
     expect(page.locator("#screen-pane[data-mode='live-view']")).to_be_visible(timeout=20_000)
     expect(page.locator("iframe.live-view")).to_have_count(0)
-    httpx.delete(f"{sandbox_url}/browsers/{sid}", headers={"Authorization": f"Bearer {TEST_DEMO_KEY}"})
