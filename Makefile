@@ -64,8 +64,8 @@ test: install-dev system-packages
 	@mkdir -p .run && rm -f .run/test-tiers
 	@start=$$(date +%s); $(MAKE) --no-print-directory lint && \
 	  echo "lint: ruff check and format in $$(( $$(date +%s) - start )) s" >> .run/test-tiers
-	TEST_TIER=sqlite $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
-	TEST_TIER=postgres TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not browser and not chromium" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --tier sqlite $(PYTEST_ARGS)
+	TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) --tier postgres -m "not browser and not chromium" $(PYTEST_ARGS)
 	@echo; cat .run/test-tiers
 
 # Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing
