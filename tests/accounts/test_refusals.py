@@ -16,6 +16,7 @@ from console.accounts.audit import THROTTLED
 from console.accounts.models import AuditLog, Membership, RefusalCounter
 from tests.accounts.test_members import at_the_same_moment
 from tests.conftest import make_client
+from tests.web.html_check import problems
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,6 +63,7 @@ async def test_it_writes_300_refused_role_changes_as_one_row_and_answers_429_pas
     assert row.last_at > row.created_at
     throttled = responses[-1]
     assert "Too many refused attempts" in throttled.content.decode()
+    assert problems(throttled.content.decode()) == []
     assert 1 <= int(throttled["Retry-After"]) <= 60
     assert not await Membership.objects.filter(pk=alice, role="viewer").aexists()
 
@@ -153,6 +155,7 @@ async def test_it_shows_how_many_times_and_when_last_on_the_audit_page(
         await change_role(viewer_client, alice)
     row = await AuditLog.objects.aget(outcome="denied")
     html = (await admin_client.get("/o/acme/audit/")).content.decode()
+    assert problems(html) == []
     assert f"\N{MULTIPLICATION SIGN}3, last at {row.last_at:%Y-%m-%d %H:%M:%S}" in html
     overview = await admin_client.get("/o/acme/?part=card-audit", headers={"HX-Request": "true"})
     assert f"\N{MULTIPLICATION SIGN}3, last at {row.last_at:%H:%M:%S}" in overview.content.decode()
