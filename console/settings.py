@@ -191,6 +191,16 @@ AXES_USERNAME_CALLABLE = "console.accounts.backends.lockout_username"
 AXES_SENSITIVE_PARAMETERS = ["password", "api_key"]
 AXES_VERBOSE = False
 
+# Refusals a member meets (an action their role does not allow) are audited without flooding the log
+# (console/accounts/audit.py, deny): the same refusal (member, action, target) repeated within this many
+# seconds of the first is one row whose count and last time grow.
+REFUSAL_COLLAPSE_SECONDS = env.int("REFUSAL_COLLAPSE_SECONDS", default=600)
+# Past this many refusals of one user in REFUSAL_WINDOW_SECONDS (counted from the first of them), every
+# further refusal is answered 429 until the window ends, and one of anything new is counted on a single
+# `access.throttled` row rather than a row of its own.
+REFUSAL_LIMIT = env.int("REFUSAL_LIMIT", default=30)
+REFUSAL_WINDOW_SECONDS = env.int("REFUSAL_WINDOW_SECONDS", default=60)
+
 # Cookie storage keeps messages out of the session, so async views never touch the session for them.
 MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"
 
