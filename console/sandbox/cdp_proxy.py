@@ -9,7 +9,9 @@
   state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``), and so is a message the guard cannot judge as Chromium would (not a JSON object
-  Python parses, or a top-level key given twice); everything else passes through untouched, so
+  Python parses, or a top-level key given twice); a message over ``max_message_bytes`` (1 MiB) closes
+  the connection with 1009 before it is read (the guard parses on the shared event loop); everything
+  else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service. A session whose
   browser cannot be had is refused before the websocket opens with the error answer of a service call:
   503 ``browser_unavailable`` (the sandbox busy starting other browsers, with a Retry-After; or the
@@ -49,8 +51,9 @@ POLICY_VIOLATION = 1008
 MESSAGE_TOO_BIG = 1009
 # The largest message a client may send, in bytes (``SANDBOX_CDP_MAX_MESSAGE_BYTES``). The guard parses
 # every message on the event loop every tenant shares: JSON made of small values costs Python's parser
-# about 20 to 80 ms per MiB (a 14.5 MiB message under the 16 MiB websocket default held another tenant's
-# request 2.4 s). A client's CDP commands are small; the largest a Playwright client sends are its
+# 30 to 65 ms per MiB on a loaded 2-core machine (a 14.5 MiB message under the 16 MiB websocket default
+# held another tenant's request 2.4 s, 20 s here; off the loop would not help: the C parser keeps the
+# GIL). A client's CDP commands are small; the largest a Playwright client sends are its
 # injected scripts (a few hundred KiB) and, rarely, a route's body to fulfil or files to upload, which
 # above about 750 KiB (base64) need a larger bound. The server refuses a larger frame from its header,
 # before reading it (uvicorn's ``ws_max_size``, server.py): the client sees a close 1009 "message too big".
@@ -112,7 +115,8 @@ def _top_level(text: str) -> list[tuple[str, object]] | None:
 
     The same grammar as ``json.loads`` (its C scanner parses each value, strict about control
     characters), without a Python call per nested object: a hook on every object (how the guard found a
-    repeated key) made a message of empty objects cost about 165 ms of the event loop per MiB."""
+    repeated key) cost 2 to 10 times as much (a 14.5 MiB message of empty objects held the event loop
+    for seconds)."""
     end = _SPACE.match(text).end()
     if text[end : end + 1] != "{":
         try:

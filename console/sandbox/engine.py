@@ -1043,8 +1043,8 @@ def _fair_share(running: list[Live], asking: Tenant) -> Live | None:
     live screens held every one). The one taken is that tenant's least recently used, never a recording
     (it would cut the video; a recording ends within its ``max_duration_in_seconds``); its client is
     disconnected (a CDP client sees its connection close, a live view ends) and its session goes to
-    standby, state kept, as any session put in standby. A tenant cannot take one back from a tenant it
-    took one from: after the move it holds at most one more."""
+    standby, state kept, as any session put in standby. The tenant it was taken from cannot take one back:
+    it still holds at least as many as the taker."""
     held: dict[str, int] = {}
     for live in running:
         held[live.tenant.id] = held.get(live.tenant.id, 0) + 1
