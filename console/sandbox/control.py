@@ -475,10 +475,10 @@ def _name_and_port(authority: str, default_port: int | None) -> tuple[str, int |
     """(name, port) of ``host[:port]`` (IPv6 in brackets), lowercase; None when it is not one."""
     authority = authority.strip().lower()
     if authority.startswith("["):
-        name, _, rest = authority.partition("]")
-        name, port = name + "]", rest.removeprefix(":") if rest.startswith(":") else None
-        if rest and port is None:
+        name, bracket, rest = authority.partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
             return None
+        name, port = name + "]", rest[1:] if rest else None
     else:
         name, colon, port = authority.partition(":")
         port = port if colon else None
