@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from console.service import errors
-from console.service.http import Service, request
+from console.service.http import Service, list_max_bytes, request
 from console.service.records import Record
 
 __all__ = ["Chunk", "Entry", "EntryPage", "export", "export_chunk", "list_entries"]
@@ -67,11 +67,15 @@ async def list_entries(
     """One page, newest first. ``filters``: method, exclude_method, auth_strategy, service, search,
     search_user_id (the service's names)."""
     params = {**_params(start, end, filters), "limit": limit, "page_token": page_token or None}
-    reply = await request(svc, "GET", "/audit-logs", params=params)
+    reply = await request(
+        svc, "GET", "/audit-logs", params=params, max_bytes=list_max_bytes(), max_items=limit
+    )
     has_more = reply.headers.get("x-has-more", "").lower() == "true"
     token = reply.headers.get("x-next-page-token") or None
     return EntryPage(
-        Entry.list_from_json(reply.data), has_more and token is not None, token if has_more else None
+        Entry.list_from_json(reply.data, max_items=limit),
+        has_more and token is not None,
+        token if has_more else None,
     )
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.service import sse
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
@@ -163,7 +163,9 @@ async def complete_invocation(svc: Service, invocation_id: str, output: Any = No
 
 async def list_browsers(svc: Service, invocation_id: str) -> list[InvocationBrowser]:
     """The active browser sessions the invocation created."""
-    data = (await request(svc, "GET", _path(invocation_id, "/browsers"))).data or {}
+    data = (
+        await request(svc, "GET", _path(invocation_id, "/browsers"), max_bytes=list_max_bytes())
+    ).data or {}
     return InvocationBrowser.list_from_json(data.get("browsers") if isinstance(data, dict) else None)
 
 

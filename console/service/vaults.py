@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
@@ -137,7 +137,7 @@ async def delete_vault(svc: Service, id_or_name: str) -> None:
 
 
 async def list_items(svc: Service, vault: str) -> list[Item]:
-    data = (await request(svc, "GET", _vault(vault) + "/items")).data
+    data = (await request(svc, "GET", _vault(vault) + "/items", max_bytes=list_max_bytes())).data
     return Item.list_from_json(data if isinstance(data, list) else None)
 
 
@@ -184,5 +184,8 @@ async def delete_item(svc: Service, vault: str, key: str) -> None:
 
 
 async def item_events(svc: Service, vault: str, key: str, *, after: str | None = None) -> list[ItemEvent]:
-    data = (await request(svc, "GET", _item(vault, key) + "/events", params={"after": after or None})).data
+    params = {"after": after or None}
+    data = (
+        await request(svc, "GET", _item(vault, key) + "/events", params=params, max_bytes=list_max_bytes())
+    ).data
     return ItemEvent.list_from_json(data if isinstance(data, list) else None)
