@@ -12,7 +12,7 @@ from typing import Any
 
 from console.service import errors
 from console.service.http import Service, list_max_bytes, request
-from console.service.records import Record
+from console.service.records import Millis, Record
 
 __all__ = ["Chunk", "Entry", "EntryPage", "export", "export_chunk", "list_entries"]
 
@@ -25,7 +25,7 @@ class Entry(Record):
     path: str | None = None
     route: str | None = None
     status: int | None = None
-    duration_ms: int | None = None
+    duration_ms: Millis | None = None
     client_ip: str | None = None
     domain: str | None = None
     user_agent: str | None = None

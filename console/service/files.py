@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from console.service.http import Reply, Service, list_max_bytes, path_segment, request, stream_bytes
-from console.service.records import Record
+from console.service.records import Count, Record
 from console.service.sse import ServerEvent, events
 from console.service.uploads import FileSource, upload_file
 
@@ -50,7 +50,7 @@ class FileInfo(Record):
     name: str | None = None
     path: str | None = None
     is_dir: bool = False
-    size_bytes: int | None = None
+    size_bytes: Count | None = None
     mode: str | None = None  # ls form, e.g. -rw-r--r--
     mod_time: datetime | None = None
 

@@ -75,6 +75,18 @@ Count = Annotated[int, Bounds(low=0, high=INT_MAX)]
 # Durations become timedeltas (at most 999 999 999 days): 1e300 seconds raised OverflowError in a page.
 Seconds = Annotated[int, Bounds(low=0, high=10**10)]  # 317 years
 Millis = Annotated[int, Bounds(low=0, high=10**13)]
+Pixels = Annotated[int, Bounds(low=0, high=65_535)]  # a viewport's side (computer actions' coordinates)
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: for a property reading inside a field the
+    record keeps as a free-form object (``dict[str, Any]``), whose insides are the service's to shape."""
+    return value if isinstance(value, dict) else {}
+
+
+def string(value: Any) -> str | None:
+    """``value`` when it is a string, else None: likewise, for a string inside a free-form object."""
+    return value if isinstance(value, str) else None
 
 
 class _Wrong(Exception):
@@ -406,22 +418,22 @@ class Project(Record):
 class ProjectLimits(Record):
     """Each field: None = no project-level cap (the org limit applies)."""
 
-    max_concurrent_sessions: int | None = None
-    max_concurrent_invocations: int | None = None
-    max_pooled_sessions: int | None = None  # deprecated, always null; never sent
+    max_concurrent_sessions: Count | None = None
+    max_concurrent_invocations: Count | None = None
+    max_pooled_sessions: Count | None = None  # deprecated, always null; never sent
 
 
 class OrgLimits(Record):
-    auth_connections_used: int | None = None
-    max_auth_connections: int | None = None
-    min_health_check_interval_seconds: int | None = None
-    default_project_max_concurrent_sessions: int | None = None
-    max_concurrent_sessions: int | None = None
+    auth_connections_used: Count | None = None
+    max_auth_connections: Count | None = None
+    min_health_check_interval_seconds: Seconds | None = None
+    default_project_max_concurrent_sessions: Count | None = None
+    max_concurrent_sessions: Count | None = None
     # SDK 0.131 (docs/service-changes.md §1); None when the service does not say.
-    concurrent_sessions_used: int | None = None
-    concurrent_sessions_available: int | None = None
-    max_vaults: int | None = None
-    vaults_used: int | None = None
+    concurrent_sessions_used: Count | None = None
+    concurrent_sessions_available: Count | None = None
+    max_vaults: Count | None = None
+    vaults_used: Count | None = None
 
 
 class OrgEntitlements(Record):
@@ -434,8 +446,8 @@ class OrgEntitlements(Record):
 
     def enabled(self, feature: str) -> bool | None:
         """True/False as the service says; None when it does not mention the feature."""
-        entry = (self.features or {}).get(feature)
-        return entry.get("enabled") if isinstance(entry, dict) else None
+        enabled = obj((self.features or {}).get(feature)).get("enabled")
+        return enabled if isinstance(enabled, bool) else None
 
 
 class AuthContext(Record):
@@ -448,14 +460,13 @@ class AuthContext(Record):
 
     @property
     def organization_id(self) -> str | None:
-        return (self.organization or {}).get("id")
+        return string(obj(self.organization).get("id"))
 
     @property
     def principal_type(self) -> str | None:
-        return (self.principal or {}).get("type")
+        return string(obj(self.principal).get("type"))
 
     @property
     def project_id(self) -> str | None:
         """The effective project scope; None means org-wide."""
-        scope = (self.authorization or {}).get("effective_scope") or {}
-        return scope.get("project_id")
+        return string(obj(obj(self.authorization).get("effective_scope")).get("project_id"))

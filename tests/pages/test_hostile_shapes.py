@@ -14,6 +14,8 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import threading
+import tracemalloc
 
 import pytest
 
@@ -117,3 +119,44 @@ async def test_it_still_lists_apps_of_the_right_shape(viewer_client, scripted):
     scripted["/apps"] = [APP]
     body = (await viewer_client.get("/o/acme/apps/")).content.decode()
     assert re.search(r'href="/o/acme/apps/shop/"', body) and "<code>run</code>" in body
+
+
+async def test_it_answers_a_list_page_the_service_makes_63_mib_long_with_the_banner(viewer_client, org):
+    # The audit's answer: 63 MiB of [{},{},…] (under the 64 MiB any answer may be) took the console from 146
+    # to 1,724 MiB for this one page. The page now reads 4 MiB of it at most (SERVICE_LIST_MAX_BYTES).
+    from tests.listener import serving
+
+    sent, done = [], threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # the body ends when the connection does: no length to refuse it by
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            chunk, total = b"{}," * 349_525, 0
+            try:
+                self.wfile.write(b"[")
+                while total < 63 * 1024 * 1024:
+                    self.wfile.write(chunk)
+                    total += len(chunk)
+                self.wfile.write(b"{}]")
+            except OSError:
+                pass  # the console hung up: what it should do
+            finally:
+                sent.append(total)
+                done.set()
+
+    with serving(Handler) as org.service_base_url:
+        await org.asave()
+        tracemalloc.start()
+        try:
+            response = await viewer_client.get("/o/acme/browsers/")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    body = response.content.decode()
+    assert response.status_code == 503 and "larger than the console reads for it (4 MiB)" in body
+    assert peak < 32 * 1024 * 1024, f"the page took {peak >> 20} MiB"
+    assert done.wait(30) and sent[0] < 16 * 1024 * 1024, f"the console read {sent[0] >> 20} MiB"
