@@ -14,7 +14,7 @@ from console.service import errors
 from console.service.http import Service, list_max_bytes, request
 from console.service.records import Millis, Record
 
-__all__ = ["Chunk", "Entry", "EntryPage", "export", "export_chunk", "list_entries"]
+__all__ = ["Chunk", "Entry", "EntryPage", "cap_reached", "export", "export_chunk", "list_entries"]
 
 MAX_WINDOW_DAYS = 30
 
@@ -51,6 +51,12 @@ class Chunk:
     row_count: int
     has_more: bool
     next_cursor: str | None
+    # Set on the last item ``export`` yields when it stopped before the service's end: why (no content).
+    stopped: str | None = None
+
+
+# What one chunk may be: 1000 rows of 16 KiB each (a row is a few hundred bytes).
+CHUNK_MAX_BYTES = 16 * 1024 * 1024
 
 
 def _params(start: datetime, end: datetime, filters: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +90,9 @@ async def export_chunk(
 ) -> Chunk:
     """One chunk of JSON lines, checked against its ``X-Content-Sha256``."""
     params = {**_params(start, end, filters), "cursor": cursor or None, "limit": limit, "format": "jsonl"}
-    reply = await request(svc, "GET", "/audit-logs/export/chunk", params=params, expect="bytes")
+    reply = await request(
+        svc, "GET", "/audit-logs/export/chunk", params=params, expect="bytes", max_bytes=CHUNK_MAX_BYTES
+    )
     digest = reply.headers.get("x-content-sha256") or ""
     # A chunk without its checksum cannot be trusted either (the SDK's downloader refuses it too).
     if hashlib.sha256(reply.content).hexdigest() != digest.lower():
@@ -103,18 +111,53 @@ async def export_chunk(
     return Chunk(reply.content, int(rows), has_more and bool(next_cursor), next_cursor)
 
 
-async def export(svc: Service, *, start: datetime, end: datetime, **filters) -> AsyncIterator[Chunk]:
-    """Every chunk of the window, in order; refuses a cursor the service gives twice (it would loop)."""
-    seen: set[str] = set()
-    cursor = None
+def cap_reached(chunks: int, size: int, *, max_chunks: int, max_bytes: int) -> str | None:
+    """Why an export that has read ``chunks`` chunks of ``size`` bytes in all stops there, or None."""
+    if size > max_bytes:
+        amount = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes} bytes"
+        return (
+            f"the service still had more after {amount}, the most the console reads in one export; narrow "
+            "the window to export the rest"
+        )
+    if chunks >= max_chunks:
+        return (
+            f"the service still had more after {chunks} chunks, the most the console reads in one export; "
+            "narrow the window to export the rest"
+        )
+    return None
+
+
+async def export(
+    svc: Service, *, start: datetime, end: datetime, max_chunks: int, max_bytes: int, **filters
+) -> AsyncIterator[Chunk]:
+    """Every chunk of the window, in order, within ``max_chunks`` chunks and ``max_bytes`` bytes of rows.
+
+    A service that always says "more" (or sends a cursor it gave before) would keep an export going for as
+    long as it liked: past a bound, or at a repeated cursor, the last item is a ``Chunk`` whose ``stopped``
+    says why (and holds no rows), and the export ends there. The cursors seen are kept as digests, so their
+    set is as bounded as the chunks are."""
+    seen: set[bytes] = set()
+    cursor, chunks, size = None, 0, 0
     while True:
         chunk = await export_chunk(svc, start=start, end=end, cursor=cursor, **filters)
+        chunks, size = chunks + 1, size + len(chunk.content)
+        if size > max_bytes:  # this chunk would take the file past the bound: it is left out
+            yield _stop(cap_reached(chunks, size, max_chunks=max_chunks, max_bytes=max_bytes))
+            return
         yield chunk
         if not chunk.has_more:
             return
-        if chunk.next_cursor in seen:
-            raise errors.Unavailable(
-                "the export repeated a cursor; stopped to avoid a loop", code="repeated_cursor"
-            )
-        seen.add(chunk.next_cursor)
+        digest = hashlib.sha256(chunk.next_cursor.encode()).digest()
+        if digest in seen:
+            yield _stop("the service gave a cursor it had given before; stopped to avoid a loop")
+            return
+        reason = cap_reached(chunks, size, max_chunks=max_chunks, max_bytes=max_bytes)
+        if reason:
+            yield _stop(reason)
+            return
+        seen.add(digest)
         cursor = chunk.next_cursor
+
+
+def _stop(reason: str | None) -> Chunk:
+    return Chunk(b"", 0, True, None, stopped=reason)

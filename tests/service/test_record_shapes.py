@@ -50,7 +50,7 @@ def _subclasses(cls: type) -> list[type]:
 
 RECORDS = sorted(set(_subclasses(Record)), key=lambda c: (c.__module__, c.__qualname__))
 EXAMPLES = settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     database=None,
     derandomize=True,  # the same examples on every run and every machine: a failure is reproducible
@@ -260,7 +260,7 @@ def test_it_builds_a_record_that_keeps_its_promises_or_refuses_the_answer(cls, d
 
 
 @pytest.mark.parametrize("cls", RECORDS, ids=_name)
-@settings(EXAMPLES, max_examples=40)
+@settings(EXAMPLES, max_examples=25)
 @given(data=st.data())
 def test_it_builds_a_list_of_records_or_refuses_the_answer(cls, data):
     value = data.draw(st.lists(_shaped(cls), max_size=3) | ANY_JSON, label="answer")
