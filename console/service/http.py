@@ -74,9 +74,9 @@ MAX_BODY = 64 * 1024 * 1024
 # JSON costs far more than its size once parsed (about 25 times for ``[{},{},…]``: 63 MiB of it took a console
 # from 146 to 1,724 MiB and held the event loop for seconds), so JSON answers have bounds of their own, read
 # per call from settings (docs/security.md, section 5):
-# - a list page (SERVICE_LIST_MAX_BYTES, 4 MiB): at most 100 records, which the service sends in a few hundred
-#   KiB (100 sessions of the sandbox: about 250 KiB; 100 telemetry events with bodies cut at 8 KB: about
-#   1.5 MiB); a page over it is refused, never read on;
+# - a list page (SERVICE_LIST_MAX_BYTES, 4 MiB): at most 100 records, which the service sends in far less (a
+#   session of the sandbox with tags and telemetry is 1.5 KiB: 150 KiB a page; 100 telemetry events whose
+#   bodies the service cuts at 8 KB: about 1 MiB); a page over it is refused, never read on;
 # - any other JSON answer, one record (SERVICE_JSON_MAX_BYTES, 8 MiB): a session or pool may carry a
 #   ``chrome_policy`` of up to 5 MiB by the contract.
 DEFAULT_LIST_MAX_BYTES = 4 * 1024 * 1024
