@@ -237,3 +237,13 @@ async def test_it_refuses_one_record_of_too_many_objects_or_levels(serve, inside
     server = serve(respond)
     with pytest.raises(errors.BadResponse, match=refusal):
         await browsers.get_session(server.service, "s")
+
+
+async def test_it_refuses_a_url_httpx_cannot_send_before_sending_anything(serve):
+    # A value of 100 000 characters in a query (a pool's name looked up by name) made httpx raise InvalidURL
+    # from deep in a page: a 500. Records now bound names, and the client refuses such a URL itself.
+    server = serve(lambda handler, server: handler.send_response(200))
+    with pytest.raises(errors.Invalid) as caught:
+        await service_http.request(server.service, "GET", "/browsers", params={"query": "p" * 100_000})
+    assert caught.value.code == "invalid_url" and "p" * 100 not in caught.value.message
+    assert not server.done.is_set()  # nothing reached the service
