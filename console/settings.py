@@ -50,6 +50,14 @@ SERVICE_URL_ALLOW_PRIVATE = env.bool("SERVICE_URL_ALLOW_PRIVATE", default=DEBUG)
 # Seconds a read from the service (GET) may take before the page shows "did not answer" and a retry button;
 # changes wait longer (console/service/http.py), streams have no read timeout.
 SERVICE_READ_TIMEOUT = env.float("SERVICE_READ_TIMEOUT", default=5.0)
+# The most of a JSON answer the console reads (console/service/http.py): one list page (at most 100 records,
+# a few hundred KiB from the service), and any other answer (one record: a session may carry a 5 MiB policy).
+SERVICE_LIST_MAX_BYTES = env.int("SERVICE_LIST_MAX_BYTES", default=4 * 1024 * 1024)  # 4 MiB
+SERVICE_JSON_MAX_BYTES = env.int("SERVICE_JSON_MAX_BYTES", default=8 * 1024 * 1024)  # 8 MiB
+# One export of the service's audit log stops after this many chunks (of 1000 rows) or bytes, and says so in
+# the file: a service that always says "more" sent 1,153 MB in 20 s (console/audit_logs/views.py).
+AUDIT_EXPORT_MAX_CHUNKS = env.int("AUDIT_EXPORT_MAX_CHUNKS", default=1000)
+AUDIT_EXPORT_MAX_BYTES = env.int("AUDIT_EXPORT_MAX_BYTES", default=256 * 1024 * 1024)  # 256 MiB
 # The port `make run` serves the console on (PORT, as in the Makefile): `manage.py demo` prints that address.
 CONSOLE_PORT = env.int("PORT", default=8000)
 # The demo organization (`manage.py demo`) points at the local sandbox.

@@ -6,13 +6,13 @@ from typing import Any
 
 from console.service.http import Service
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Id, LinkName, Record
 
 __all__ = ["Action", "AppSummary", "get_app_version", "list_app_versions", "list_apps"]
 
 
 class Action(Record):
-    name: str
+    name: LinkName  # a path segment of the invoke page's URL
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
 
@@ -21,10 +21,11 @@ class AppSummary(Record):
     """One app version. ``env_vars`` values are redacted by the service; only the names are used."""
 
     id: str
-    app_name: str | None = None
-    version: str | None = None
+    # Both are path segments of the app pages' URLs (an app name "" or "a/b" made the list a 500).
+    app_name: LinkName
+    version: LinkName
     region: str | None = None
-    deployment: str | None = None  # the id of the deployment that serves this version
+    deployment: Id | None = None  # the id of the deployment that serves this version
     actions: list[Action] | None = None
     env_vars: dict[str, str] | None = None
 

@@ -21,7 +21,7 @@ from typing import Any
 from console.service import sse
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Name, Record, Seconds, Text
 
 __all__ = [
     "FLOW_STEPS",
@@ -105,6 +105,59 @@ class Option:
     mfa_type: str | None = None
 
 
+class FlowField(Record):
+    """A value a paused flow asks for, as the canonical ``fields`` describe it."""
+
+    id: Name | None = None  # echoed back in the submit's body, never a path: any text the service likes
+    type: str | None = None
+    label: str | None = None
+    hint: str | None = None
+    required: bool = True
+    reason: str | None = None  # "rejected": the value sent last was refused
+
+
+class FlowChoice(Record):
+    """A choice of a paused flow (canonical ``choices``)."""
+
+    id: Name | None = None
+    type: str | None = None
+    label: str | None = None
+    display_text: str | None = None
+    description: str | None = None
+    masked_destination: str | None = None
+    mfa_type: str | None = None
+
+
+class DiscoveredField(Record):
+    """A value a paused flow asks for (legacy ``discovered_fields``)."""
+
+    name: str | None = None
+    type: str | None = None
+    label: str | None = None
+    hint: str | None = None
+    required: bool = True
+    placeholder: str | None = None
+    linked_mfa_type: str | None = None
+
+
+class MfaOption(Record):
+    type: str | None = None
+    label: str | None = None
+    description: str | None = None
+    target: str | None = None
+
+
+class SignInOption(Record):
+    id: Name | None = None
+    label: str | None = None
+    description: str | None = None
+
+
+class SsoButton(Record):
+    provider: str | None = None
+    label: str | None = None
+
+
 class _FlowFields(Record):
     """The flow fields shared by the record and the events stream's state frames."""
 
@@ -112,16 +165,16 @@ class _FlowFields(Record):
     flow_status: str | None = None
     flow_step: str | None = None
     interaction_id: str | None = None
-    fields: list[dict[str, Any]] | None = None
-    choices: list[dict[str, Any]] | None = None
-    discovered_fields: list[dict[str, Any]] | None = None
-    mfa_options: list[dict[str, Any]] | None = None
-    sign_in_options: list[dict[str, Any]] | None = None
-    pending_sso_buttons: list[dict[str, Any]] | None = None
-    external_action_message: str | None = None
-    website_error: str | None = None
+    fields: list[FlowField] | None = None
+    choices: list[FlowChoice] | None = None
+    discovered_fields: list[DiscoveredField] | None = None
+    mfa_options: list[MfaOption] | None = None
+    sign_in_options: list[SignInOption] | None = None
+    pending_sso_buttons: list[SsoButton] | None = None
+    external_action_message: Text | None = None
+    website_error: Text | None = None
     error_code: str | None = None
-    error_message: str | None = None
+    error_message: Text | None = None
     post_login_url: str | None = None
     hosted_url: str | None = None
     live_view_url: str | None = None
@@ -144,28 +197,28 @@ class _FlowFields(Record):
         if self.fields is not None:
             return [
                 Input(
-                    key=str(f.get("id")),
-                    type=f.get("type") or "text",
-                    label=f.get("label") or str(f.get("id")).replace("_", " ").capitalize(),
-                    hint=f.get("hint"),
-                    required=f.get("required", True) is not False,
-                    rejected=f.get("reason") == "rejected",
+                    key=f.id,
+                    type=f.type or "text",
+                    label=f.label or f.id.replace("_", " ").capitalize(),
+                    hint=f.hint,
+                    required=f.required,
+                    rejected=f.reason == "rejected",
                 )
                 for f in self.fields
-                if isinstance(f, dict) and f.get("id")
+                if f.id
             ]
         return [
             Input(
-                key=str(f.get("name")),
-                type=_LEGACY_INPUT_TYPES.get(f.get("type") or "text", "text"),
-                label=f.get("label") or str(f.get("name")),
-                hint=f.get("hint"),
-                required=f.get("required", True) is not False,
-                placeholder=f.get("placeholder"),
-                mfa_type=f.get("linked_mfa_type"),
+                key=f.name,
+                type=_LEGACY_INPUT_TYPES.get(f.type or "text", "text"),
+                label=f.label or f.name,
+                hint=f.hint,
+                required=f.required,
+                placeholder=f.placeholder,
+                mfa_type=f.linked_mfa_type,
             )
             for f in self.discovered_fields or []
-            if isinstance(f, dict) and f.get("name")
+            if f.name
         ]
 
     @property
@@ -174,44 +227,30 @@ class _FlowFields(Record):
             return [
                 Option(
                     action="selected_choice_id",
-                    value=str(c["id"]),
-                    type=c.get("type") or "other",
-                    label=c.get("label") or c.get("display_text") or str(c["id"]),
-                    description=c.get("description"),
-                    destination=c.get("masked_destination"),
-                    mfa_type=c.get("mfa_type"),
+                    value=c.id,
+                    type=c.type or "other",
+                    label=c.label or c.display_text or c.id,
+                    description=c.description,
+                    destination=c.masked_destination,
+                    mfa_type=c.mfa_type,
                 )
                 for c in self.choices
-                if isinstance(c, dict) and c.get("id")
+                if c.id
             ]
         options = [
-            Option(
-                "mfa_option_id",
-                str(o["type"]),
-                "mfa_method",
-                o.get("label") or str(o["type"]),
-                o.get("description"),
-                o.get("target"),
-                o.get("type"),
-            )
+            Option("mfa_option_id", o.type, "mfa_method", o.label or o.type, o.description, o.target, o.type)
             for o in self.mfa_options or []
-            if isinstance(o, dict) and o.get("type")
+            if o.type
         ]
         options += [
-            Option(
-                "sign_in_option_id",
-                str(o["id"]),
-                "account",
-                o.get("label") or str(o["id"]),
-                o.get("description"),
-            )
+            Option("sign_in_option_id", o.id, "account", o.label or o.id, o.description)
             for o in self.sign_in_options or []
-            if isinstance(o, dict) and o.get("id")
+            if o.id
         ]
         options += [
-            Option("sso_provider", str(b["provider"]), "sso_provider", b.get("label") or str(b["provider"]))
+            Option("sso_provider", b.provider, "sso_provider", b.label or b.provider)
             for b in self.pending_sso_buttons or []
-            if isinstance(b, dict) and b.get("provider")
+            if b.provider
         ]
         return options
 
@@ -237,7 +276,7 @@ class AuthConnection(_FlowFields):
     browser: dict[str, Any] | None = None
     auto_reauth: bool | None = None
     health_checks: bool | None = None
-    health_check_interval: int | None = None  # seconds
+    health_check_interval: Seconds | None = None
     last_auth_check_at: datetime | None = None
     last_auth_at: datetime | None = None  # deprecated alias of last_auth_check_at
     can_reauth: bool | None = None

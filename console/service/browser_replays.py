@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from console.service import errors
-from console.service.http import Service, path_segment, request, stream_bytes
+from console.service.http import Service, list_max_bytes, path_segment, request, stream_bytes
 from console.service.records import Record
 
 __all__ = [
@@ -71,7 +71,9 @@ def _path(session_id: str, tail: str = "") -> str:
 
 
 async def list_replays(svc: Service, session_id: str) -> list[Replay]:
-    return Replay.list_from_json((await request(svc, "GET", _path(session_id))).data)
+    return Replay.list_from_json(
+        (await request(svc, "GET", _path(session_id), max_bytes=list_max_bytes())).data
+    )
 
 
 async def start(

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from console.service.http import Service, path_segment, request
-from console.service.records import Record
+from console.service.records import Millis, Record, Text
 
 __all__ = ["METHODS", "SUPERVISOR_PROCESSES", "CurlResult", "curl", "load_extensions", "logs_stream_path"]
 
@@ -20,8 +20,8 @@ SUPERVISOR_PROCESSES = ("chromium", "kernel-images-api", "neko", "xvfb")
 class CurlResult(Record):
     status: int | None = None
     headers: dict[str, list[str]] | None = None
-    body: str | None = None
-    duration_ms: int | None = None
+    body: Text | None = None  # the page's body, whatever its size (within the answer's bound)
+    duration_ms: Millis | None = None
 
 
 def _path(session_id: str, tail: str) -> str:

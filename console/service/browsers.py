@@ -12,7 +12,7 @@ from typing import Any
 
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Count, Millis, Pixels, Record, Seconds, obj
 
 __all__ = [
     "CATEGORIES",
@@ -48,13 +48,24 @@ class Ref(Record):
 
 
 class Viewport(Record):
-    width: int | None = None
-    height: int | None = None
-    refresh_rate: int | None = None
+    width: Pixels | None = None
+    height: Pixels | None = None
+    refresh_rate: Count | None = None
 
     def __str__(self) -> str:
         rate = f" @ {self.refresh_rate} Hz" if self.refresh_rate else ""
         return f"{self.width}\u00d7{self.height}{rate}"
+
+
+class Usage(Record):
+    uptime_ms: Millis | None = None
+
+
+class SandboxInfo(Record):
+    """What the sandbox adds to a session (``sandbox``, not in the contract)."""
+
+    engine: str | None = None  # chromium | simulated
+    read_only_live_view_url: str | None = None
 
 
 class Session(Record):
@@ -68,7 +79,7 @@ class Session(Record):
     gpu: bool = False
     memory: str | None = None
     region: str | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: Seconds | None = None
     viewport: Viewport | None = None
     profile: Ref | None = None
     profile_save_changes: bool | None = None
@@ -79,7 +90,7 @@ class Session(Record):
     start_url: str | None = None
     invocation_id: str | None = None
     telemetry: dict[str, Any] | None = None
-    usage: dict[str, Any] | None = None
+    usage: Usage | None = None
     browser_live_view_url: str | None = None
     cdp_ws_url: str | None = None
     webdriver_ws_url: str | None = None
@@ -87,6 +98,7 @@ class Session(Record):
     chrome_policy: dict[str, Any] | None = None
     network: dict[str, Any] | None = None
     deleted_at: datetime | None = None
+    sandbox: SandboxInfo | None = None
 
     @property
     def id(self) -> str:
@@ -99,12 +111,12 @@ class Session(Record):
     @property
     def simulated(self) -> bool:
         """The sandbox's simulated engine runs this session (``sandbox`` is a sandbox-only field)."""
-        return (self.extra.get("sandbox") or {}).get("engine") == "simulated"
+        return self.sandbox is not None and self.sandbox.engine == "simulated"
 
     @property
     def read_only_live_view_url(self) -> str | None:
         """The sandbox's view-only live view link: its token cannot be made interactive."""
-        return (self.extra.get("sandbox") or {}).get("read_only_live_view_url")
+        return self.sandbox.read_only_live_view_url if self.sandbox is not None else None
 
     @property
     def ended(self) -> bool:
@@ -112,9 +124,8 @@ class Session(Record):
 
     @property
     def uptime(self) -> timedelta | None:
-        ms = (self.usage or {}).get("uptime_ms")
-        if isinstance(ms, int | float):
-            return timedelta(milliseconds=ms)
+        if self.usage is not None and self.usage.uptime_ms is not None:
+            return timedelta(milliseconds=self.usage.uptime_ms)
         if isinstance(self.created_at, datetime):
             end = self.deleted_at if isinstance(self.deleted_at, datetime) else datetime.now(UTC)
             return end - self.created_at
@@ -123,8 +134,8 @@ class Session(Record):
     @property
     def telemetry_categories(self) -> list[str]:
         """The captured categories, in display order (empty when telemetry is off)."""
-        browser = (self.telemetry or {}).get("browser") or {}
-        return [c for c in CATEGORIES if (browser.get(c) or {}).get("enabled")]
+        browser = obj(obj(self.telemetry).get("browser"))
+        return [c for c in CATEGORIES if obj(browser.get(c)).get("enabled") is True]
 
     @property
     def telemetry_enabled(self) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
@@ -105,5 +105,5 @@ async def test_provider(svc: Service, provider_id: str) -> TestResult:
 
 
 async def list_items(svc: Service, provider_id: str) -> list[Item]:
-    data = (await request(svc, "GET", _path(provider_id) + "/items")).data or {}
+    data = (await request(svc, "GET", _path(provider_id) + "/items", max_bytes=list_max_bytes())).data or {}
     return Item.list_from_json(data.get("items") if isinstance(data, dict) else None)

@@ -8,7 +8,7 @@ from datetime import datetime
 from console.service import sse
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import LinkName, Record, Text
 from console.service.uploads import FileSource, upload_file
 
 __all__ = [
@@ -37,7 +37,7 @@ class Deployment(Record):
     updated_at: datetime | None = None
     region: str | None = None
     status: str | None = None  # queued | in_progress | running | failed | stopped
-    status_reason: str | None = None
+    status_reason: Text | None = None
     entrypoint_rel_path: str | None = None
     env_vars: dict[str, str] | None = None  # values redacted by the service
     source_type: str | None = None  # file | github
@@ -45,8 +45,9 @@ class Deployment(Record):
     source_ref: str | None = None
     source_path: str | None = None
     source_checksum: str | None = None
-    app_name: str | None = None  # not in the notes' record; shown when the service sends it
-    version: str | None = None
+    # Not in the notes' record; shown (and linked to the app's pages) when the service sends them.
+    app_name: LinkName | None = None
+    version: LinkName | None = None
 
     @property
     def terminal(self) -> bool:

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from console.service.http import Reply, Service, path_segment, request, stream_bytes
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Count, Record
 from console.service.uploads import FileSource, upload_file
 
 __all__ = [
@@ -32,7 +32,7 @@ class Extension(Record):
     id: str
     name: str | None = None
     created_at: datetime | None = None
-    size_bytes: int | None = None
+    size_bytes: Count | None = None
     checksum: str | None = None  # sha256 hex of the archive; absent for legacy extensions
     last_used_at: datetime | None = None
 

@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import IO, Any
 
-from console.service.http import Reply, Service, path_segment, request, stream_bytes
-from console.service.records import Record
+from console.service.http import Reply, Service, list_max_bytes, path_segment, request, stream_bytes
+from console.service.records import Count, Record
 from console.service.sse import ServerEvent, events
 from console.service.uploads import FileSource, upload_file
 
@@ -41,13 +41,16 @@ __all__ = [
 ]
 
 WATCH_TYPES = ("CREATE", "WRITE", "DELETE", "RENAME")
+# The most entries of one directory listing the console reads (a pane of more is of no use; the service's
+# listing is not paginated, so a larger directory is refused rather than cut short without saying so).
+LIST_MAX_ENTRIES = 10_000
 
 
 class FileInfo(Record):
     name: str | None = None
     path: str | None = None
     is_dir: bool = False
-    size_bytes: int | None = None
+    size_bytes: Count | None = None
     mode: str | None = None  # ls form, e.g. -rw-r--r--
     mod_time: datetime | None = None
 
@@ -64,8 +67,16 @@ def _path(session_id: str, tail: str) -> str:
 
 
 async def list_files(svc: Service, session_id: str, path: str) -> list[FileInfo]:
-    reply = await request(svc, "GET", _path(session_id, "list_files"), params={"path": path})
-    return FileInfo.list_from_json(reply.data)
+    """One directory (not paginated): read within the list bound, at most ``LIST_MAX_ENTRIES`` entries."""
+    reply = await request(
+        svc,
+        "GET",
+        _path(session_id, "list_files"),
+        params={"path": path},
+        max_bytes=list_max_bytes(),
+        max_items=LIST_MAX_ENTRIES,
+    )
+    return FileInfo.list_from_json(reply.data, max_items=LIST_MAX_ENTRIES)
 
 
 async def file_info(svc: Service, session_id: str, path: str) -> FileInfo:

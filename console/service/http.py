@@ -25,6 +25,7 @@ import email.utils
 import json as jsonlib
 import logging
 import random
+import re
 import select
 import time
 import urllib.parse
@@ -67,9 +68,29 @@ BACKOFF_BASE = 0.2
 BACKOFF_CAP = 2.0
 MAX_RETRY_AFTER = 10.0
 ERROR_BODY_PREVIEW = 200
-# The largest answer ``request`` reads into memory (JSON pages, a screenshot, an audit export chunk); more
-# is a BadResponse, not a console process filled by a hostile or broken service. Downloads stream.
+# The largest answer ``request`` reads into memory (a screenshot, an audit export chunk); more is a
+# BadResponse, not a console process filled by a hostile or broken service. Downloads stream.
 MAX_BODY = 64 * 1024 * 1024
+# JSON costs far more than its size once parsed (about 25 times for ``[{},{},…]``: 63 MiB of it took a console
+# from 146 to 1,724 MiB and held the event loop for seconds), so JSON answers have bounds of their own, read
+# per call from settings (docs/security.md, section 5):
+# - a list page (SERVICE_LIST_MAX_BYTES, 4 MiB): at most 100 records, which the service sends in far less (a
+#   session of the sandbox with tags and telemetry is 1.5 KiB: 150 KiB a page; 100 telemetry events whose
+#   bodies the service cuts at 8 KB: about 1 MiB); a page over it is refused, never read on;
+# - any other JSON answer, one record (SERVICE_JSON_MAX_BYTES, 8 MiB): a session or pool may carry a
+#   ``chrome_policy`` of up to 5 MiB by the contract.
+DEFAULT_LIST_MAX_BYTES = 4 * 1024 * 1024
+DEFAULT_JSON_MAX_BYTES = 8 * 1024 * 1024
+# The most items of a list page when the call did not say (the contract's largest page: GET /browsers, 100).
+LIST_MAX_ITEMS = 100
+# Whatever its size, an answer of more JSON objects than this is refused as it is parsed (100 records of a
+# few dozen objects each are a few thousand), and one nested deeper than this (the console's own JSON forms
+# allow as much) is refused after: code that walks it (redaction, templates, json.dumps) recurses.
+JSON_MAX_OBJECTS = 200_000
+JSON_MAX_DEPTH = 64
+# A body larger than this is parsed in a worker thread, item by item for a list, so the event loop serves
+# others meanwhile (one json.loads call holds the GIL from start to end; between items it is let go).
+INLINE_PARSE_BYTES = 64 * 1024
 # The largest event an event stream may send (bytes between two blank lines): the SSE parser keeps an
 # event's lines until its blank line, so an event that never ends would otherwise grow without end.
 MAX_EVENT = 16 * 1024 * 1024
@@ -119,9 +140,100 @@ class Reply:
 
     @cached_property
     def data(self) -> Any:
+        # ``request(expect="json")`` fills this in as it reads (decode_json, bounded); only a body asked for
+        # as bytes is parsed here.
         if not self.content:
             return None
-        return jsonlib.loads(self.content)
+        return decode_json(self.content)
+
+
+class TooMuchJSON(ValueError):
+    """A JSON body past one of the bounds above (its message says which)."""
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
+    """Parse a JSON body within ``JSON_MAX_OBJECTS`` and ``JSON_MAX_DEPTH``; a top-level list item by item,
+    stopping as soon as it holds more than ``max_items`` (``TooMuchJSON``). Anything that is not JSON raises
+    ``ValueError`` or ``RecursionError``. In a worker thread when the body is large (``parse_json``)."""
+    text = body if isinstance(body, str) else body.decode(jsonlib.detect_encoding(body))
+    objects = 0
+
+    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # Python code for every object: the thread lets the GIL go here, and a bound is kept as it goes.
+        nonlocal objects
+        objects += 1
+        if objects > JSON_MAX_OBJECTS:
+            raise TooMuchJSON(f"more than {JSON_MAX_OBJECTS} JSON objects")
+        return dict(pairs)
+
+    decoder = jsonlib.JSONDecoder(object_pairs_hook=counted)
+    start = _WHITESPACE.match(text).end()
+    if max_items is None or text[start : start + 1] != "[":
+        value = decoder.decode(text)
+    else:
+        value, at = [], _WHITESPACE.match(text, start + 1).end()
+        closed = text[at : at + 1] == "]"
+        at += closed
+        while not closed:
+            item, at = decoder.raw_decode(text, at)
+            value.append(item)
+            if len(value) > max_items:
+                raise TooMuchJSON(f"a list of more than {max_items} items")
+            at = _WHITESPACE.match(text, at).end()
+            separator = text[at : at + 1]
+            if separator == ",":
+                at = _WHITESPACE.match(text, at + 1).end()
+            elif separator == "]":
+                at, closed = at + 1, True
+            else:
+                raise ValueError(f"expected ',' or ']' at {at}")
+        if _WHITESPACE.match(text, at).end() != len(text):
+            raise ValueError(f"extra data at {at}")
+    if _deeper_than(value, JSON_MAX_DEPTH):
+        raise TooMuchJSON(f"JSON nested deeper than {JSON_MAX_DEPTH} levels")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (without recursing itself)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for container in level
+            if isinstance(container, dict | list)
+            for child in (container.values() if isinstance(container, dict) else container)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
+
+
+async def parse_json(body: bytes | str, max_items: int | None = None) -> Any:
+    """``decode_json``, in a worker thread when the body is larger than ``INLINE_PARSE_BYTES``."""
+    if len(body) <= INLINE_PARSE_BYTES:
+        return decode_json(body, max_items)
+    return await asyncio.to_thread(decode_json, body, max_items)
+
+
+def _setting(name: str, default: int) -> int:
+    from django.conf import settings
+
+    return int(getattr(settings, name, default)) if settings.configured else default
+
+
+def list_max_bytes() -> int:
+    """``settings.SERVICE_LIST_MAX_BYTES``: the most of one list answer the console reads."""
+    return _setting("SERVICE_LIST_MAX_BYTES", DEFAULT_LIST_MAX_BYTES)
+
+
+def json_max_bytes() -> int:
+    """``settings.SERVICE_JSON_MAX_BYTES``: the most of any other JSON answer the console reads."""
+    return _setting("SERVICE_JSON_MAX_BYTES", DEFAULT_JSON_MAX_BYTES)
 
 
 def path_segment(value: object) -> str:
@@ -330,6 +442,11 @@ async def _send(
             )
             async with asyncio.timeout(deadline):
                 response = await client.send(req, stream=True)
+        except httpx.InvalidURL as exc:
+            # Nothing was sent: a value in the path or query that no URL may hold (100 000 characters).
+            raise errors.Invalid(
+                f"the console cannot send this request: {str(exc)[:ERROR_BODY_PREVIEW]}", code="invalid_url"
+            ) from None
         except TimeoutError:
             raise _too_slow(svc, deadline) from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -533,13 +650,19 @@ async def request(
     expect: Expect = "json",
     retry: bool | None = None,
     timeout: float | None = None,
+    max_bytes: int | None = None,
+    max_items: int | None = None,
 ) -> Reply:
     """Call the service and return a ``Reply``.
 
     expect: ``"json"`` parses the body into ``reply.data`` (an unparseable body → Unavailable);
     ``"none"`` discards the body; ``"bytes"``/``"response"`` keep it in ``reply.content``.
     ``files`` streams open file objects in 64 KiB chunks (httpx multipart), see ``uploads``.
+    ``max_bytes``: the most of the body read (default: ``json_max_bytes()`` for JSON, else ``MAX_BODY``);
+    ``max_items``: a JSON list answer of more items is refused as it is parsed (a list page: the limit asked).
     """
+    if max_bytes is None:
+        max_bytes = json_max_bytes() if expect == "json" else MAX_BODY
     response = await _send(
         svc,
         method,
@@ -557,9 +680,7 @@ async def request(
     try:
         # Read even a body we discard: an answer cut short must not pass for a success.
         async with asyncio.timeout(max(MAX_ANSWER_SECONDS, timeout or 0)):
-            body = await _read_bounded(response, request_id)
-        if expect == "none":
-            body = b""
+            body = await _read_bounded(response, request_id, max_bytes, keep=expect != "none")
     except TimeoutError:
         raise _too_slow(
             svc, max(MAX_ANSWER_SECONDS, timeout or 0), status=response.status_code, request_id=request_id
@@ -571,9 +692,16 @@ async def request(
     finally:
         await response.aclose()
     reply = Reply(status=response.status_code, headers=response.headers, content=body, request_id=request_id)
-    if expect == "json":
+    if expect == "json" and body:
+        # Parsed now, within its bounds, so a bad body fails here and not in a template.
         try:
-            reply.data  # noqa: B018 - parse now so a bad body fails here, not in a template
+            reply.__dict__["data"] = await parse_json(body, max_items)
+        except TooMuchJSON as exc:
+            raise errors.BadResponse(
+                f"the service sent more than the console reads in one answer: {exc}",
+                status=response.status_code,
+                request_id=request_id,
+            ) from None
         except (ValueError, RecursionError):
             preview = body[:ERROR_BODY_PREVIEW].decode("utf-8", "replace")
             raise errors.BadResponse(
@@ -584,22 +712,30 @@ async def request(
     return reply
 
 
-async def _read_bounded(response: httpx.Response, request_id: str | None) -> bytes:
+async def _read_bounded(
+    response: httpx.Response, request_id: str | None, limit: int = MAX_BODY, *, keep: bool = True
+) -> bytes:
+    """The body, refused (``BadResponse``) once past ``limit`` bytes: on its declared length before a byte
+    is read, else as soon as the bytes read pass it. ``keep=False`` reads it to its end and keeps nothing."""
+
     def too_large() -> errors.BadResponse:
+        size = f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
         return errors.BadResponse(
-            f"the service sent an answer larger than the console reads ({MAX_BODY // (1024 * 1024)} MiB)",
+            f"the service sent an answer larger than the console reads for it ({size})",
             status=response.status_code,
             request_id=request_id,
         )
 
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    declared = response.headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit() and int(declared[:20]) > limit:
         raise too_large()
-    body = bytearray()
+    body, read = bytearray(), 0
     async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > MAX_BODY:
+        read += len(chunk)
+        if read > limit:
             raise too_large()
+        if keep:
+            body += chunk
     return bytes(body)
 
 

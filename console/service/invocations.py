@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.service import sse
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, decode_json, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import LinkName, Record, Seconds, Text
 
 __all__ = [
     "STATUSES",
@@ -37,22 +37,23 @@ def _parsed(text: Any) -> Any:
     if not isinstance(text, str):  # a service that sends the value itself rather than its JSON text
         return text
     try:
-        return json.loads(text)
+        return decode_json(text)  # within the bounds of any answer (objects, depth)
     except (ValueError, RecursionError):
         return text
 
 
 class Invocation(Record):
     id: str
-    app_name: str | None = None
-    version: str | None = None
-    action_name: str | None = None
+    # Path segments of the app pages' URLs.
+    app_name: LinkName | None = None
+    version: LinkName | None = None
+    action_name: LinkName | None = None
     payload: Any = None  # a JSON string (a value of another type is shown as it is)
     output: Any = None  # a JSON string (likewise)
     started_at: datetime | None = None
     finished_at: datetime | None = None
     status: str | None = None  # queued | running | succeeded | failed
-    status_reason: str | None = None
+    status_reason: Text | None = None
 
     @property
     def terminal(self) -> bool:
@@ -82,7 +83,7 @@ class InvocationBrowser(Record):
     headless: bool | None = None
     stealth: bool | None = None
     region: str | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: Seconds | None = None
 
 
 def _path(invocation_id: str, rest: str = "") -> str:
@@ -163,7 +164,9 @@ async def complete_invocation(svc: Service, invocation_id: str, output: Any = No
 
 async def list_browsers(svc: Service, invocation_id: str) -> list[InvocationBrowser]:
     """The active browser sessions the invocation created."""
-    data = (await request(svc, "GET", _path(invocation_id, "/browsers"))).data or {}
+    data = (
+        await request(svc, "GET", _path(invocation_id, "/browsers"), max_bytes=list_max_bytes())
+    ).data or {}
     return InvocationBrowser.list_from_json(data.get("browsers") if isinstance(data, dict) else None)
 
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from console.service.http import Service, request
+from console.service.http import LIST_MAX_ITEMS, Service, list_max_bytes, request
 from console.service.records import Record
 
 T = TypeVar("T", bound=Record)
@@ -62,11 +62,15 @@ async def fetch_page(
 ) -> Page[T]:
     """GET one page of ``path`` (a bare JSON array) as ``Page[record_cls]``.
 
-    ``offset`` may be an int or an opaque cursor (telemetry); None values in ``params`` are dropped.
+    ``offset`` may be an int or an opaque cursor (telemetry); None values in ``params`` are dropped. A page is
+    read within the list bound (``list_max_bytes()``) and refused when it holds more items than asked for
+    (``LIST_MAX_ITEMS`` when the call asks for the service's default).
     """
     query = {**(params or {}), "limit": limit, "offset": offset}
-    reply = await request(svc, "GET", path, params=query)
-    return page_from_reply(record_cls.list_from_json(reply.data), reply.headers, limit=limit, offset=offset)
+    most = limit or LIST_MAX_ITEMS
+    reply = await request(svc, "GET", path, params=query, max_bytes=list_max_bytes(), max_items=most)
+    items = record_cls.list_from_json(reply.data, max_items=most)
+    return page_from_reply(items, reply.headers, limit=limit, offset=offset)
 
 
 async def iter_all(

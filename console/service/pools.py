@@ -14,7 +14,7 @@ from typing import Any
 
 from console.service.http import READ_TIMEOUT, Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Count, Id, Pixels, Record, Seconds, obj
 
 __all__ = [
     "CATEGORIES",
@@ -59,9 +59,9 @@ class Ref(Record):
 
 
 class Viewport(Record):
-    width: int | None = None
-    height: int | None = None
-    refresh_rate: int | None = None
+    width: Pixels | None = None
+    height: Pixels | None = None
+    refresh_rate: Count | None = None
 
     def __str__(self) -> str:
         rate = f" @ {self.refresh_rate} Hz" if self.refresh_rate else ""
@@ -69,10 +69,10 @@ class Viewport(Record):
 
 
 class PoolConfig(Record):
-    size: int | None = None
+    size: Count | None = None
     name: str | None = None
-    fill_rate_per_minute: int | None = None
-    timeout_seconds: int | None = None
+    fill_rate_per_minute: Count | None = None
+    timeout_seconds: Seconds | None = None
     stealth: bool = False
     headless: bool = False
     kiosk_mode: bool = False
@@ -93,10 +93,10 @@ class PoolConfig(Record):
     @property
     def telemetry_categories(self) -> dict[str, bool]:
         """Each category and whether it is captured (all off when telemetry is off)."""
-        telemetry = self.telemetry or {}
-        browser = telemetry.get("browser") or {}
+        telemetry = obj(self.telemetry)
+        browser = obj(telemetry.get("browser"))
         enabled = telemetry.get("enabled", bool(browser))
-        return {c: bool(enabled and (browser.get(c) or {}).get("enabled")) for c in CATEGORIES}
+        return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CATEGORIES}
 
 
 class BrowserPool(Record):
@@ -104,11 +104,11 @@ class BrowserPool(Record):
     name: str | None = None
     region: str | None = None
     created_at: datetime | None = None
-    available_count: int = 0
-    acquired_count: int = 0
+    available_count: Count = 0
+    acquired_count: Count = 0
     browser_pool_config: PoolConfig | None = None
     profile_id: str | None = None
-    extension_ids: list[str] = field(default_factory=list)
+    extension_ids: list[Id] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -150,7 +150,7 @@ class BrowserSession(Record):
     stealth: bool = False
     memory: str | None = None
     region: str | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: Seconds | None = None
     base_url: str | None = None
     browser_live_view_url: str | None = None
     name: str | None = None

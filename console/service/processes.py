@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from console.service.http import Service, path_segment, request
-from console.service.records import Record
+from console.service.records import Count, Millis, Record, Text
 from console.service.sse import ServerEvent, events
 
 __all__ = [
@@ -43,9 +43,9 @@ def _decode(data: str | None) -> bytes:
 
 class ExecResult(Record):
     exit_code: int | None = None
-    stdout_b64: str | None = None
-    stderr_b64: str | None = None
-    duration_ms: int | None = None
+    stdout_b64: Text | None = None
+    stderr_b64: Text | None = None
+    duration_ms: Millis | None = None
 
     @property
     def stdout(self) -> bytes:
@@ -66,7 +66,7 @@ class ProcessStatus(Record):
     state: str | None = None  # running | exited
     exit_code: int | None = None
     cpu_pct: float | None = None
-    mem_bytes: int | None = None
+    mem_bytes: Count | None = None
 
     @property
     def running(self) -> bool:
@@ -77,7 +77,7 @@ class Output(Record):
     """One frame of the output stream: a chunk (``stream`` + ``data_b64``) or the exit event."""
 
     stream: str | None = None  # stdout | stderr
-    data_b64: str | None = None
+    data_b64: Text | None = None
     event: str | None = None  # exit
     exit_code: int | None = None
 

@@ -1,43 +1,103 @@
-"""Typed, tolerant records built from the service's JSON.
+"""Typed records built from the service's JSON, each checked against its declaration at the client's edge.
 
-Declare a record by subclassing ``Record`` with annotated fields; it becomes a frozen
-dataclass automatically (keyword-only ``__init__``)::
+Declare a record by subclassing ``Record`` with annotated fields; it becomes a frozen dataclass automatically
+(keyword-only ``__init__``). The annotations are the record's field table: one description of the body,
+read once per class, that both builds and checks every value::
 
     class Project(Record):
-        id: str
+        id: str                              # no default: the contract always sends it
         name: str | None = None
         created_at: datetime | None = None
+        size: Count | None = None            # a bounded int (the named types below)
 
     Project.from_json({"id": "proj_1", "name": "x", "created_at": "2026-01-02T03:04:05Z", "new": 1})
     Project.list_from_json(items)
 
-``from_json`` tolerates what the service adds or leaves out:
-- unknown fields are kept in ``.extra`` (a dict, not shown in repr, not compared);
-- absent fields take their default, or None when they have none;
-- fields typed ``datetime`` are parsed from RFC 3339 into aware datetimes (naive → UTC); a value that
-  does not parse is kept as the raw string rather than failing the whole page;
-- fields typed as another Record (or ``list[SomeRecord]``) are built recursively.
+What the service may leave out or add is tolerated: unknown fields are kept in ``.extra`` (a dict, not shown
+in repr, not compared); absent fields, and null ones, take their default (None when they have none).
 
-What the contract does promise is checked: an object where an object is expected, a list where a list
-is, every field declared without a default (ids) present, and such an id (``id``, ``…_id``) one that a
-link can hold (no "/", not dots only). Otherwise ``errors.BadResponse``, shown like a 5xx, instead of a
-TypeError or NoReverseMatch deep in a view.
+What a page relies on is checked, and anything else is an ``errors.BadResponse`` (shown like a 5xx, never a
+500 deep in a view or a template) naming the record, the field and what was wrong:
+- each value has its declared type: ``str``, ``int`` (not a boolean; an integral float is taken), ``float``
+  (finite), ``bool``, ``datetime`` (an RFC 3339 string, made aware, years ``YEARS``), a nested ``Record``,
+  ``list[...]``, ``dict[str, ...]``; ``Any`` is kept as sent;
+- within its bounds: a string at most ``STR_MAX`` characters unless its type says otherwise, a number within
+  ``INT_MAX`` (durations within what ``timedelta`` holds), at most ``ENTRIES_MAX`` entries in a list or dict;
+- a field declared without a default is present and not empty;
+- ids and names are safe in a URL: a field named ``id`` or ``…_id`` is an ``Id`` (at most ``ID_MAX``
+  characters, no "/", not dots only: it becomes a path segment of console links and of service paths; an
+  empty optional one counts as absent), a field named ``name`` or ``…_name`` is a ``Name`` (at most
+  ``NAME_MAX``: names go back upstream in query strings), and a ``LinkName`` is a name that links carry.
+
+One bad record makes the whole answer a BadResponse, lists included (docs/security.md, section 5: a list
+that silently left a record out would mislead: "no session running", a total, a bulk confirmation).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from console.service import errors
 from console.service.http import last_request_id
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
+
+STR_MAX = 64 * 1024  # messages, URLs with their tokens, statuses; bodies and outputs are ``Text``
+NAME_MAX = 1024
+ID_MAX = 256
+ENTRIES_MAX = 10_000  # a list or a dict inside a record (tags: 50 by the contract)
+INT_MAX = 2**53  # JSON's safe integers
+YEARS = (1900, 2999)  # a date outside is no date of this service; inside, date arithmetic never overflows
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """``Annotated`` metadata of a field's type: what its value may be beyond its type."""
+
+    max_len: int | None = STR_MAX  # characters of a string
+    low: float | None = None  # numbers
+    high: float | None = None
+    link: bool = False  # a path segment of console links: no "/", not dots only, not empty
+
+
+Id = Annotated[str, Bounds(max_len=ID_MAX, link=True)]
+Name = Annotated[str, Bounds(max_len=NAME_MAX)]
+LinkName = Annotated[str, Bounds(max_len=NAME_MAX, link=True)]
+Text = Annotated[str, Bounds(max_len=None)]  # bounded by the answer's size alone (a body, an output)
+Count = Annotated[int, Bounds(low=0, high=INT_MAX)]
+# Durations become timedeltas (at most 999 999 999 days): 1e300 seconds raised OverflowError in a page.
+Seconds = Annotated[int, Bounds(low=0, high=10**10)]  # 317 years
+Millis = Annotated[int, Bounds(low=0, high=10**13)]
+Pixels = Annotated[int, Bounds(low=0, high=65_535)]  # a viewport's side (computer actions' coordinates)
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: for a property reading inside a field the
+    record keeps as a free-form object (``dict[str, Any]``), whose insides are the service's to shape."""
+    return value if isinstance(value, dict) else {}
+
+
+def string(value: Any) -> str | None:
+    """``value`` when it is a string, else None: likewise, for a string inside a free-form object."""
+    return value if isinstance(value, str) else None
+
+
+class _Wrong(Exception):
+    """What is wrong with one value, and where (field names from the record down)."""
+
+    def __init__(self, reason: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason, self.path = reason, path
+
+    def within(self, name: str) -> _Wrong:
+        return _Wrong(self.reason, (name, *self.path))
 
 
 def parse_datetime(value: Any) -> datetime | Any:
@@ -54,48 +114,168 @@ def parse_datetime(value: Any) -> datetime | Any:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _unwrap_optional(hint: Any) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, int | float) else "null" if value is None else "a value"
+    )
+
+
+def _not(expected: str, value: Any) -> _Wrong:
+    return _Wrong(f"is {_kind(value)}, not {expected}")
+
+
+def _text(bounds: Bounds) -> Callable[[Any], Any]:
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise _not("a string", value)
+        if bounds.max_len is not None and len(value) > bounds.max_len:
+            raise _Wrong(f"is longer than {bounds.max_len} characters")
+        if bounds.link and ("/" in value or not value.strip(".")):
+            raise _Wrong("no link can hold (it has a '/' or is dots only)")
+        return value
+
+    return check
+
+
+def _number(kind: type, bounds: Bounds) -> Callable[[Any], Any]:
+    low = -INT_MAX if bounds.low is None else bounds.low
+    high = INT_MAX if bounds.high is None else bounds.high
+
+    def check(value: Any) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _not("a number", value)
+        if kind is int and isinstance(value, float):
+            if not value.is_integer():
+                raise _Wrong("is not a whole number")
+        elif not math.isfinite(value):
+            raise _Wrong("is not a finite number")
+        if not low <= value <= high:
+            raise _Wrong(f"is outside {low:g}..{high:g}")
+        return int(value) if kind is int else float(value)
+
+    return check
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _not("true or false", value)
+    return value
+
+
+def _moment(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise _not("an RFC 3339 date and time", value)
+    parsed = parse_datetime(value)
+    if not isinstance(parsed, datetime):
+        raise _Wrong("is not an RFC 3339 date and time")
+    if not YEARS[0] <= parsed.year <= YEARS[1]:
+        raise _Wrong(f"is a date outside the years {YEARS[0]}..{YEARS[1]}")
+    return parsed
+
+
+def _anything(value: Any) -> Any:
+    return value
+
+
+def _entries(item: Callable[[Any], Any], *, keyed: bool) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, dict if keyed else list):
+            raise _not("an object" if keyed else "a list", value)
+        if len(value) > ENTRIES_MAX:
+            raise _Wrong(f"has more than {ENTRIES_MAX} entries")
+        if keyed:
+            out = {}
+            for key, entry in value.items():
+                try:
+                    out[key] = item(entry)
+                except _Wrong as wrong:
+                    raise wrong.within(str(key)[:40]) from None
+            return out
+        out_list = []
+        for index, entry in enumerate(value):
+            try:
+                out_list.append(item(entry))
+            except _Wrong as wrong:
+                raise wrong.within(f"[{index}]") from None
+        return out_list
+
+    return check
+
+
+def _nullable(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else check(value)
+
+
+def _split(hint: Any) -> tuple[Any, bool, Bounds | None]:
+    """``hint`` without ``None`` and ``Annotated``: (the type, whether None is allowed, its bounds)."""
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
+        optional = len(args) < len(typing.get_args(hint))
+        hint = args[0] if len(args) == 1 else typing.Union[tuple(args)]  # noqa: UP007
+    bounds = None
+    if typing.get_origin(hint) is Annotated:
+        hint, *extras = typing.get_args(hint)
+        bounds = next((e for e in extras if isinstance(e, Bounds)), None)
+    return hint, optional, bounds
 
 
-def _is_record(hint: Any) -> bool:
-    return isinstance(hint, type) and issubclass(hint, Record)
+def _checker(hint: Any, bounds: Bounds | None = None) -> Callable[[Any], Any]:
+    """How a value of type ``hint`` is checked and built (None never reaches it: see ``_Field``).
 
-
-def _converter(hint: Any) -> Callable[[Any], Any] | None:
-    """How a field typed ``hint`` turns a non-None JSON value into its Python value (None: kept as is).
-
-    Worked out once per field (``Record._fields``), not per value: a list page builds dozens of records.
+    Worked out once per field (``Record._field_specs``), not per value: a list page builds dozens of records.
     """
-    hint = _unwrap_optional(hint)
+    hint, optional, own = _split(hint)
+    bounds = own or bounds or Bounds()
+    if optional:
+        return _nullable(_checker(hint, bounds))
+    if hint is Any or hint is object:
+        return _anything
+    if hint is str:
+        return _text(bounds)
+    if hint is bool:
+        return _boolean
+    if hint in (int, float):
+        return _number(hint, bounds)
     if hint is datetime:
-        return parse_datetime
-    if _is_record(hint):
-        return lambda value: hint.from_json(value) if isinstance(value, dict) else value
-    if typing.get_origin(hint) is list:
-        (item_hint,) = typing.get_args(hint) or (Any,)
-        item_hint = _unwrap_optional(item_hint)
-        if item_hint is datetime or _is_record(item_hint):
-            item = _converter(item_hint)
-            return lambda value: (
-                [None if v is None else item(v) for v in value] if isinstance(value, list) else value
-            )
-    return None
+        return _moment
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return hint._nested
+    origin = typing.get_origin(hint) or hint
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return _entries(_checker(item), keyed=False)
+    if origin is dict:
+        _, item = typing.get_args(hint) or (str, Any)
+        return _entries(_checker(item), keyed=True)
+    raise TypeError(f"a record field cannot be typed {hint!r}")
 
 
 @dataclasses.dataclass(frozen=True)
 class _Field:
+    """One line of a record's field table."""
+
     name: str
-    convert: Callable[[Any], Any] | None
+    check: Callable[[Any], Any]
     # Declared without a default: the contract always sends it (an id).
     required: bool
-    # A required ``id`` / ``…_id``: it becomes a path segment of console links.
-    link: bool
+    default: Callable[[], Any]
+    # An optional id or link name: empty counts as absent.
+    empty_is_absent: bool
+
+
+def _conventional(name: str, hint: Any) -> Any:
+    """The named type a field's name implies when its declaration says only ``str``."""
+    bare, optional, bounds = _split(hint)
+    if bare is not str or bounds is not None:
+        return hint
+    if name == "id" or name.endswith("_id"):
+        bare = Id
+    elif name == "name" or name.endswith("_name"):
+        bare = Name
+    else:
+        return hint
+    return bare | None if optional else bare
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -115,58 +295,98 @@ class Record:
     def _field_specs(cls) -> tuple[_Field, ...]:
         # Resolved on first use, not at class creation: hints may name records defined further down.
         if cls.__dict__.get("_fields") is None:
-            hints = typing.get_type_hints(cls)
+            hints = typing.get_type_hints(cls, include_extras=True)
             specs = []
             for f in dataclasses.fields(cls):
                 if f.name == "extra":
                     continue
-                required = not _has_default(cls, f.name)
-                link = required and (f.name == "id" or f.name.endswith("_id"))
-                specs.append(_Field(f.name, _converter(hints.get(f.name, Any)), required, link))
+                hint = _conventional(f.name, hints.get(f.name, Any))
+                _, _, bounds = _split(hint)
+                if f.default is not dataclasses.MISSING:
+                    default, required = (lambda value=f.default: value), False
+                elif f.default_factory is not dataclasses.MISSING:
+                    default, required = f.default_factory, False
+                else:
+                    default, required = (lambda: None), True
+                specs.append(
+                    _Field(
+                        f.name,
+                        _checker(hint),
+                        required,
+                        default,
+                        empty_is_absent=not required and bounds is not None and bounds.link,
+                    )
+                )
             cls._fields = tuple(specs)
         return cls._fields  # type: ignore[return-value]
+
+    @classmethod
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The body before it is checked (a record that redacts what it reads overrides this)."""
+        return data
+
+    @classmethod
+    def _build(cls, data: Any) -> Self:
+        if not isinstance(data, dict):
+            raise _not("an object", data)
+        data = dict(cls._prepare(data))
+        kwargs: dict[str, Any] = {}
+        for spec in cls._field_specs():
+            value = data.pop(spec.name, None)
+            if spec.empty_is_absent and value == "":
+                value = None
+            if value is None or (value == "" and spec.required):
+                # A field declared without a default is one the contract always sends (an id): without it
+                # nothing can link to the record, so the answer is unusable rather than merely sparse.
+                if spec.required:
+                    raise _Wrong("is missing", (spec.name,))
+                kwargs[spec.name] = spec.default()
+                continue
+            try:
+                kwargs[spec.name] = spec.check(value)
+            except _Wrong as wrong:
+                raise wrong.within(spec.name) from None
+        return cls(**kwargs, extra=data)
+
+    @classmethod
+    def _nested(cls, value: Any) -> Self:
+        return cls._build(value)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Self:
         if data is not None and not isinstance(data, dict):
             raise _bad_shape(f"expected {_a(cls)} object, got {_kind(data)}")
-        data = dict(data or {})
-        kwargs: dict[str, Any] = {}
-        missing, unlinkable = [], []
-        for spec in cls._field_specs():
-            if spec.name in data:
-                value = data.pop(spec.name)
-                if value is not None and spec.convert is not None:
-                    value = spec.convert(value)
-                kwargs[spec.name] = value
-            elif spec.required:
-                kwargs[spec.name] = None
-            else:
-                continue
-            if not spec.required:
-                continue
-            value = kwargs[spec.name]
-            # A field declared without a default is one the contract always sends (an id): without it
-            # nothing can link to the record, so the answer is unusable rather than merely sparse.
-            if value in (None, ""):
-                missing.append(spec.name)
-            # Ids become path segments of console links: one with "/" matches no route (reverse() raised,
-            # a 500) and one of dots only links elsewhere in the console ("/browsers/../").
-            elif spec.link and isinstance(value, str) and ("/" in value or not value.strip(".")):
-                unlinkable.append(spec.name)
-        if missing:
-            raise _bad_shape(f"{_a(cls)} object without {', '.join(missing)}")
-        if unlinkable:
-            raise _bad_shape(f"{_a(cls)} object whose {', '.join(unlinkable)} no link can hold")
-        return cls(**kwargs, extra=data)
+        try:
+            return cls._build({} if data is None else data)
+        except _Wrong as wrong:
+            raise _bad_shape(_describe(cls, wrong)) from None
 
     @classmethod
-    def list_from_json(cls, items: list[dict[str, Any]] | None) -> list[Self]:
+    def list_from_json(
+        cls, items: list[dict[str, Any]] | None, *, max_items: int = ENTRIES_MAX
+    ) -> list[Self]:
         if items is None:
             return []
         if not isinstance(items, list):
             raise _bad_shape(f"expected a list of {cls.__name__} objects, got {_kind(items)}")
-        return [cls.from_json(item) for item in items]
+        if len(items) > max_items:
+            raise _bad_shape(
+                f"a list of {len(items)} {cls.__name__} objects, more than the {max_items} asked for"
+            )
+        built = []
+        for index, item in enumerate(items):
+            try:
+                built.append(cls._build(item))
+            except _Wrong as wrong:
+                raise _bad_shape(f"item {index} of the list: {_describe(cls, wrong)}") from None
+        return built
+
+
+def _describe(cls: type, wrong: _Wrong) -> str:
+    if not wrong.path:
+        return f"{_a(cls)} object that {wrong.reason}"
+    where = ".".join(wrong.path).replace(".[", "[")
+    return f"{_a(cls)} object whose {where} {wrong.reason}"
 
 
 def _bad_shape(what: str) -> errors.BadResponse:
@@ -178,17 +398,6 @@ def _bad_shape(what: str) -> errors.BadResponse:
 
 def _a(cls: type) -> str:
     return ("an " if cls.__name__[:1] in "AEIOU" else "a ") + cls.__name__
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
-    )
-
-
-def _has_default(cls: type, name: str) -> bool:
-    f = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
-    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 
 
 # --- Records of console.service.projects (notes §1, §15) ---------------------------------------
@@ -209,22 +418,22 @@ class Project(Record):
 class ProjectLimits(Record):
     """Each field: None = no project-level cap (the org limit applies)."""
 
-    max_concurrent_sessions: int | None = None
-    max_concurrent_invocations: int | None = None
-    max_pooled_sessions: int | None = None  # deprecated, always null; never sent
+    max_concurrent_sessions: Count | None = None
+    max_concurrent_invocations: Count | None = None
+    max_pooled_sessions: Count | None = None  # deprecated, always null; never sent
 
 
 class OrgLimits(Record):
-    auth_connections_used: int | None = None
-    max_auth_connections: int | None = None
-    min_health_check_interval_seconds: int | None = None
-    default_project_max_concurrent_sessions: int | None = None
-    max_concurrent_sessions: int | None = None
+    auth_connections_used: Count | None = None
+    max_auth_connections: Count | None = None
+    min_health_check_interval_seconds: Seconds | None = None
+    default_project_max_concurrent_sessions: Count | None = None
+    max_concurrent_sessions: Count | None = None
     # SDK 0.131 (docs/service-changes.md §1); None when the service does not say.
-    concurrent_sessions_used: int | None = None
-    concurrent_sessions_available: int | None = None
-    max_vaults: int | None = None
-    vaults_used: int | None = None
+    concurrent_sessions_used: Count | None = None
+    concurrent_sessions_available: Count | None = None
+    max_vaults: Count | None = None
+    vaults_used: Count | None = None
 
 
 class OrgEntitlements(Record):
@@ -237,8 +446,8 @@ class OrgEntitlements(Record):
 
     def enabled(self, feature: str) -> bool | None:
         """True/False as the service says; None when it does not mention the feature."""
-        entry = (self.features or {}).get(feature)
-        return entry.get("enabled") if isinstance(entry, dict) else None
+        enabled = obj((self.features or {}).get(feature)).get("enabled")
+        return enabled if isinstance(enabled, bool) else None
 
 
 class AuthContext(Record):
@@ -251,14 +460,13 @@ class AuthContext(Record):
 
     @property
     def organization_id(self) -> str | None:
-        return (self.organization or {}).get("id")
+        return string(obj(self.organization).get("id"))
 
     @property
     def principal_type(self) -> str | None:
-        return (self.principal or {}).get("type")
+        return string(obj(self.principal).get("type"))
 
     @property
     def project_id(self) -> str | None:
         """The effective project scope; None means org-wide."""
-        scope = (self.authorization or {}).get("effective_scope") or {}
-        return scope.get("project_id")
+        return string(obj(obj(self.authorization).get("effective_scope")).get("project_id"))

@@ -16,7 +16,6 @@ without a new event; the delay grows 0.2 s · 2ⁿ up to 2 s (or the server's ``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.service import errors
-from console.service.http import Service, sse
+from console.service.http import INLINE_PARSE_BYTES, Service, decode_json, parse_json, sse
 
 log = logging.getLogger("console.service")
 
@@ -49,13 +48,29 @@ class ServerEvent:
 
 
 def _to_event(frame: Any) -> ServerEvent | None:
+    """The event of one frame, its data parsed here (``to_event`` parses a large one in a worker thread)."""
     if frame.data == "":
         # A bare `retry:` line, or an event with no data: nothing to deliver (SSE spec).
         return None
     try:
-        data = json.loads(frame.data)
+        data = decode_json(frame.data)
+    except (ValueError, RecursionError):  # not JSON, or past the JSON bounds of http.decode_json
+        data = frame.data
+    return _event(frame, data)
+
+
+async def to_event(frame: Any) -> ServerEvent | None:
+    """``_to_event`` without holding the event loop for a large event (one may be ``MAX_EVENT``, 16 MiB)."""
+    if frame.data == "" or len(frame.data) <= INLINE_PARSE_BYTES:
+        return _to_event(frame)
+    try:
+        data = await parse_json(frame.data)
     except (ValueError, RecursionError):
         data = frame.data
+    return _event(frame, data)
+
+
+def _event(frame: Any, data: Any) -> ServerEvent:
     event = frame.event if frame.event and frame.event != "message" else None
     return ServerEvent(id=frame.id or None, event=event, data=data, retry=frame.retry)
 
@@ -75,7 +90,7 @@ async def events(
     last = None if last_event_id is None else str(last_event_id)
     async with sse(svc, path, params=params, last_event_id=last) as frames:
         async for frame in frames:
-            event = _to_event(frame)
+            event = await to_event(frame)
             if event is not None:
                 yield event
 

@@ -95,10 +95,11 @@ class TelemetryEvent(Record):
     truncated: bool = False
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> TelemetryEvent:
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
-        # credentials included, and every pane, stream frame and card is built from this record.
-        return super().from_json(redaction.event(data) if isinstance(data, dict) else data)
+        # credentials included, and every pane, stream frame and card is built from this record (an
+        # envelope's event too: nested records are built through here).
+        return redaction.event(data)
 
     @property
     def time(self) -> datetime | None:
@@ -116,10 +117,9 @@ class Envelope(Record):
     event: TelemetryEvent | None = None
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> Envelope:
-        if isinstance(data, dict):  # the event redacts itself; fields the service adds are shown raw too
-            data = {k: (v if k == "event" else redaction.walk(v)) for k, v in data.items()}
-        return super().from_json(data)
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # The event redacts itself; fields the service adds are shown raw too, so they are redacted here.
+        return {k: (v if k == "event" else redaction.walk(v)) for k, v in data.items()}
 
     @property
     def kind(self) -> str:

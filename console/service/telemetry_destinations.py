@@ -10,7 +10,7 @@ from datetime import datetime
 
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import Count, Record, Text
 
 __all__ = [
     "Destination",
@@ -30,8 +30,8 @@ class Destination(Record):
     headers: dict[str, str] | None = None  # values always "" (write-only)
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    consecutive_failures: int | None = None
-    last_error: str | None = None
+    consecutive_failures: Count | None = None
+    last_error: Text | None = None
     last_error_at: datetime | None = None
     last_export_at: datetime | None = None
 

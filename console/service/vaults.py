@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.records import LinkName, Record, obj, string
 
 __all__ = [
     "FIELD_TYPES",
@@ -60,7 +60,7 @@ class Field:
 
 class Item(Record):
     id: str
-    key: str | None = None
+    key: LinkName | None = None  # a path segment of the item's page
     type: str | None = None
     version: int | None = None
     created_at: datetime | None = None
@@ -70,30 +70,33 @@ class Item(Record):
 
     @property
     def status(self) -> str | None:
-        return (self.state or {}).get("status")
+        return string(obj(self.state).get("status"))
 
     @property
     def description(self) -> str | None:
-        return (self.spec or {}).get("description")
+        return string(obj(self.spec).get("description"))
 
     @property
     def fields(self) -> list[Field]:
         """The credential fields with their state (empty for item types without fields)."""
-        states = (self.state or {}).get("fields") or {}
+        states = obj(obj(self.state).get("fields"))
+        specs = obj(self.spec).get("fields")
         found = []
-        for spec in (self.spec or {}).get("fields") or []:
-            if not isinstance(spec, dict) or not spec.get("name"):
+        for spec in specs if isinstance(specs, list) else []:
+            name = string(obj(spec).get("name"))
+            if not name:
                 continue
-            state = states.get(spec["name"]) or {}
+            state = obj(states.get(name))
+            sensitive = spec.get("sensitive", False) is not False  # anything but a plain "no" hides it
             found.append(
                 Field(
-                    name=spec["name"],
-                    type=str(spec.get("type") or ""),
-                    label=spec.get("label"),
-                    required=bool(spec.get("required", False)),
-                    sensitive=bool(spec.get("sensitive", False)),
-                    has_value=bool(state.get("has_value")),
-                    value=None if spec.get("sensitive") else state.get("value"),
+                    name=name,
+                    type=string(spec.get("type")) or "",
+                    label=string(spec.get("label")),
+                    required=spec.get("required", False) is True,
+                    sensitive=sensitive,
+                    has_value=state.get("has_value") is True,
+                    value=None if sensitive else string(state.get("value")),
                 )
             )
         return found
@@ -137,7 +140,7 @@ async def delete_vault(svc: Service, id_or_name: str) -> None:
 
 
 async def list_items(svc: Service, vault: str) -> list[Item]:
-    data = (await request(svc, "GET", _vault(vault) + "/items")).data
+    data = (await request(svc, "GET", _vault(vault) + "/items", max_bytes=list_max_bytes())).data
     return Item.list_from_json(data if isinstance(data, list) else None)
 
 
@@ -184,5 +187,8 @@ async def delete_item(svc: Service, vault: str, key: str) -> None:
 
 
 async def item_events(svc: Service, vault: str, key: str, *, after: str | None = None) -> list[ItemEvent]:
-    data = (await request(svc, "GET", _item(vault, key) + "/events", params={"after": after or None})).data
+    params = {"after": after or None}
+    data = (
+        await request(svc, "GET", _item(vault, key) + "/events", params=params, max_bytes=list_max_bytes())
+    ).data
     return ItemEvent.list_from_json(data if isinstance(data, list) else None)

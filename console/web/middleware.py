@@ -171,6 +171,14 @@ def describe(request, error) -> dict:
             "text": "Too many requests; try again shortly.",
             "status": 503,
         }
+    if isinstance(error, errors.BadResponse):
+        # What was wrong (a record, a field, a bound: console/service/records.py) helps whoever reports it.
+        return {
+            "title": "Service unavailable",
+            "text": f"The service sent an answer the console does not read ({error.message}). Try again; if "
+            "it persists, report it to the service with the request id below.",
+            "status": 503,
+        }
     if isinstance(error, errors.Unavailable):
         status = 504 if "timeout" in (error.code or "").lower() else 503
         return {

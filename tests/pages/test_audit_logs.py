@@ -132,3 +132,92 @@ async def test_it_answers_a_chunk_it_cannot_read_without_a_500(
     assert response.status_code == status
     if status == 200:
         assert response["X-Progress"] == "0" and response["X-Row-Count"] == row_count
+
+
+def endless_export(org, *, rows: bytes = b'{"id": "a1", "timestamp": "2026-01-01T00:00:00Z"}\n', limit=50):
+    """A loopback service whose export always says "more" with a new cursor (until ``limit`` chunks, so that a
+    console without bounds still ends); ``asked`` counts the chunks it was asked for."""
+    import hashlib
+    import http.server
+
+    from tests.listener import serving
+
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("X-Content-Sha256", hashlib.sha256(rows).hexdigest())
+            self.send_header("X-Row-Count", "1")
+            self.send_header("X-Has-More", "true" if len(asked) < limit else "false")
+            self.send_header("X-Next-Cursor", f"c{len(asked)}")
+            self.send_header("Content-Length", str(len(rows)))
+            self.end_headers()
+            self.wfile.write(rows)
+
+    return asked, serving(Handler)
+
+
+async def read_all(response) -> list[dict]:
+    content = b"".join([chunk async for chunk in response.streaming_content])
+    return [json.loads(line) for line in content.decode().splitlines()]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_stops_the_streamed_export_at_its_chunk_bound_and_ends_the_file_saying_so(
+    admin_client, org, settings
+):
+    # A hostile service that always said "more" streamed 1,153 MB in 20 s into one export.
+    settings.AUDIT_EXPORT_MAX_CHUNKS = 5
+    asked, running = endless_export(org)
+    with running as org.service_base_url:
+        await org.asave()
+        rows = await read_all(await admin_client.get(url("export/")))
+    assert len(asked) == 5 and [row.get("id") for row in rows[:5]] == ["a1"] * 5
+    assert len(rows) == 6 and rows[-1]["complete"] is False
+    assert "stopped early" in rows[-1]["console_notice"] and "after 5 chunks" in rows[-1]["console_notice"]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_stops_the_streamed_export_before_its_byte_bound(admin_client, org, settings):
+    row = b'{"id": "a1", "pad": "' + b"x" * 1000 + b'"}\n'
+    settings.AUDIT_EXPORT_MAX_BYTES = 5 * len(row) + 10
+    asked, running = endless_export(org, rows=row)
+    with running as org.service_base_url:
+        await org.asave()
+        rows = await read_all(await admin_client.get(url("export/")))
+    assert len(rows) == 6 and "stopped early" in rows[-1]["console_notice"] and len(asked) == 6
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_ends_a_streamed_export_whose_service_fails_with_a_line_saying_so(
+    admin_client, tenant, traffic
+):
+    tenant.fault(method="GET", path="^/audit-logs/export/chunk$", status=500, message="it broke", count=None)
+    rows = await read_all(await admin_client.get(url("export/")))
+    assert rows == [
+        {"console_notice": "The export stopped early: the service failed: it broke.", "complete": False}
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_answers_the_exporter_past_its_bounds_with_the_notice_and_asks_nothing(
+    admin_client, org, settings
+):
+    settings.AUDIT_EXPORT_MAX_CHUNKS, settings.AUDIT_EXPORT_MAX_BYTES = 5, 1000
+    asked, running = endless_export(org)
+    with running as org.service_base_url:
+        await org.asave()
+        first = await admin_client.get(url("export/chunk/"), {"n": "0", "sent": "0"})
+        assert first["X-Has-More"] == "true" and "X-Export-Stopped" not in first and len(asked) == 1
+        for counts in ({"n": "5", "sent": "100"}, {"n": "1", "sent": "1001"}):
+            response = await admin_client.get(url("export/chunk/"), {**counts, "cursor": "c1"})
+            assert (
+                response["X-Has-More"] == "false" and "most the console reads" in response["X-Export-Stopped"]
+            )
+            assert json.loads(response.content)["complete"] is False
+        assert len(asked) == 1
+        refused = await admin_client.get(url("export/chunk/"), {"n": "²", "cursor": "c1"})
+        assert refused.status_code == 400 and len(asked) == 1

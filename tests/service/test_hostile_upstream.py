@@ -150,3 +150,100 @@ async def test_it_gives_up_on_an_answer_that_drips_in(serve, monkeypatch, head):
         await service_http.request(server.service, "GET", "/org/projects", retry=False)
     assert "1 s" in caught.value.message
     assert server.sent < 150, "the console read on for more than half the answer's 30 s"
+
+
+# A list answer costs about 25 times its size once parsed: 63 MiB of ``[{},{},…]`` (under MAX_BODY) took an
+# audited console from 146 to 1,724 MiB for one page load and held its event loop for seconds. Lists and
+# other JSON answers now have bounds of their own (docs/security.md, section 5, with the figures).
+
+
+def empty_objects(size: int, *, declared: bool = False):
+    """A 200 answer of ``size`` bytes of ``[{},{},…]``, with or without a Content-Length."""
+
+    def respond(handler, server: Server) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("X-Has-More", "false")
+        if declared:
+            handler.send_header("Content-Length", str(size))
+        handler.end_headers()
+        chunk = b"{}," * (MiB // 3)
+        server.write(handler, b"[")
+        while server.sent + len(chunk) < size - 3:
+            server.write(handler, chunk)
+        server.write(handler, b"{}" + b" " * (size - server.sent - 3) + b"]")
+
+    return respond
+
+
+def peak_of(call) -> int:
+    """The most memory Python allocated while ``call()`` (a coroutine) ran, in bytes."""
+    import tracemalloc
+
+    async def measured():
+        tracemalloc.start()
+        try:
+            with pytest.raises(errors.BadResponse) as caught:
+                await call()
+            return tracemalloc.get_traced_memory()[1], caught.value
+        finally:
+            tracemalloc.stop()
+
+    return measured()
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["streamed", "declared"])
+async def test_it_reads_no_more_of_a_list_than_a_page_can_afford(serve, declared):
+    from console.service import browsers
+
+    server = serve(empty_objects(63 * MiB, declared=declared))
+    peak, error = await peak_of(lambda: browsers.list_sessions(server.service, limit=100))
+    assert "larger than the console reads" in error.message and "4 MiB" in error.message
+    assert server.done.wait(30)
+    # Socket buffers hold a few MiB beyond the 4 the console reads; it used to read all 63 and parse them.
+    assert server.sent < 16 * MiB, f"the console read {server.sent // MiB} MiB of a list"
+    assert peak < 24 * MiB, f"reading the list took {peak // MiB} MiB"
+
+
+async def test_it_stops_reading_a_list_at_one_item_more_than_asked(serve):
+    from console.service import browsers
+
+    server = serve(empty_objects(3 * MiB))  # within the byte bound: a million empty objects
+    peak, error = await peak_of(lambda: browsers.list_sessions(server.service, limit=20))
+    assert "a list of more than 20 items" in error.message
+    # The body and its text (6 MiB); parsing all of it took more than 60 MiB.
+    assert peak < 16 * MiB, f"reading the list took {peak // MiB} MiB"
+
+
+@pytest.mark.parametrize(
+    ("inside", "refusal"),
+    [
+        (b"[" + b"{}," * 300_000 + b"{}]", "more than 200000 JSON objects"),
+        (b"[" * 100 + b"]" * 100, "nested deeper than 64 levels"),
+    ],
+    ids=["objects", "depth"],
+)
+async def test_it_refuses_one_record_of_too_many_objects_or_levels(serve, inside, refusal):
+    from console.service import browsers
+
+    body = b'{"session_id": "s", "chrome_policy": {"a": ' + inside + b"}}"
+
+    def respond(handler, server: Server) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()
+        server.write(handler, body)
+
+    server = serve(respond)
+    with pytest.raises(errors.BadResponse, match=refusal):
+        await browsers.get_session(server.service, "s")
+
+
+async def test_it_refuses_a_url_httpx_cannot_send_before_sending_anything(serve):
+    # A value of 100 000 characters in a query (a pool's name looked up by name) made httpx raise InvalidURL
+    # from deep in a page: a 500. Records now bound names, and the client refuses such a URL itself.
+    server = serve(lambda handler, server: handler.send_response(200))
+    with pytest.raises(errors.Invalid) as caught:
+        await service_http.request(server.service, "GET", "/browsers", params={"query": "p" * 100_000})
+    assert caught.value.code == "invalid_url" and "p" * 100 not in caught.value.message
+    assert not server.done.is_set()  # nothing reached the service

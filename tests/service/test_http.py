@@ -307,8 +307,8 @@ async def test_it_gives_a_change_longer_than_the_read_timeout(service, tenant, s
     assert reply.data["name"] == "slow-but-fine"
 
 
-async def test_it_refuses_an_answer_larger_than_it_reads(service, tenant, monkeypatch):
-    monkeypatch.setattr(service_http, "MAX_BODY", 4096)
+async def test_it_refuses_an_answer_larger_than_it_reads(service, tenant, settings):
+    settings.SERVICE_LIST_MAX_BYTES = 4096  # a list's bound (another JSON answer: SERVICE_JSON_MAX_BYTES)
     big = '["' + "x" * 8000 + '"]'
     tenant.control("POST", "faults", {"method": "GET", "path": "^/org/projects$", "status": 200, "body": big})
     with pytest.raises(errors.BadResponse) as caught:
