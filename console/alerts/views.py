@@ -206,7 +206,7 @@ async def alert_detail(request, alert_id: int):
 
 def _acknowledge(org, alert_id: int, user, note: str) -> Alert | None:
     with transaction.atomic():
-        alert = Alert.objects.select_for_update().filter(org=org, pk=alert_id).first()
+        alert = Alert.objects.select_for_update().select_related("rule").filter(org=org, pk=alert_id).first()
         if alert is None:
             raise Http404("No such alert")
         if not alert.active:
@@ -353,7 +353,8 @@ async def rule_create(request):
             )
             messages.success(request, f"Rule “{rule.name}” created; the next evaluation uses it.")
             return done(request, _url(request, "rules"))
-    return render(request, "alerts/rule_form.html", _rule_form_context(form))
+    # The form's channel choices are a queryset: rendered on the database's thread.
+    return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form))
 
 
 @require_http_methods(["GET", "POST"])
@@ -374,7 +375,7 @@ async def rule_edit(request, rule_id: int):
             note = " Its alerts have ended." if turned_off else ""
             messages.success(request, f"Rule “{rule.name}” saved.{note}")
             return done(request, _url(request, "rules"))
-    return render(request, "alerts/rule_form.html", _rule_form_context(form, rule))
+    return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form, rule))
 
 
 @require_http_methods(["GET", "POST"])
