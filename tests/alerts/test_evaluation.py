@@ -72,3 +72,61 @@ def test_it_fires_when_the_service_refuses_the_key(org, tenant):
     [alert] = active(org, kinds.SERVICE)
     assert alert.state == Alert.State.FIRING and alert.values["problem"] == "refused"
     assert record.state == EvaluationRound.State.OK
+
+
+def test_it_fires_for_a_crashed_session_and_reads_telemetry_within_its_bounds(org, tenant, settings):
+    from tests.sandbox_fixtures import create_session
+
+    make_rule(org, kinds.SESSION_CRASHED)
+    session = create_session(tenant, telemetry={"enabled": True})
+    quiet = create_session(tenant, telemetry={"enabled": True})
+    tenant.control(
+        "POST",
+        "telemetry/emit",
+        {
+            "session_id": session["session_id"],
+            "events": [
+                {
+                    "type": "service_crashed",
+                    "category": "system",
+                    "data": {"service_name": "chromium", "phase": "running"},
+                }
+            ],
+        },
+    )
+    settings.ALERTS_TELEMETRY_SESSIONS = 1  # one session's telemetry per round: the other waits its turn
+    first = run_round(org)
+    assert any("read 1 of 2 sessions" in note for note in first.notes), first.notes
+    run_round(org)
+    [alert] = active(org, kinds.SESSION_CRASHED)
+    assert alert.subject_id == session["session_id"] and alert.state == Alert.State.FIRING
+    assert "crashed" in alert.summary and alert.values["what"] == "chromium"
+    assert quiet["session_id"] != alert.subject_id
+
+
+def test_it_fires_for_an_oom_kill_and_resolves_when_the_session_ends(org, tenant):
+    from tests.sandbox_fixtures import create_session
+
+    make_rule(org, kinds.SESSION_CRASHED)
+    session = create_session(tenant, telemetry={"enabled": True})
+    tenant.control(
+        "POST",
+        "telemetry/emit",
+        {
+            "session_id": session["session_id"],
+            "events": [
+                {
+                    "type": "system_oom_kill",
+                    "category": "system",
+                    "data": {"pid": 7, "process_name": "chrome", "rss_kb": 900000},
+                }
+            ],
+        },
+    )
+    run_round(org)
+    [alert] = active(org, kinds.SESSION_CRASHED)
+    assert "lack of memory" in alert.summary
+    # The session ends: nothing is left to look at, and the alert resolves.
+    assert tenant.call("DELETE", f"/browsers/{session['session_id']}").status_code == 204
+    run_round(org)
+    assert active(org, kinds.SESSION_CRASHED) == []

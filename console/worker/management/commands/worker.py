@@ -36,15 +36,19 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-clock", action="store_true", help="run queued tasks only; enqueue nothing")
 
-    def handle(self, *args, interval: float, worker_id: str, no_clock: bool, **options):
+    def handle(self, *args, interval: float, worker_id: str, no_clock: bool, verbosity: int = 1, **options):
         autodiscover_modules("tasks")
+        # The queue's own logs (every task started and finished) only when asked for (-v 2).
+        for name in ("django_tasks", "django_tasks_db", "django.tasks"):
+            logging.getLogger(name).setLevel(logging.INFO if verbosity >= 2 else logging.WARNING)
         worker_id = (worker_id or f"{socket.gethostname()}:{os.getpid()}")[:64]
         os.environ["CONSOLE_WORKER_ID"] = worker_id
         clock = Clock()
         if not no_clock:
             clock.start()
         names = ", ".join(job.name for job in jobs()) or "none"
-        self.stdout.write(f"Worker {worker_id}: periodic jobs {names}; polling every {interval:g} s")
+        if verbosity:
+            self.stdout.write(f"Worker {worker_id}: periodic jobs {names}; polling every {interval:g} s")
         worker = Worker(
             queue_names=["*"],
             interval=interval,
