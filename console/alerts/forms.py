@@ -51,6 +51,9 @@ class FilterForm(forms.Form):
 
 
 class AckForm(forms.Form):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, auto_id="ack_%s", **kwargs)
+
     note = forms.CharField(
         max_length=500,
         required=True,

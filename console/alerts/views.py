@@ -339,21 +339,33 @@ def _save_rule(form: RuleForm, org) -> tuple[Rule, bool]:
     return rule, turned_off
 
 
+def _rule_form(org, rule: Rule | None, data) -> tuple[RuleForm, Rule | None, str]:
+    """The rule form, validated and saved when ``data`` came; (form, saved rule or None, what changed).
+
+    On the database's thread: the form's channel choices and a rule's current channels are queries (and the
+    page is rendered there too, for the same reason)."""
+    if data is None:
+        initial = (
+            {} if rule else {"channels": list(Channel.objects.filter(org=org, kind=Channel.Kind.CONSOLE))}
+        )
+        return RuleForm(instance=rule, org=org, initial=initial), None, ""
+    form = RuleForm(data, instance=rule, org=org)
+    if not form.is_valid():
+        return form, None, ""
+    changed = ", ".join(form.changed_data) or "nothing"
+    saved, turned_off = _save_rule(form, org)
+    return form, saved, changed + (" (turned off: its alerts ended)" if turned_off else "")
+
+
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def rule_create(request):
-    channels = await sync_to_async(list)(Channel.objects.filter(org=request.org, kind=Channel.Kind.CONSOLE))
-    form = RuleForm(org=request.org, initial={"channels": channels})
-    if request.method == "POST":
-        form = RuleForm(request.POST, org=request.org)
-        if await sync_to_async(form.is_valid)():
-            rule, _ = await sync_to_async(_save_rule)(form, request.org)
-            await record(
-                request, "alert.rule.create", target_id=str(rule.pk), detail=f"{rule.kind}: {rule.name}"
-            )
-            messages.success(request, f"Rule “{rule.name}” created; the next evaluation uses it.")
-            return done(request, _url(request, "rules"))
-    # The form's channel choices are a queryset: rendered on the database's thread.
+    data = request.POST if request.method == "POST" else None
+    form, rule, _ = await sync_to_async(_rule_form)(request.org, None, data)
+    if rule is not None:
+        await record(request, "alert.rule.create", target_id=str(rule.pk), detail=f"{rule.kind}: {rule.name}")
+        messages.success(request, f"Rule “{rule.name}” created; the next evaluation uses it.")
+        return done(request, _url(request, "rules"))
     return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form))
 
 
@@ -363,18 +375,12 @@ async def rule_edit(request, rule_id: int):
     rule = await Rule.objects.filter(org=request.org, pk=rule_id).afirst()
     if rule is None:
         raise Http404("No such rule")
-    form = RuleForm(instance=rule, org=request.org)
-    if request.method == "POST":
-        form = RuleForm(request.POST, instance=rule, org=request.org)
-        if await sync_to_async(form.is_valid)():
-            changed = ", ".join(form.changed_data) or "nothing"
-            rule, turned_off = await sync_to_async(_save_rule)(form, request.org)
-            await record(
-                request, "alert.rule.update", target_id=str(rule.pk), detail=f"{rule.name}: {changed}"
-            )
-            note = " Its alerts have ended." if turned_off else ""
-            messages.success(request, f"Rule “{rule.name}” saved.{note}")
-            return done(request, _url(request, "rules"))
+    data = request.POST if request.method == "POST" else None
+    form, saved, changed = await sync_to_async(_rule_form)(request.org, rule, data)
+    if saved is not None:
+        await record(request, "alert.rule.update", target_id=str(saved.pk), detail=f"{saved.name}: {changed}")
+        messages.success(request, f"Rule “{saved.name}” saved.")
+        return done(request, _url(request, "rules"))
     return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form, rule))
 
 
