@@ -99,7 +99,8 @@ class Reader:
         self.org_id = org_id
         self.now = now
         self.requests = 0
-        self.notes: list[str] = []
+        self.notes: list[str] = []  # what could not be read: the round is incomplete
+        self.remarks: list[str] = []  # what was read in part by design (bounds, backlogs)
         self._cache: dict[tuple, asyncio.Future] = {}
         self.max_pages = max(1, settings.ALERTS_MAX_PAGES)
 
@@ -550,12 +551,12 @@ async def scan_telemetry(reader: Reader, project_key: str, categories: list[str]
             _prune(mark, reader.now)
         await sync_to_async(_save_marks)(reader.org_id, project_key, marks, list(active))
         if len(active) > len(chosen):
-            reader.notes.append(
+            reader.remarks.append(
                 f"telemetry: read {len(chosen)} of {len(active)} sessions this round "
                 f"(ALERTS_TELEMETRY_SESSIONS); the others are read in the next rounds"
             )
         if behind:
-            reader.notes.append(
+            reader.remarks.append(
                 f"telemetry: {len(behind)} session(s) have more events than one page; read on next round"
             )
         if failed:

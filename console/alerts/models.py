@@ -314,8 +314,10 @@ class EvaluationRound(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     requests = models.PositiveIntegerField(default=0)
-    # What could not be read or decided, in words (shown on the alerts page).
+    # What could not be read or decided, in words (shown on the alerts page: the round is incomplete).
     notes = models.JSONField(default=list, blank=True)
+    # What was read only in part, by design (the telemetry of some sessions, a backlog): said, not a failure.
+    remarks = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-slot"]

@@ -78,6 +78,7 @@ def run(org_id: int, slot: int, enqueue) -> EvaluationRound | None:
             state.apply(rule, outcome, now, enqueue)
         record.requests = reader.requests
         record.notes = notes[:50]
+        record.remarks = reader.remarks[:50]
         record.state = EvaluationRound.State.INCOMPLETE if notes else EvaluationRound.State.OK
     except Exception as exc:
         log.exception("the alert round of %s failed", org.slug)
@@ -86,7 +87,7 @@ def run(org_id: int, slot: int, enqueue) -> EvaluationRound | None:
         raise
     finally:
         record.finished_at = timezone.now()
-        record.save(update_fields=["state", "finished_at", "notes", "requests"])
+        record.save(update_fields=["state", "finished_at", "notes", "remarks", "requests"])
         release_lease(org)
         stale = (
             EvaluationRound.objects.filter(org=org)

@@ -239,6 +239,7 @@ class Migration(migrations.Migration):
                 ("finished_at", models.DateTimeField(blank=True, null=True)),
                 ("requests", models.PositiveIntegerField(default=0)),
                 ("notes", models.JSONField(blank=True, default=list)),
+                ("remarks", models.JSONField(blank=True, default=list)),
                 (
                     "org",
                     models.ForeignKey(
