@@ -173,11 +173,18 @@ class ChannelForm(forms.ModelForm):
         help_texts = {"addresses": "One address per line."}
         labels = {"format": "Body"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, kind: str = Channel.Kind.WEBHOOK, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [(k, v) for k, v in Channel.Kind.choices if k != Channel.Kind.CONSOLE]
+        # One kind per form (the page's "New e-mail channel" or "New webhook", or the channel's own kind).
+        kind = self.instance.kind if self.instance.pk else kind
+        self.fields["kind"].initial = kind
+        self.fields["kind"].widget = forms.HiddenInput()
         if self.instance.pk:
             self.fields["kind"].disabled = True
+        drop = ("url", "format", "secret") if kind == Channel.Kind.EMAIL else ("addresses",)
+        for name in drop:
+            del self.fields[name]
 
     def clean_addresses(self):
         text = self.cleaned_data.get("addresses") or ""
@@ -193,7 +200,8 @@ class ChannelForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        kind = data.get("kind") or self.instance.kind
+        kind = self.instance.kind if self.instance.pk else self.fields["kind"].initial
+        data["kind"] = kind
         if kind == Channel.Kind.EMAIL and not data.get("addresses") and "addresses" not in self.errors:
             self.add_error("addresses", "At least one address.")
         if kind == Channel.Kind.WEBHOOK:

@@ -431,9 +431,11 @@ def _save_channel(form: ChannelForm, org) -> Channel:
 @sensitive_post_parameters("secret")
 @org_view("admin")
 async def channel_create(request):
-    form = ChannelForm(initial={"kind": request.GET.get("kind") or Channel.Kind.WEBHOOK})
+    wanted = request.POST.get("kind") or request.GET.get("kind")
+    kind = Channel.Kind.EMAIL if wanted == Channel.Kind.EMAIL else Channel.Kind.WEBHOOK
+    form = ChannelForm(kind=kind)
     if request.method == "POST":
-        form = ChannelForm(request.POST)
+        form = ChannelForm(request.POST, kind=kind)
         if await sync_to_async(form.is_valid)():
             channel = await sync_to_async(_save_channel)(form, request.org)
             await record(
@@ -444,7 +446,7 @@ async def channel_create(request):
             )
             messages.success(request, f"Channel “{channel.name}” created. Send a test to check it.")
             return done(request, _url(request, "channel", channel_id=channel.pk))
-    return render(request, "alerts/channel_form.html", {"form": form, "channel": None})
+    return render(request, "alerts/channel_form.html", {"form": form, "channel": None, "kind": kind})
 
 
 def _channel_context(org, channel_id: int) -> dict:

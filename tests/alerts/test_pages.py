@@ -135,3 +135,61 @@ async def test_it_pages_render_for_each_role(viewer_client, admin_client, org, f
             assert response.status_code == 200, path
     for path in ("rules/new/", "channels/new/?kind=email", "channels/new/?kind=webhook"):
         assert (await admin_client.get(url(org, path))).status_code == 200
+
+
+async def test_it_creates_a_webhook_whose_secret_is_never_shown_and_sends_a_signed_test(
+    admin_client, org, receiver
+):
+    import json
+
+    from console.alerts import webhooks
+
+    secret = "a-long-and-random-signing-secret"
+    response = await admin_client.post(
+        url(org, "channels/new/?kind=webhook"),
+        {
+            "name": "ops hook",
+            "kind": "webhook",
+            "url": receiver.url,
+            "format": "json",
+            "secret": secret,
+            "enabled": "on",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    channel = await Channel.objects.aget(org=org, kind="webhook")
+    page = (await admin_client.get(url(org, f"channels/{channel.pk}/"))).content.decode()
+    assert secret not in page and "••••cret" in page
+    response = await admin_client.post(url(org, f"channels/{channel.pk}/test/"))
+    assert response.status_code == 302
+    [sent] = receiver.requests
+    assert webhooks.verify(sent["body"], secret, sent["headers"][webhooks.SIGNATURE_HEADER])
+    assert json.loads(sent["body"])["event"] == "test"
+    page = (await admin_client.get(url(org, f"channels/{channel.pk}/"))).content.decode()
+    assert "Delivered" in page and " ms</td>" in page
+    row = await AuditLog.objects.aget(org=org, action="alert.channel.test")
+    assert row.outcome == "ok" and secret not in row.detail
+
+
+async def test_it_says_when_a_test_was_refused_and_logs_the_status(admin_client, org, receiver):
+    receiver.status = 503
+    channel = Channel(org=org, kind="webhook", name="down", url=receiver.url)
+    channel.set_secret("a-long-and-random-signing-secret")
+    await channel.asave()
+    response = await admin_client.post(url(org, f"channels/{channel.pk}/test/"), follow=True)
+    assert "The test was not delivered: HTTP 503" in response.content.decode()
+    row = await AuditLog.objects.aget(org=org, action="alert.channel.test")
+    assert row.outcome == "error"
+
+
+async def test_it_sends_a_test_mail_to_a_real_smtp_server(admin_client, org, smtp_server):
+    response = await admin_client.post(
+        url(org, "channels/new/?kind=email"),
+        {"name": "on-call", "kind": "email", "addresses": "a@example.com\nb@example.com", "enabled": "on"},
+    )
+    assert response.status_code == 302
+    channel = await Channel.objects.aget(org=org, kind="email")
+    await admin_client.post(url(org, f"channels/{channel.pk}/test/"))
+    [message] = smtp_server.wait_for(1)
+    assert sorted(message.rcpt_tos) == ["a@example.com", "b@example.com"]
+    assert "[TEST]" in message.content.decode()
