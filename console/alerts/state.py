@@ -22,7 +22,6 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
-from console.alerts import kinds
 from console.alerts.evaluate import Finding, Outcome
 from console.alerts.models import Alert, Channel, Delivery, Notification, Rule, Silence
 
@@ -229,15 +228,3 @@ def retire(rule: Rule, now: datetime) -> int:
     return Alert.objects.filter(rule=rule, state__in=Alert.ACTIVE).update(
         state=Alert.State.RESOLVED, resolved_at=now, summary="The rule was turned off."
     )
-
-
-def firing_count(org_id: int) -> int:
-    return (
-        Alert.objects.filter(org_id=org_id, state=Alert.State.FIRING, acknowledged_at__isnull=True)
-        .filter(rule__channels__kind=Channel.Kind.CONSOLE)
-        .distinct()
-        .count()
-    )
-
-
-KIND_LABELS = {k.key: k.label for k in kinds.KINDS.values()}
