@@ -12,11 +12,13 @@ SANDBOX_STATE ?= .run/sandbox.sqlite3
 
 .PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox sandbox-reset clean
 
-$(BIN)/.installed: requirements/base.txt
+# The console's packages (requirements/base.txt, what the production image holds) and the sandbox's
+# (requirements/sandbox.txt), which `make run` starts beside it.
+$(BIN)/.installed: requirements/base.txt requirements/sandbox.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements/base.txt
+	$(BIN)/pip install --quiet -r requirements/sandbox.txt
 	@touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt

@@ -5,6 +5,7 @@ run the console locally against the sandbox with SQLite; production sets DEBUG=f
 SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and KEY_ENCRYPTION_KEYS.
 """
 
+import importlib.util
 import os
 import tempfile
 from datetime import timedelta
@@ -92,9 +93,11 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "console.worker",
     "console.alerts",
-    # Only for `manage.py sandbox`: the sandbox is its own ASGI app and never imports Django.
-    "console.sandbox",
 ]
+# The sandbox is its own ASGI app and never imports Django; its app here only adds `manage.py sandbox`. The
+# production image holds neither it nor its packages (requirements/sandbox.txt, .dockerignore).
+if importlib.util.find_spec("console.sandbox") and importlib.util.find_spec("starlette"):
+    INSTALLED_APPS.append("console.sandbox")
 
 # Everything on the request path runs on the event loop: under ASGI a sync-only middleware hook costs a
 # thread hop per request (console/web/inline.py runs Django's own hooks inline). Static files are served

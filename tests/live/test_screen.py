@@ -186,8 +186,10 @@ async def test_it_closes_the_upstream_after_the_last_viewer_left(cdp):
     second = hub.subscribe(source(cdp.url))
     await until(lambda: cdp.casting)
     first.screen.remove(first)
-    await asyncio.sleep(0.2)
-    assert cdp.open and hub.upstreams() == 1  # one viewer still watches
+    assert first.screen.linger is None  # one viewer still watches: no close is even scheduled
+    await cdp.frame(jpeg(b"still"), 1)  # and the upstream still serves it
+    await until(lambda: second.screen.frames_in == 1)
+    assert cdp.open and hub.upstreams() == 1
     second.screen.remove(second)
     await until(lambda: not cdp.open)
     assert hub.upstreams() == 0 and hub.screens == {}
@@ -199,8 +201,10 @@ async def test_it_keeps_the_upstream_for_a_viewer_back_within_the_linger(cdp):
     await until(lambda: cdp.casting)
     viewer.screen.remove(viewer)
     again = hub.subscribe(source(cdp.url))
-    await asyncio.sleep(0.1)
-    assert again.screen is viewer.screen and cdp.connections == 1
+    assert again.screen is viewer.screen and again.screen.linger is None  # the close is called off
+    await cdp.frame(jpeg(b"back"), 1)  # served by the connection that was already open
+    await until(lambda: again.screen.frames_in == 1)
+    assert cdp.connections == 1
     again.screen.remove(again)
     again.screen._close()
 
