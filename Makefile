@@ -28,8 +28,8 @@ $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt
 install: $(BIN)/.installed
 install-dev: $(BIN)/.installed-dev
 
-# run: everything up (sandbox + console) with demo data; Ctrl-C stops both. The first run writes random
-# keys into .env (git-ignored, mode 0600); later runs reuse them.
+# run: everything up (sandbox, console and the worker that evaluates alerts) with demo data; Ctrl-C stops
+# them. The first run writes random keys into .env (git-ignored, mode 0600); later runs reuse them.
 run: install
 	@$(MAKE) --no-print-directory system-packages PACKAGES="$(RUN_PACKAGES)" || echo "Without bubblewrap \
 	the sandbox refuses to run commands in browser sessions (503 exec_unavailable); without Chromium its \
@@ -41,7 +41,9 @@ run: install
 	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \
 	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
-	trap 'echo; echo "Stopping the console and the sandbox..."; kill $$console $$sandbox 2>/dev/null; wait $$console $$sandbox 2>/dev/null; exit 0' INT TERM; \
+	EMAIL_BACKEND="$${EMAIL_BACKEND:-django.core.mail.backends.console.EmailBackend}" \
+	  $(BIN)/python manage.py worker -v0 & worker=$$!; \
+	trap 'echo; echo "Stopping the console, the worker and the sandbox..."; kill $$console $$worker $$sandbox 2>/dev/null; wait $$console $$worker $$sandbox 2>/dev/null; exit 0' INT TERM; \
 	for i in $$(seq 1 100); do \
 	  $(BIN)/python -c "import urllib.request as u; [u.urlopen(f'http://127.0.0.1:{p}{q}', timeout=1) for p, q in (($(PORT), '/healthz'), ($(SANDBOX_PORT), '/'))]" 2>/dev/null && break; sleep 0.2; \
 	done; \
@@ -49,10 +51,11 @@ run: install
 	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
 	echo "  Sandbox:  http://127.0.0.1:$(SANDBOX_PORT)/  (a local Browser Automation Service)"; \
 	$(BIN)/python -c "import json, urllib.request; s = json.load(urllib.request.urlopen('http://127.0.0.1:$(SANDBOX_PORT)/', timeout=2)); print('  Browsers: ' + ('real Chromium' if s['engine'] == 'chromium' else 'simulated browser') + ' (' + s['engine_reason'] + ')')" 2>/dev/null || true; \
+	echo "  Worker:   alert rules evaluated every $${ALERTS_EVALUATION_SECONDS:-30} s; alert e-mails are printed here"; \
 	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
-	echo "  Ctrl-C stops both."; \
+	echo "  Ctrl-C stops them all."; \
 	echo; \
-	wait $$console $$sandbox
+	wait $$console $$worker $$sandbox
 
 # test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), then
 # runs three tiers and ends with one line for each (docs/testing.md): lint; every test on SQLite; the tests

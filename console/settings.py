@@ -96,6 +96,11 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "console.accounts",
+    # The background worker's queue (django-tasks, database backend) and its clock; alerts.
+    "django_tasks",
+    "django_tasks_db",
+    "console.worker",
+    "console.alerts",
 ]
 # The sandbox is its own ASGI app and never imports Django; its app here only adds `manage.py sandbox`. The
 # production image holds neither it nor its packages (requirements/sandbox.txt, .dockerignore).
@@ -211,6 +216,44 @@ REFUSAL_COLLAPSE_SECONDS = env.int("REFUSAL_COLLAPSE_SECONDS", default=600)
 # `access.throttled` row rather than a row of its own.
 REFUSAL_LIMIT = env.int("REFUSAL_LIMIT", default=30)
 REFUSAL_WINDOW_SECONDS = env.int("REFUSAL_WINDOW_SECONDS", default=60)
+
+# The background worker (`python manage.py worker`, console/worker/): django-tasks with its database
+# backend, so several workers share the console's database and none runs a task twice.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+# Seconds an idle worker waits before looking at the queue again.
+WORKER_POLL_SECONDS = env.float("WORKER_POLL_SECONDS", default=1.0)
+
+# Alerts (console/alerts/). Seconds between evaluations of each organization's rules by the worker.
+ALERTS_EVALUATION_SECONDS = env.float("ALERTS_EVALUATION_SECONDS", default=30.0)
+# The most one round may cost: seconds before it stops (and says so), pages of 100 read per list, and
+# sessions whose telemetry is read (the rest wait for the next round, oldest read first).
+ALERTS_ROUND_SECONDS = env.float("ALERTS_ROUND_SECONDS", default=60.0)
+ALERTS_MAX_PAGES = env.int("ALERTS_MAX_PAGES", default=5)
+ALERTS_TELEMETRY_SESSIONS = env.int("ALERTS_TELEMETRY_SESSIONS", default=20)
+# Deliveries: a try waits this long for an answer (webhook and SMTP), is retried this many times with
+# growing waits (ALERTS_RETRY_SECONDS doubling, at most an hour), and a worker holds a delivery for
+# ALERTS_DELIVERY_LEASE_SECONDS: past it (a worker killed mid-send) another worker sends it again.
+ALERTS_SEND_TIMEOUT = env.float("ALERTS_SEND_TIMEOUT", default=10.0)
+ALERTS_MAX_ATTEMPTS = env.int("ALERTS_MAX_ATTEMPTS", default=6)
+ALERTS_RETRY_SECONDS = env.float("ALERTS_RETRY_SECONDS", default=30.0)
+ALERTS_DELIVERY_LEASE_SECONDS = env.float("ALERTS_DELIVERY_LEASE_SECONDS", default=60.0)
+# Webhook URLs pass the service URL's address rules (console/service/targets.py); loopback and private
+# addresses only when this is on (default: SERVICE_URL_ALLOW_PRIVATE). Link-local and metadata: never.
+ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=SERVICE_URL_ALLOW_PRIVATE)
+# The console's address as people reach it: links in e-mails and webhooks.
+CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default=f"http://127.0.0.1:{CONSOLE_PORT}")
+
+# E-mail (alerts). Django's SMTP backend with these settings; `make run` prints e-mails to the worker's log
+# instead (EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend).
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT = ALERTS_SEND_TIMEOUT
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="alerts@localhost")
 
 # Cookie storage keeps messages out of the session, so async views never touch the session for them.
 MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"

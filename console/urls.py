@@ -31,6 +31,7 @@ org_urlpatterns = [
     path("credential_providers/", include("console.credential_providers.urls")),
     path("audit_logs/", include("console.audit_logs.urls")),
     path("vaults/", include("console.vaults.urls")),
+    path("alerts/", include("console.alerts.urls")),
 ]
 
 # /healthz and /readyz are answered by console.web.middleware.ProbeMiddleware, ahead of the Host check.

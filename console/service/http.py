@@ -108,6 +108,8 @@ MAX_ANSWER_SECONDS = 60.0
 last_request_id: ContextVar[str] = ContextVar("last_request_id", default="")
 # Whether the request being sent in this context may reach loopback and private addresses (see _send).
 _allow_private: ContextVar[bool] = ContextVar("allow_private", default=False)
+# How a refused connection names the URL it was for (the alerts' webhooks are not the service).
+_target_name: ContextVar[str] = ContextVar("target_name", default=targets.BASE_URL)
 
 Expect = Literal["json", "none", "bytes", "response"]
 
@@ -272,7 +274,7 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
         reason = targets.refusal(str(peer[0]), allow_private=_allow_private.get()) if peer else None
         if reason:
             await stream.aclose()
-            raise targets.ForbiddenTarget(f"the service base URL's host {host} connected to {reason}")
+            raise targets.ForbiddenTarget(f"{_target_name.get()}'s host {host} connected to {reason}")
         return _Stream(stream)
 
     async def connect_unix_socket(self, path, timeout=None, socket_options=None):
@@ -874,3 +876,61 @@ class _Bounded(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+# --- outside the service: the alerts' webhooks ------------------------------------------------------
+
+# Of a webhook receiver's answer, the console reads this much (its start is kept in the delivery log).
+OUTSIDE_READ = 4096
+OUTSIDE_PREVIEW = 200
+
+
+@dataclass(frozen=True)
+class Posted:
+    status: int
+    preview: str  # the start of the answer's body, as text
+
+
+async def post_outside(
+    url: str, *, content: bytes, headers: Mapping[str, str], allow_private: bool, timeout: float, what: str
+) -> Posted:
+    """POST ``content`` to a URL that is not the service (an alert webhook), under the base URL's address
+    rules: ``targets`` checks the URL before, and the peer of the connection before anything is written
+    (DNS rebinding). No redirect is followed, nothing is retried here (the caller keeps a delivery log and
+    retries), the whole answer has ``timeout`` seconds, and at most ``OUTSIDE_READ`` bytes of it are read.
+
+    Raises ``targets.ForbiddenTarget`` (nothing sent), ``errors.Unavailable`` (no connection: nothing sent)
+    or ``errors.NoAnswer`` (sent, no answer). A client of its own per call: deliveries are few, and a
+    worker's calls come from event loops that do not last."""
+    await targets.acheck_url(url, allow_private=allow_private, what=what)
+    _allow_private.set(allow_private)
+    _target_name.set(what)
+    client = httpx.AsyncClient(
+        transport=_transport(),
+        timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
+        headers={"User-Agent": USER_AGENT},
+        follow_redirects=False,
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            response = await client.send(
+                client.build_request("POST", url, content=content, headers=headers), stream=True
+            )
+            body = b""
+            try:
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) >= OUTSIDE_READ:
+                        break
+            finally:
+                await response.aclose()
+    except TimeoutError:
+        raise errors.NoAnswer(f"{what} did not answer within {_secs(timeout)}") from None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise errors.Unavailable(f"could not connect to {what}: {str(exc) or type(exc).__name__}") from None
+    except httpx.TransportError as exc:
+        raise errors.NoAnswer(f"the connection to {what} broke: {str(exc) or type(exc).__name__}") from None
+    finally:
+        await client.aclose()
+    preview = body[:OUTSIDE_PREVIEW].decode(response.encoding or "utf-8", "replace").strip()
+    return Posted(status=response.status_code, preview=preview)

@@ -40,6 +40,10 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _resolved: dict[tuple[str, int], tuple[float, tuple[str, ...]]] = {}
 
 
+# How a refusal names the URL it judged (the alerts' webhooks pass their own words).
+BASE_URL = "the service base URL"
+
+
 class ForbiddenTarget(ServiceError):
     """The base URL is not one the API key may be sent to; nothing was sent."""
 
@@ -72,27 +76,27 @@ def refusal(address: str, *, allow_private: bool) -> str | None:
     return "a private address"
 
 
-def _host_port(url: str) -> tuple[str, int]:
+def _host_port(url: str, what: str = BASE_URL) -> tuple[str, int]:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
-        raise ForbiddenTarget("the service base URL must start with http:// or https://")
+        raise ForbiddenTarget(f"{what} must start with http:// or https://")
     if "@" in parts.netloc:
-        raise ForbiddenTarget("the service base URL must not contain a user name or password")
+        raise ForbiddenTarget(f"{what} must not contain a user name or password")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise ForbiddenTarget("the service base URL has an invalid port") from None
+        raise ForbiddenTarget(f"{what} has an invalid port") from None
     if not parts.hostname:
-        raise ForbiddenTarget("the service base URL has no host")
+        raise ForbiddenTarget(f"{what} has no host")
     return parts.hostname, port
 
 
-def _judge(host: str, addresses: tuple[str, ...], allow_private: bool) -> None:
+def _judge(host: str, addresses: tuple[str, ...], allow_private: bool, what: str = BASE_URL) -> None:
     for address in addresses:
         reason = refusal(address, allow_private=allow_private)
         if reason:
             shown = host if host == address else f"{host} ({address})"
-            raise ForbiddenTarget(f"the service base URL points at {shown}, {reason}")
+            raise ForbiddenTarget(f"{what} points at {shown}, {reason}")
 
 
 def _cached(key: tuple[str, int]) -> tuple[str, ...] | None:
@@ -108,31 +112,31 @@ def _remember(key: tuple[str, int], infos: list) -> tuple[str, ...]:
     return addresses
 
 
-def _unresolvable(host: str) -> ForbiddenTarget:
-    return ForbiddenTarget(f"the service base URL's host {host} could not be resolved")
+def _unresolvable(host: str, what: str = BASE_URL) -> ForbiddenTarget:
+    return ForbiddenTarget(f"{what}'s host {host} could not be resolved")
 
 
-def check_url(url: str, *, allow_private: bool) -> None:
+def check_url(url: str, *, allow_private: bool, what: str = BASE_URL) -> None:
     """Raise ForbiddenTarget unless the key may be sent to ``url`` (blocking DNS: for forms)."""
-    host, port = _host_port(url)
+    host, port = _host_port(url, what)
     addresses = _cached((host, port))
     if addresses is None:
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            raise _unresolvable(host) from None
+            raise _unresolvable(host, what) from None
         addresses = _remember((host, port), infos)
-    _judge(host, addresses, allow_private)
+    _judge(host, addresses, allow_private, what)
 
 
-async def acheck_url(url: str, *, allow_private: bool) -> None:
+async def acheck_url(url: str, *, allow_private: bool, what: str = BASE_URL) -> None:
     """``check_url`` without blocking the event loop (for the client, before each request)."""
-    host, port = _host_port(url)
+    host, port = _host_port(url, what)
     addresses = _cached((host, port))
     if addresses is None:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            raise _unresolvable(host) from None
+            raise _unresolvable(host, what) from None
         addresses = _remember((host, port), infos)
-    _judge(host, addresses, allow_private)
+    _judge(host, addresses, allow_private, what)

@@ -26,6 +26,9 @@ from django.db import transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from console.accounts.models import Membership, Organization  # noqa: E402
+from console.alerts import builtins as alert_builtins  # noqa: E402
+from console.alerts import rounds as alert_rounds  # noqa: E402
+from console.alerts.models import Alert, Rule  # noqa: E402
 
 User = get_user_model()
 # One hash for every user a test makes (the console's own hasher, Argon2): the password is the same, and
@@ -80,7 +83,38 @@ def flush_sessions(username: str) -> dict:
     return {"flushed": len(gone)}
 
 
-COMMANDS = {f.__name__: f for f in (team, sign_in, add_member, remove_membership, set_role, flush_sessions)}
+def alert_rule(slug: str, kind: str, name: str = "") -> dict:
+    """A rule of the organization on its in-console channel."""
+    org = Organization.objects.get(slug=slug)
+    rule = Rule.objects.create(org=org, kind=kind, name=name or kind)
+    rule.channels.add(alert_builtins.console_channel(org))
+    return {"rule_id": rule.pk}
+
+
+_slots = iter(range(1, 10**9))
+
+
+def evaluate_alerts(slug: str) -> dict:
+    """One evaluation round of the organization, as the worker runs it (its deliveries left to a worker)."""
+    org = Organization.objects.get(slug=slug)
+    record = alert_rounds.run(org.pk, next(_slots), lambda delivery: None)
+    firing = Alert.objects.filter(org=org, state=Alert.State.FIRING).count()
+    return {"state": record.state, "notes": record.notes, "firing": firing}
+
+
+COMMANDS = {
+    f.__name__: f
+    for f in (
+        team,
+        sign_in,
+        add_member,
+        remove_membership,
+        set_role,
+        flush_sessions,
+        alert_rule,
+        evaluate_alerts,
+    )
+}
 
 
 def main() -> None:

@@ -157,6 +157,17 @@ BAD_INPUT = {
     "o/<slug:org_slug>/deployments/new/": {"version": ""},
     "o/<slug:org_slug>/members/invite/": {"email": "not an address", "role": "nobody"},
     "o/<slug:org_slug>/settings/": {"name": "", "service_base_url": "not a url"},
+    "o/<slug:org_slug>/alerts/rules/new/": {
+        "name": "",
+        "kind": "capacity",
+        "threshold": "0",
+        "for_seconds": "-1",
+    },
+    "o/<slug:org_slug>/alerts/channels/new/": {
+        "name": "",
+        "kind": "webhook",
+        "url": "http://169.254.169.254/",
+    },
 }
 
 

@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from console.accounts.models import Invite, Membership
+from console.alerts.models import Alert, Channel, Rule, Silence
 from tests.sandbox_fixtures import SandboxTenant, new_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -161,7 +162,35 @@ def real_ids(seeded, org) -> dict[str, str]:
     invite = Invite.objects.filter(org=org).first() or Invite.objects.create(
         org=org, email=f"x@{org.slug}.example", token_hash=f"isolation-{org.slug}", expires_at=timezone.now()
     )
-    return {**seeded[1], "member_id": str(membership.pk), "invite_id": str(invite.pk)}
+    return {
+        **seeded[1],
+        "member_id": str(membership.pk),
+        "invite_id": str(invite.pk),
+        **alert_ids(org),
+    }
+
+
+def alert_ids(org) -> dict[str, str]:
+    """The organization's alert records (the console's own: ids of its database)."""
+    rule = Rule.objects.filter(org=org, builtin=False).first() or Rule.objects.create(
+        org=org, kind="pool_exhausted", name=f"{org.slug} pools"
+    )
+    alert = Alert.objects.filter(org=org).first() or Alert.objects.create(
+        org=org, rule=rule, subject_key="pool:x", subject_label="Pool x", state=Alert.State.FIRING
+    )
+    # On loopback's discard port: nothing there, and nothing leaves the machine.
+    channel = Channel.objects.filter(org=org, kind=Channel.Kind.WEBHOOK).first() or Channel.objects.create(
+        org=org, kind=Channel.Kind.WEBHOOK, name=f"{org.slug} hook", url="http://127.0.0.1:9/hook"
+    )
+    silence = Silence.objects.filter(org=org).first() or Silence.objects.create(
+        org=org, ends_at=timezone.now() + timezone.timedelta(hours=1), note="isolation"
+    )
+    return {
+        "alert_id": str(alert.pk),
+        "rule_id": str(rule.pk),
+        "channel_id": str(channel.pk),
+        "silence_id": str(silence.pk),
+    }
 
 
 def fill(route: str, org_slug: str, ids: dict[str, str]) -> str:

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from console.accounts.models import Membership, Organization, Role
+from console.alerts import demo as alerts_demo
 
 DEMO_USERS = [("demo", Role.ADMIN), ("operator", Role.OPERATOR), ("viewer", Role.VIEWER)]
 
@@ -35,6 +36,8 @@ class Command(BaseCommand):
             user.set_password(settings.DEMO_PASSWORD)
             user.save()
             Membership.objects.update_or_create(user=user, org=org, defaults={"role": role})
+        # A few rules on the in-console channel: the bell shows the demo's logins that need a human.
+        alerts_demo.rules(org)
         self.stdout.write(f"Demo ready at {url}")
         # A demo password is meant to be shared; printing it is the point.
         self.stdout.write(f"Log in as demo (admin), operator or viewer; password: {settings.DEMO_PASSWORD}")
