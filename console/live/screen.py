@@ -723,11 +723,12 @@ async def next_chunk(viewers: list[Viewer], wake: asyncio.Event, keepalive: floa
                 await wake.wait()
 
 
-async def stream(viewers: list[Viewer], wake: asyncio.Event, keepalive: float):
-    """The bytes of one connection: frames and statuses, a keepalive event after ``keepalive`` seconds of
-    silence; ends once every screen has ended and said so. Leaving unsubscribes its viewers."""
+async def stream(viewers: list[Viewer], wake: asyncio.Event, keepalive: float, *, before: bytes = b""):
+    """The bytes of one connection: ``before`` (events the view adds), frames and statuses, a keepalive
+    event after ``keepalive`` seconds of silence; ends once every screen has ended and said so. Leaving
+    unsubscribes its viewers."""
     try:
-        yield b"retry: 2000\n: connected\n\n"
+        yield b"retry: 2000\n: connected\n\n" + before
         while True:
             chunk = await next_chunk(viewers, wake, keepalive)
             yield chunk if chunk is not None else b"event: keepalive\ndata: live\n\n"
