@@ -150,8 +150,14 @@
           var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
           if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, null, "Access ended — sign in again", "");
           if (verdict === "gone") {
+            // (A member removed from the org gets 404 too: the console does not say whether it exists.)
             stopSnapshots(pane);
+            loseControl(pane);
+            pane.querySelectorAll(".screen__control").forEach(function (el) { el.hidden = true; });
             setState(chip, { state: "ended", label: "Ended", message: "Not found: gone, or no longer yours to see" });
+            pane.dataset.state = "ended";
+            note.hidden = false;
+            note.textContent = "Ended: not found (gone, or no longer yours to see).";
             return;
           }
           if (!response.ok || (response.headers.get("Content-Type") || "").indexOf("image/") !== 0) {
@@ -162,10 +168,9 @@
               again();
             });
           }
-          return response.blob().then(function (blob) {
-            var old = image.src;
-            image.src = URL.createObjectURL(blob);
-            if (old && old.indexOf("blob:") === 0) URL.revokeObjectURL(old);
+          return response.blob().then(readAsDataUrl).then(function (dataUrl) {
+            if (state.stopped) return;
+            image.src = dataUrl; // (a data: URL: the page's policy loads images from itself and data: only)
             state.count += 1;
             pane.dataset.frames = String(state.count);
             setState(chip, { state: "live", label: "Live" });
@@ -179,6 +184,15 @@
         });
     }
     load();
+  }
+
+  function readAsDataUrl(blob) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () { resolve(reader.result); };
+      reader.onerror = reject;
+      reader.readAsDataURL(blob);
+    });
   }
 
   function stopSnapshots(pane) {

@@ -155,19 +155,19 @@ def test_it_shows_several_sessions_on_the_wall(real_team, sessions, browser_page
     expect(page.locator("#screen-pane[data-mode='relay']")).to_be_visible(timeout=20_000)
 
 
-def test_it_offers_the_embedded_live_view_without_a_relayable_screen(team, browser_page):
-    # The simulated sandbox: its sessions' CDP endpoints cannot be relayed, their live view can be framed.
+def test_it_shows_screenshots_through_the_console_without_a_relayable_screen(team, browser_page):
+    """The simulated sandbox: its sessions' CDP endpoints cannot be relayed. The pane used to offer the
+    service's live view (framed, its URL and jwt in the page); it shows the session's screenshots through
+    the console instead, refreshed, and never frames anything."""
     page = browser_page
+    errors = watch_errors(page)
     sid = team.call("POST", "/browsers", {"name": "fallback", "timeout_seconds": 3600})["session_id"]
     team.log_in(page, "operator")
     page.goto(team.url(f"browsers/{sid}/"))
-    pane = page.locator("#screen-pane[data-mode='live-view']")
+    pane = page.locator("#screen-pane[data-mode='snapshots']")
     expect(pane).to_contain_text("simulated", timeout=20_000)
-    pane.get_by_role("link", name="Show the service's live view here").click()
-    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=embed"))
-    expect(page.locator("iframe.live-view")).to_be_visible()
-    expect(page.locator("#screen-pane [data-screen-mode]")).to_have_text("The service's live view")
-    page.get_by_role("link", name="Hide it").click()
-    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=page"))
-    expect(page.locator("#screen-pane[data-mode='live-view']")).to_be_visible(timeout=20_000)
-    expect(page.locator("iframe.live-view")).to_have_count(0)
+    expect(pane).to_have_attribute("data-frames", re.compile(r"[2-9]"), timeout=20_000)  # refreshed
+    expect(pane.locator("[data-screen-state]")).to_have_attribute("data-state", "live")
+    expect(page.locator("iframe")).to_have_count(0)
+    assert team.tenant.url not in page.content()
+    assert errors == []
