@@ -58,8 +58,10 @@ DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
 EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)  # 10 MiB
 # Largest file or zip an operator uploads into a browser session's filesystem.
 SESSION_UPLOAD_MAX_BYTES = env.int("SESSION_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)  # 100 MiB
-# Live panes: keepalive comment period, replay buffer per stream, and how far a viewer may fall behind.
-LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
+# Live panes: the relay's keepalive event period, replay buffer per stream, and how far a viewer may fall
+# behind. An upstream silent for one keepalive interval is checked (the service probed, given half an
+# interval to answer): a pane says "Stalled" within two intervals of a frozen service (console/live/hub.py).
+LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=5.0)
 # Every event stream re-checks this often that its member still may watch it (console/live/guard.py).
 STREAM_RECHECK_SECONDS = env.float("STREAM_RECHECK_SECONDS", default=15.0)
 # The service's own keepalive interval on its streams (15 s by its spec): an upstream that sends nothing for

@@ -63,6 +63,7 @@ STATES = {
     "connecting": "Connecting…",
     "live": "Live",
     "reconnecting": "Reconnecting…",
+    "stalled": "Stalled",
     "ended": "The session has ended",
     "unavailable": "No screen from this session's CDP endpoint",
 }
@@ -293,6 +294,9 @@ class Screen:
     bad_in_row: int = 0
     connections: int = 0  # upstream connections opened over the screen's life
     upstream: _Cdp | None = None  # the current connection (its budgets' counts)
+    heard_at: float = 0.0  # event-loop time of the upstream's last message
+    stalled: bool = False  # silent, and a probe went unanswered: until it is heard again
+    probes: int = 0  # probes sent (a test figure)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -342,6 +346,37 @@ class Screen:
         self.status = f"{state}:{message}"
         self.status_bytes = status_event(state, message, self.screen_id)
         self._wake()
+
+    def heard(self) -> None:
+        """A message came from the upstream (a frame, a reply, anything)."""
+        self.heard_at = asyncio.get_running_loop().time()
+        if self.stalled:
+            self.stalled = False
+            self._set_status("live")
+
+    async def _watch(self, cdp: _Cdp) -> None:
+        """A page that does not change sends no frames: silence alone says nothing. After
+        ``hub.probe_after`` s of it the browser is asked something cheap (``Target.getTargets``); no
+        answer within ``hub.probe_timeout`` s, and still nothing else from it: "stalled" (a frozen
+        service or browser), until it is heard again."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = self.heard_at + self.hub.probe_after
+            if self.stalled or loop.time() < due:
+                await asyncio.sleep(max(due - loop.time(), 0.0) or self.hub.probe_after)
+                continue
+            asked = loop.time()
+            self.probes += 1
+            try:
+                async with asyncio.timeout(self.hub.probe_timeout):
+                    await cdp.call("Target.getTargets")
+            except TimeoutError:
+                if self.heard_at < asked:
+                    self.stalled = True
+                    silent = f"{loop.time() - self.heard_at:.0f} s"
+                    self._set_status("stalled", f"the browser's CDP endpoint has said nothing for {silent}")
+            except (ScreenUnavailable, _Closed, Flooded, ConnectionError):
+                return  # the reader sees the same and ends the connection
 
     def arrive(self, data: str, metadata: object) -> None:
         """A frame from the upstream: kept as it came (replacing one nobody took), checked when taken."""
@@ -483,8 +518,13 @@ class Screen:
                     },
                     session=page,
                 )
+                self.heard()
                 self._set_status("live")
-                await reader
+                watcher = asyncio.get_running_loop().create_task(self._watch(cdp))
+                try:
+                    await reader
+                finally:
+                    watcher.cancel()
             except ConnectionClosed as exc:
                 raise _Closed(_short(exc)) from None
             except Flooded:
@@ -600,6 +640,7 @@ class _Cdp:
 
     async def _read(self, screen: Screen) -> None:
         async for raw in self.socket:
+            screen.heard()
             message, data = split(raw)
             if message is None:  # not JSON, or large and no frame: dropped unparsed
                 self.unsolicited.take(cost(raw))
@@ -680,9 +721,12 @@ def _ends_page(message: dict, page: str | None) -> bool:
 class ScreenHub:
     """Every screen relayed by this process, by key (org, project, session id)."""
 
-    def __init__(self, *, linger_seconds: float = 3.0):
+    def __init__(self, *, linger_seconds: float = 3.0, probe_after: float = 5.0, probe_timeout: float = 2.5):
         self.screens: dict[Hashable, Screen] = {}
         self.linger_seconds = linger_seconds
+        # Silent this long: ask the browser something; no answer within probe_timeout: "stalled".
+        self.probe_after = probe_after
+        self.probe_timeout = probe_timeout
 
     def subscribe(
         self, source: Source, *, min_interval: float = 0.0, wake: asyncio.Event | None = None
@@ -731,7 +775,10 @@ async def stream(viewers: list[Viewer], wake: asyncio.Event, keepalive: float, *
         yield b"retry: 2000\n: connected\n\n" + before
         while True:
             chunk = await next_chunk(viewers, wake, keepalive)
-            yield chunk if chunk is not None else b"event: keepalive\ndata: live\n\n"
+            if chunk is None:  # never "live" for a screen whose upstream went silent and does not answer
+                stalled = any(v.screen.stalled for v in viewers)
+                chunk = b"event: keepalive\ndata: %s\n\n" % (b"stalled" if stalled else b"live")
+            yield chunk
             if all(v.screen.ended and v.status_sent == v.screen.status for v in viewers):
                 return
     finally:

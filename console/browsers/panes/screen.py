@@ -176,8 +176,9 @@ def stream_response(
     """The event stream of ``sources``' screens; ``before``: events sent first (the wall's paused tiles)."""
     wake = asyncio.Event()
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
-    viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 5.0)
+    hub.probe_after, hub.probe_timeout = keepalive, keepalive / 2  # "stalled" within two keepalives
+    viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
     final = access_ended([v.screen.screen_id for v in viewers], guard.sign_in_url(request))
     return guard.stream_response(request, relay.stream(viewers, wake, keepalive, before=before), final=final)
 
