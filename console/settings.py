@@ -76,6 +76,13 @@ LIVE_MAX_PENDING_BYTES = env.int("LIVE_MAX_PENDING_BYTES", default=64 * 1024 * 1
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=0)
 # The live screen: seconds a session's CDP screencast stays open after its last viewer left.
 SCREEN_LINGER_SECONDS = env.float("SCREEN_LINGER_SECONDS", default=3.0)
+# Control of a session's screen (a lease in the database): how long it holds without an action or the
+# holder's pane renewing it (the pane renews it every quarter of this while open).
+SCREEN_CONTROL_SECONDS = env.float("SCREEN_CONTROL_SECONDS", default=120.0)
+# The session wall: live tiles (each a CDP connection that keeps a browser awake) per viewer (all their walls
+# together) and per organization, in each console process; the rest are paused.
+WALL_LIVE_TILES = env.int("WALL_LIVE_TILES", default=4)
+WALL_LIVE_TILES_PER_ORG = env.int("WALL_LIVE_TILES_PER_ORG", default=8)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

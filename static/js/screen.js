@@ -435,46 +435,138 @@
   }
 
   // Session wall -----------------------------------------------------------------------------------
+  //
+  // A live tile holds a CDP connection at the console, which keeps its browser awake: the wall asks for the
+  // tiles on screen only (an IntersectionObserver), at most data-live-max of them (the ones the viewer asked
+  // to see first, then in page order), and none while the tab is hidden. When that set changes, the one
+  // stream is opened again for the new set (the console keeps a screen's upstream a few seconds after its
+  // last viewer, so the tiles that stay are not reconnected). The console may pause more (its bounds per
+  // viewer and per organization). A tile that is not live says why, in words, with what can be done.
+
+  var DONE = ["ended", "unavailable", "refused", "no-screen"];
 
   function initWall(wall) {
     if (wall.dataset.wallReady || !wall.dataset.streamUrl) return;
     wall.dataset.wallReady = "1";
-    var tiles = {};
-    wall.querySelectorAll("[data-tile]").forEach(function (tile) {
+    var max = Math.max(1, Number(wall.dataset.liveMax || 4));
+    var tiles = {}, order = [], visible = {}, first = [], done = {};
+    var source = null, current = null, timer = null;
+    wall.querySelectorAll("[data-tile][data-relay]").forEach(function (tile) {
       tiles[tile.dataset.tile] = tile;
+      order.push(tile.dataset.tile);
     });
-    var source = new EventSource(wall.dataset.streamUrl);
-    source.addEventListener("status", function (event) {
-      var status = JSON.parse(event.data);
-      var tile = tiles[status.s];
-      if (!tile) return;
+
+    function say(id, status, why, action) {
+      var tile = tiles[id];
       tile.dataset.state = status.state;
-      if (status.sign_in) {
-        // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
-        setState(tile.querySelector("[data-tile-state]"), { state: "ended", label: "Ended", message: status.label });
-        accessEnded({ quiet: false });
-      } else {
-        setState(tile.querySelector("[data-tile-state]"), status);
+      setState(tile.querySelector("[data-tile-state]"), status);
+      var line = tile.querySelector("[data-tile-why]");
+      if (line) line.textContent = why || "";
+      var button = tile.querySelector("[data-tile-action]");
+      if (button) {
+        button.hidden = !action;
+        button.textContent = action || "";
+        button.dataset.action = action ? (action === "Retry" ? "retry" : "show") : "";
       }
-      var over = Object.keys(tiles).every(function (id) {
-        var state = tiles[id].dataset.state;
-        return state === "ended" || state === "unavailable" || state === "no-screen";
+    }
+
+    function wanted() {
+      var ids = [];
+      first.concat(order).forEach(function (id) {
+        if (visible[id] && !done[id] && ids.indexOf(id) < 0) ids.push(id);
       });
-      if (over) source.close(); // nothing more will come: no reconnecting
+      return ids.slice(0, max);
+    }
+
+    function close() {
+      if (source) source.close();
+      source = null;
+      current = null;
+    }
+
+    function update() {
+      timer = null;
+      if (!document.body.contains(wall)) return close();
+      if (window.consoleAccess && window.consoleAccess.isEnded()) return close();
+      var live = document.hidden ? [] : wanted();
+      order.forEach(function (id) {
+        if (done[id] || live.indexOf(id) >= 0) return;
+        var paused = { state: "paused", label: "Paused" };
+        if (document.hidden) say(id, paused, "Paused while this tab is hidden.", "");
+        else if (!visible[id]) say(id, paused, "Paused: off screen.", "");
+        else say(id, paused, "Paused: at most " + max + " live tile" + (max === 1 ? "" : "s") + " at once.", "Show live");
+      });
+      var key = live.join(" ");
+      if (key === current) return;
+      close();
+      current = key;
+      if (!live.length) return;
+      live.forEach(function (id) {
+        if (tiles[id].dataset.state === "paused") say(id, { state: "connecting", label: "Connecting…" }, "", "");
+      });
+      var query = live.map(function (id) { return "id=" + encodeURIComponent(id); }).join("&");
+      source = new EventSource(wall.dataset.streamUrl + "?" + query);
+      var mine = source;
+      source.addEventListener("status", function (event) {
+        var status = JSON.parse(event.data);
+        if (!tiles[status.s]) return;
+        if (status.sign_in) {
+          // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
+          order.forEach(function (id) { done[id] = true; say(id, { state: "ended", label: "Ended", message: status.label }, status.label, ""); });
+          close();
+          accessEnded({ quiet: false });
+          return;
+        }
+        var why = status.message ? status.label + ": " + status.message + "." : "";
+        if (status.state === "paused") {
+          say(status.s, status, "Paused by the console: " + status.message + ".", "Retry");
+        } else if (DONE.indexOf(status.state) >= 0) {
+          done[status.s] = true;
+          say(status.s, status, why || status.label + ".", status.state === "ended" ? "" : "Retry");
+        } else {
+          say(status.s, status, status.state === "live" ? "" : why, "");
+        }
+        // Nothing more will come on this stream (every tile over or paused): no reconnecting.
+        var over = live.every(function (id) { return done[id] || tiles[id].dataset.state === "paused"; });
+        if (over && source === mine) {
+          source.close();
+          source = null;
+        }
+      });
+      source.addEventListener("frame", function (event) {
+        var frame = parseFrame(event.data);
+        if (!frame || !tiles[frame.meta.s]) return;
+        var tile = tiles[frame.meta.s];
+        tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
+        tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
+      });
+    }
+
+    function schedule() {
+      if (!timer) timer = setTimeout(update, 200);
+    }
+
+    wall.addEventListener("click", function (event) {
+      var button = event.target.closest("[data-tile-action]");
+      if (!button) return;
+      var id = button.closest("[data-tile]").dataset.tile;
+      first = [id].concat(first.filter(function (other) { return other !== id; }));
+      delete done[id];
+      current = null; // asked again, even for the same set (a retry)
+      schedule();
     });
-    source.addEventListener("frame", function (event) {
-      var frame = parseFrame(event.data);
-      if (!frame || !tiles[frame.meta.s]) return;
-      var tile = tiles[frame.meta.s];
-      tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
-      tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
-    });
-    var timer = setInterval(function () {
-      if (!document.body.contains(wall)) {
-        source.close();
-        clearInterval(timer);
-      }
-    }, 1000);
+    if ("IntersectionObserver" in window) {
+      var observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) { visible[entry.target.dataset.tile] = entry.isIntersecting; });
+        schedule();
+      });
+      order.forEach(function (id) { observer.observe(tiles[id]); });
+    } else {
+      order.forEach(function (id) { visible[id] = true; });
+      schedule();
+    }
+    document.addEventListener("visibilitychange", schedule);
+    document.addEventListener("console:access-ended", close);
   }
 
   function init(root) {

@@ -29,6 +29,8 @@ class FakeCdp:
         self.casting = set()
         self.refuse = False
         self.busy = 0  # answer this many handshakes 503 (a browser still starting)
+        self.deny: tuple[int, str] | None = None  # answer every handshake so (status, body)
+        self.denied = 0
         self.fail = ""  # a method answered with a CDP error (its message)
         self.frozen = False  # read messages, answer none (a frozen service or browser)
         self.asked = []  # methods called, in order
@@ -77,6 +79,9 @@ class FakeCdp:
             await socket.send(json.dumps(message))
 
     async def process_request(self, connection, request):
+        if self.deny:
+            self.denied += 1
+            return connection.respond(*self.deny)
         if self.refuse:
             return connection.respond(403, "refused\n")
         if self.busy:

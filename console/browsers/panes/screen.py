@@ -21,8 +21,10 @@ wheel turns and typed characters), whose detail never holds the typed text, only
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator, Callable
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
@@ -171,16 +173,34 @@ def access_ended(screen_ids: list[str], sign_in: str) -> bytes:
 
 
 def stream_response(
-    request, sources: list[relay.Source], fps: float, *, before: bytes = b""
+    request,
+    sources: list[relay.Source],
+    fps: float,
+    *,
+    before: bytes = b"",
+    also_ended: list[str] = (),
+    on_close: Callable[[], None] | None = None,
 ) -> StreamingHttpResponse:
-    """The event stream of ``sources``' screens; ``before``: events sent first (the wall's paused tiles)."""
+    """The event stream of ``sources``' screens; ``before``: events sent first (the wall's paused tiles,
+    ``also_ended`` their ids, told too when access ends); ``on_close`` runs once the stream is over."""
     wake = asyncio.Event()
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 5.0)
     hub.probe_after, hub.probe_timeout = keepalive, keepalive / 2  # "stalled" within two keepalives
     viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
-    final = access_ended([v.screen.screen_id for v in viewers], guard.sign_in_url(request))
-    return guard.stream_response(request, relay.stream(viewers, wake, keepalive, before=before), final=final)
+    ids = [v.screen.screen_id for v in viewers] + list(also_ended)
+    final = access_ended(ids, guard.sign_in_url(request))
+    body = relay.stream(viewers, wake, keepalive, before=before)
+    return guard.stream_response(request, _closing(body, on_close) if on_close else body, final=final)
+
+
+async def _closing(stream: AsyncIterator[bytes], on_close: Callable[[], None]) -> AsyncIterator[bytes]:
+    try:
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                yield chunk
+    finally:
+        on_close()
 
 
 def _text(message: str, status: int) -> HttpResponse:
