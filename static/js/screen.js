@@ -244,10 +244,20 @@
       if (status.sign_in) return accessLost(pane, source, status.label, status.sign_in);
       setState(chip, status);
       pane.dataset.state = status.state;
-      if (status.state === "ended" || status.state === "unavailable") {
+      if (status.state === "ended" || status.state === "unavailable" || status.state === "refused") {
         source.close();
         note.hidden = false;
         note.textContent = status.label + (status.message ? ": " + status.message : "") + ".";
+        // Refused for now (no browser free): said, and tried again only when the operator asks.
+        if (status.state === "refused" && pane.dataset.paneUrl && window.htmx) {
+          var retry = document.createElement("button");
+          retry.type = "button";
+          retry.textContent = "Retry";
+          retry.addEventListener("click", function () {
+            window.htmx.ajax("GET", pane.dataset.paneUrl, { target: pane, swap: "outerHTML" });
+          });
+          note.append(" ", retry);
+        }
         // The relay could not show it: the screenshots through the console can (never the service's URL).
         if (status.state === "unavailable") {
           stats.textContent = "";
