@@ -12,11 +12,13 @@ SANDBOX_STATE ?= .run/sandbox.sqlite3
 
 .PHONY: run test lint format bench screenshots install install-dev system-packages chromium sandbox sandbox-reset clean
 
-$(BIN)/.installed: requirements/base.txt
+# The console's packages (requirements/base.txt, what the production image holds) and the sandbox's
+# (requirements/sandbox.txt), which `make run` starts beside it.
+$(BIN)/.installed: requirements/base.txt requirements/sandbox.txt
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)." >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements/base.txt
+	$(BIN)/pip install --quiet -r requirements/sandbox.txt
 	@touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt
@@ -64,8 +66,8 @@ test: install-dev system-packages
 	@mkdir -p .run && rm -f .run/test-tiers
 	@start=$$(date +%s); $(MAKE) --no-print-directory lint && \
 	  echo "lint: ruff check and format in $$(( $$(date +%s) - start )) s" >> .run/test-tiers
-	TEST_TIER=sqlite $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
-	TEST_TIER=postgres TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not browser and not chromium" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --tier sqlite $(PYTEST_ARGS)
+	TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) --tier postgres -m "not browser and not chromium" $(PYTEST_ARGS)
 	@echo; cat .run/test-tiers
 
 # Debian packages, as package=file-it-installs (a glob may stand for the file), apt-installed when missing

@@ -5,6 +5,7 @@ run the console locally against the sandbox with SQLite; production sets DEBUG=f
 SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and KEY_ENCRYPTION_KEYS.
 """
 
+import importlib.util
 import os
 import tempfile
 from datetime import timedelta
@@ -96,9 +97,11 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "console.accounts",
-    # Only for `manage.py sandbox`: the sandbox is its own ASGI app and never imports Django.
-    "console.sandbox",
 ]
+# The sandbox is its own ASGI app and never imports Django; its app here only adds `manage.py sandbox`. The
+# production image holds neither it nor its packages (requirements/sandbox.txt, .dockerignore).
+if importlib.util.find_spec("console.sandbox") and importlib.util.find_spec("starlette"):
+    INSTALLED_APPS.append("console.sandbox")
 
 # Everything on the request path runs on the event loop: under ASGI a sync-only middleware hook costs a
 # thread hop per request (console/web/inline.py runs Django's own hooks inline). Static files are served
@@ -199,6 +202,16 @@ AXES_USERNAME_FORM_FIELD = "username"
 AXES_USERNAME_CALLABLE = "console.accounts.backends.lockout_username"
 AXES_SENSITIVE_PARAMETERS = ["password", "api_key"]
 AXES_VERBOSE = False
+
+# Refusals a member meets (an action their role does not allow) are audited without flooding the log
+# (console/accounts/audit.py, deny): the same refusal (member, action, target) repeated within this many
+# seconds of the first is one row whose count and last time grow.
+REFUSAL_COLLAPSE_SECONDS = env.int("REFUSAL_COLLAPSE_SECONDS", default=600)
+# Past this many refusals of one user in REFUSAL_WINDOW_SECONDS (counted from the first of them), every
+# further refusal is answered 429 until the window ends, and one of anything new is counted on a single
+# `access.throttled` row rather than a row of its own.
+REFUSAL_LIMIT = env.int("REFUSAL_LIMIT", default=30)
+REFUSAL_WINDOW_SECONDS = env.int("REFUSAL_WINDOW_SECONDS", default=60)
 
 # Cookie storage keeps messages out of the session, so async views never touch the session for them.
 MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"

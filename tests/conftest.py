@@ -5,7 +5,6 @@ talk to a real sandbox over HTTP. The fixtures use the transactional database: a
 queries on another thread, which must see the committed rows.
 """
 
-import os
 import time
 from pathlib import Path
 
@@ -126,9 +125,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(path.split("::")[0]))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--tier", default="", help="name this run in .run/test-tiers (make test's summary)")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """With TEST_TIER set (make test), one line for the tier in .run/test-tiers: what ran and how long."""
-    tier = os.environ.get("TEST_TIER")
+    """With --tier NAME (make test), one line for the tier in .run/test-tiers: what ran and how long."""
+    tier = config.getoption("tier")
     if not tier or hasattr(config, "workerinput"):  # the controller only, under pytest-xdist
         return
     counts = {kind: len(terminalreporter.stats.get(kind, [])) for kind in COUNTED}

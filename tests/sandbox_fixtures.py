@@ -222,6 +222,31 @@ class SandboxTenant:
         return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=timeout, **kwargs)
 
 
+def wait_until(condition, seconds: float = 30.0, what: str = "the state"):
+    """Check ``condition`` (a state: a status, a listing, a record) until it holds, and return its value;
+    fail after ``seconds``. Generous: a loaded machine is slow, and a state that comes costs no more."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    value = condition()
+    assert value, f"{what} did not come within {seconds} s"
+    return value
+
+
+def process_exited(tenant: SandboxTenant, session_id: str, process_id: str) -> dict:
+    """Wait until a session's process has exited: its status (``state`` and ``exit_code``)."""
+
+    def status():
+        response = tenant.call("GET", f"/browsers/{session_id}/process/{process_id}/status")
+        assert response.status_code == 200, response.text
+        return response.json() if response.json()["state"] == "exited" else None
+
+    return wait_until(status, what=f"the exit of process {process_id}")
+
+
 def new_tenant(url: str, *, demo: bool = False) -> SandboxTenant:
     response = httpx.post(f"{url}/_sandbox/tenants", json={"demo": demo}, timeout=10)
     response.raise_for_status()

@@ -66,7 +66,17 @@ class InviteAdmin(admin.ModelAdmin):
 
 @admin.register(AuditLog)
 class AuditLogAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "org", "actor_username", "action", "target_id", "outcome", "request_id"]
+    list_display = [
+        "created_at",
+        "org",
+        "actor_username",
+        "action",
+        "target_id",
+        "outcome",
+        "count",
+        "last_at",
+        "request_id",
+    ]
     list_filter = ["org", "outcome"]
     search_fields = ["action", "actor_username", "target_id", "request_id"]
 

@@ -9,21 +9,37 @@ end: ``ok``; ``error`` with the service's code and request id when the service r
 was sent: no connection); ``unknown`` when the request went out and no readable answer came back
 (timeout, dropped connection, malformed body, 504), or the view was cancelled mid-call. A form the
 console itself refuses sends nothing and is not audited: nothing happened to the organization.
+
+A member refused an action their role does not allow (``deny``) leaves a ``denied`` row, without letting
+them flood the log: the same refusal repeated is one row with a count, and past a limit per user the
+answer is 429 (``REFUSAL_*`` in settings.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import NoReturn
 
-from console.accounts.models import AuditLog
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from console.accounts.models import AuditLog, RefusalCounter
 from console.service import errors
 from console.service.http import last_request_id
 
 DETAIL_MAX = 500
 UNKNOWN_NOTE = "the result is unknown: check the resource before trying again"
+# Where a throttled member's refusals of anything new are counted (``deny``).
+THROTTLED = "access.throttled"
 
 
 async def record(
@@ -100,6 +116,103 @@ async def audited(
         raise
     else:
         await record(request, action, target_id=entry.target_id, detail=entry.detail)
+
+
+class TooManyRefusals(PermissionDenied):
+    """Refused too often: answered 429 (console/web/errors.py) for ``retry_after`` more seconds.
+
+    A PermissionDenied still, so whatever does not know it answers 403, never lets the action through.
+    """
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"Too many refused attempts: try again in {retry_after} s.")
+        self.retry_after = retry_after
+
+
+async def deny(request, action: str, *, needed: str, target_id="") -> NoReturn:
+    """Refuse the current member ``action`` (their role is below ``needed``) and audit the refusal.
+
+    The first refusal is written at once. The same one again (same org, member, action and target) within
+    REFUSAL_COLLAPSE_SECONDS of that first row adds to its ``count`` and moves its ``last_at``: a flood of
+    one refusal is one row that says how many. Past REFUSAL_LIMIT refusals of the user within
+    REFUSAL_WINDOW_SECONDS the answer is 429 rather than 403 until the window ends, and a refusal with no
+    open row of its own is counted on the member's ``access.throttled`` row instead of starting one: what a
+    member can write while throttled is bounded, and each attempt is still counted somewhere.
+    """
+    user = request.user
+    throttled_for = await sync_to_async(_count_refusal)(
+        org_id=request.org.pk,
+        user=user,
+        action=action,
+        target_id=str(target_id or "")[:200],
+        client_ip=request.META.get("REMOTE_ADDR") or None,
+        now=timezone.now(),
+    )
+    if throttled_for is not None:
+        raise TooManyRefusals(throttled_for)
+    raise PermissionDenied(f"This needs the {needed} role.")
+
+
+def _count_refusal(*, org_id, user, action, target_id, client_ip, now: datetime) -> int | None:
+    """Count one refusal and write or grow its row; the seconds the user stays throttled, or None.
+
+    One transaction that first locks the user's counter row, so one user's refusals are counted one at a
+    time whatever process serves them (several replicas, PostgreSQL): no count is lost, and two refusals
+    of the same action never both start a row. On SQLite the transaction's BEGIN IMMEDIATE does the same.
+    """
+    limit, window = settings.REFUSAL_LIMIT, timedelta(seconds=settings.REFUSAL_WINDOW_SECONDS)
+    with transaction.atomic():
+        counter = _locked_counter(user, now)
+        if counter.window_start <= now - window:
+            counter.window_start, counter.count = now, 0
+        counter.count += 1
+        counter.save(update_fields=["window_start", "count"])
+        throttled = counter.count > limit
+
+        key = {"org_id": org_id, "actor": user, "action": action, "target_id": target_id}
+        row = _open_refusal(key, now)
+        if row is None and throttled:
+            key = {**key, "action": THROTTLED, "target_id": ""}
+            row = _open_refusal(key, now)
+        if row is not None:
+            AuditLog.objects.filter(pk=row.pk).update(count=F("count") + 1, last_at=now)
+        else:
+            detail = ""
+            if key["action"] == THROTTLED:
+                detail = (
+                    f"more than {limit} refusals in {settings.REFUSAL_WINDOW_SECONDS} s, answered 429; "
+                    f"counted here whatever the action or target (first: {action} {target_id})"
+                )
+            AuditLog.objects.create(
+                **key,
+                actor_username=user.get_username(),
+                outcome=AuditLog.Outcome.DENIED,
+                detail=detail.strip()[:DETAIL_MAX],
+                client_ip=client_ip,
+                created_at=now,
+            )
+    if not throttled:
+        return None
+    return max(1, math.ceil((counter.window_start + window - now).total_seconds()))
+
+
+def _locked_counter(user, now: datetime) -> RefusalCounter:
+    counter = RefusalCounter.objects.select_for_update().filter(user=user).first()
+    if counter is not None:
+        return counter
+    try:
+        with transaction.atomic():
+            return RefusalCounter.objects.create(user=user, window_start=now, count=0)
+    except IntegrityError:
+        # Another process made it first (PostgreSQL): wait for its transaction, then count on its row.
+        return RefusalCounter.objects.select_for_update().get(user=user)
+
+
+def _open_refusal(key: dict, now: datetime) -> AuditLog | None:
+    """The row this refusal adds to: the newest of the same key begun within the collapse window."""
+    since = now - timedelta(seconds=settings.REFUSAL_COLLAPSE_SECONDS)
+    rows = AuditLog.objects.filter(**key, outcome=AuditLog.Outcome.DENIED, created_at__gt=since)
+    return rows.order_by("-created_at", "-id").first()
 
 
 def scrub(error: errors.ServiceError, secrets: Iterable[str]) -> errors.ServiceError:

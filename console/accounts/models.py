@@ -185,13 +185,45 @@ class AuditLog(models.Model):
     detail = models.CharField(max_length=500, blank=True)
     client_ip = models.GenericIPAddressField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # A refusal repeated (same actor, action and target, audit.deny) is one row: how many times it happened,
+    # and when it last did (None while it happened once). Every other row happened once.
+    count = models.PositiveIntegerField(default=1)
+    last_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["org", "-created_at"])]
+        indexes = [
+            models.Index(fields=["org", "-created_at"]),
+            # Finds the open row of a refusal (audit.deny) among only the refusals.
+            models.Index(
+                fields=["org", "actor", "action", "target_id", "-created_at"],
+                condition=models.Q(outcome="denied"),
+                name="audit_refusals",
+            ),
+        ]
 
     def __str__(self):
-        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_username} {self.action} {self.outcome}"
+        times = f" x{self.count}" if self.count > 1 else ""
+        return (
+            f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_username} {self.action} {self.outcome}{times}"
+        )
+
+
+class RefusalCounter(models.Model):
+    """How many refusals a user met since ``window_start``: the audit log's throttle (audit.deny).
+
+    One row per user, locked while a refusal is counted, so every console replica counts on the same row
+    and one user's refusals are written one at a time.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.user_id}: {self.count} since {self.window_start:%Y-%m-%d %H:%M:%S}"
 
 
 class ControlLease(models.Model):

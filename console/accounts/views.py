@@ -28,7 +28,7 @@ from console.accounts.forms import (
     SignupForm,
 )
 from console.accounts.models import AuditLog, Invite, Membership, Role, hash_token
-from console.web.decorators import org_view, require_role
+from console.web.decorators import org_view
 from console.web.render import render
 
 INVITE_MAX_AGE = timedelta(days=7)
@@ -94,9 +94,16 @@ async def members(request):
     return render(request, "accounts/members.html", await members_context(request), "members")
 
 
+async def admins_only(request, action: str, target_id="") -> None:
+    """The members page's changes are the admins'; anyone else's attempt is a refusal in the audit log."""
+    if not request.membership.has_role(Role.ADMIN):
+        await audit.deny(request, action, needed=Role.ADMIN, target_id=target_id)
+
+
 @require_POST
-@org_view("admin")
+@org_view("viewer")  # role checked below, so the refusal can land in the audit log
 async def invite_create(request):
+    await admins_only(request, "member.invite")
     form = InviteForm(request.POST)
     if not form.is_valid():
         ctx = await members_context(request, invite_form=form)
@@ -119,8 +126,9 @@ async def invite_create(request):
 
 
 @require_POST
-@org_view("admin")
+@org_view("viewer")  # role checked below, so the refusal can land in the audit log
 async def invite_revoke(request, invite_id: int):
+    await admins_only(request, "member.invite.revoke", target_id=invite_id)
     deleted, _ = await request.org.invites.filter(pk=invite_id, accepted_at__isnull=True).adelete()
     if not deleted:
         raise Http404("No such invite")
@@ -171,9 +179,7 @@ async def _get_member(request, member_id: int) -> Membership:
 @org_view("viewer")  # role checked below, so the refusal can land in the audit log
 async def member_role(request, member_id: int):
     membership = await _get_member(request, member_id)
-    if not request.membership.has_role(Role.ADMIN):
-        await audit.record(request, "member.role", target_id=member_id, outcome="denied")
-        require_role(request, Role.ADMIN)
+    await admins_only(request, "member.role", target_id=member_id)
     form = RoleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose a valid role.")
@@ -196,9 +202,10 @@ async def member_role(request, member_id: int):
 
 
 @require_POST
-@org_view("admin")
+@org_view("viewer")  # role checked below, so the refusal can land in the audit log
 async def member_remove(request, member_id: int):
     membership = await _get_member(request, member_id)
+    await admins_only(request, "member.remove", target_id=member_id)
     try:
         await sync_to_async(_change_membership)(membership, None)
     except LastAdmin:

@@ -161,9 +161,23 @@ def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
     routes += forward_proxy.routes
     for module in RESOURCES:
         routes.extend(module.routes)
+    # Capability URLs a browser opens (the live view the console frames, a replay's page, a CDP client):
+    # their token guards them, and a page of another origin may open them.
+    opened_by_browsers = tuple(
+        sorted(
+            {
+                route.path.partition("{")[0]
+                for route in (*cdp_proxy.routes, *live_view.routes, *browser_replays.routes)
+                if route.path.startswith("/_sandbox/")
+            }
+        )
+    )
     return Starlette(
         routes=routes,
-        middleware=[Middleware(SaveAfterChanges)],
+        middleware=[
+            Middleware(control.LocalOnly, opened_by_browsers=opened_by_browsers),
+            Middleware(SaveAfterChanges),
+        ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )

@@ -9,7 +9,9 @@
   state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
   its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``), and so is a message the guard cannot judge as Chromium would (not a JSON object
-  Python parses, or a top-level key given twice); everything else passes through untouched, so
+  Python parses, or a top-level key given twice); a message over ``max_message_bytes`` (1 MiB) closes
+  the connection with 1009 before it is read (the guard parses on the shared event loop); everything
+  else passes through untouched, so
   ``playwright.chromium.connect_over_cdp(cdp_ws_url)`` works as against the service. A session whose
   browser cannot be had is refused before the websocket opens with the error answer of a service call:
   503 ``browser_unavailable`` (the sandbox busy starting other browsers, with a Retry-After; or the
@@ -30,8 +32,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
 import secrets
 import time
+from json.decoder import scanstring
 
 from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
@@ -43,6 +48,19 @@ from console.sandbox.state import key_digest, registry
 
 REFUSED = ("Browser.close", "Browser.crash", "Browser.crashGpuProcess")
 POLICY_VIOLATION = 1008
+MESSAGE_TOO_BIG = 1009
+# The largest message a client may send, in bytes (``SANDBOX_CDP_MAX_MESSAGE_BYTES``). The guard parses
+# every message on the event loop every tenant shares: JSON made of small values costs Python's parser
+# about 40 to 55 ms per MiB on a loaded 2-core machine (a 14.5 MiB message under the 16 MiB websocket default
+# held another tenant's request 2.4 s, 20 s here; off the loop would not help: the C parser keeps the
+# GIL). A client's CDP commands are small; the largest a Playwright client sends are its
+# injected scripts (a few hundred KiB) and, rarely, a route's body to fulfil or files to upload, which
+# above about 750 KiB (base64) need a larger bound. The server refuses a larger frame from its header,
+# before reading it (uvicorn's ``ws_max_size``, server.py): the client sees a close 1009 "message too big".
+MAX_MESSAGE_BYTES = 1024 * 1024
+MIN_MESSAGE_BYTES = 64 * 1024
+_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's white space, as json.decoder skips it
+_SCAN = json.JSONDecoder().scan_once  # one JSON value at an index: (value, end), C
 
 
 def _session(websocket: WebSocket):
@@ -78,20 +96,61 @@ async def _refuse(websocket: WebSocket, error: ApiError) -> None:
         await websocket.close(code=1013)
 
 
-class _Object(dict):
-    """A parsed JSON object that knows whether its text gave a key twice."""
+def max_message_bytes() -> int:
+    """``SANDBOX_CDP_MAX_MESSAGE_BYTES``: the largest websocket message a client may send (default 1 MiB)."""
+    try:
+        given = int(os.environ.get("SANDBOX_CDP_MAX_MESSAGE_BYTES") or MAX_MESSAGE_BYTES)
+    except ValueError:
+        return MAX_MESSAGE_BYTES
+    return max(MIN_MESSAGE_BYTES, given)
 
-    repeated: str | None = None
-    first_id: object = None  # the first "id" given: Chromium answers a message it refuses with that one
+
+class Unjudgeable(ValueError):
+    """The text is not one JSON value Python's ``json`` parses."""
 
 
-def _object(pairs: list[tuple[str, object]]) -> _Object:
-    result = _Object(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        result.repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
-        result.first_id = next((value for key, value in pairs if key == "id"), None)
-    return result
+def _top_level(text: str) -> list[tuple[str, object]] | None:
+    """The top-level (key, value) pairs of a JSON object, in the order given and repeats kept; None for
+    JSON that is not an object; ``Unjudgeable`` for anything that is not JSON.
+
+    The same grammar as ``json.loads`` (its C scanner parses each value, strict about control
+    characters), without a Python call per nested object: a hook on every object (how the guard found a
+    repeated key) cost up to 8 times as much (1 MiB of empty objects: 344 ms against 46 ms on a
+    loaded 2-core machine)."""
+    end = _SPACE.match(text).end()
+    if text[end : end + 1] != "{":
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError):
+            raise Unjudgeable from None
+        return None
+    pairs: list[tuple[str, object]] = []
+    try:
+        end = _SPACE.match(text, end + 1).end()
+        if text[end : end + 1] == "}":
+            end += 1
+        else:
+            while True:
+                if text[end : end + 1] != '"':
+                    raise Unjudgeable
+                key, end = scanstring(text, end + 1, True)
+                end = _SPACE.match(text, end).end()
+                if text[end : end + 1] != ":":
+                    raise Unjudgeable
+                value, end = _SCAN(text, _SPACE.match(text, end + 1).end())
+                pairs.append((key, value))
+                end = _SPACE.match(text, end).end()
+                separator, end = text[end : end + 1], end + 1
+                if separator == "}":
+                    break
+                if separator != ",":
+                    raise Unjudgeable
+                end = _SPACE.match(text, end).end()
+    except (ValueError, StopIteration, RecursionError):
+        raise Unjudgeable from None
+    if _SPACE.match(text, end).end() != len(text):
+        raise Unjudgeable
+    return pairs
 
 
 def _error(message_id, code: int, text: str) -> str:
@@ -105,16 +164,19 @@ def _refusal(text: str) -> str | None:
     an object, or that gives a top-level key twice (``{"method": "Runtime.evaluate", "method":
     "Browser.close"}``: which one does Chromium's parser keep?) is refused rather than passed on."""
     try:
-        message = json.loads(text, object_pairs_hook=_object)
-    except (ValueError, RecursionError):
+        pairs = _top_level(text)
+    except Unjudgeable:
         return _error(None, -32700, "Message must be a valid JSON")
-    if not isinstance(message, _Object):
+    if pairs is None:
         return _error(None, -32600, "Message must be an object")
-    if message.repeated is not None:
+    message = dict(pairs)
+    if len(message) != len(pairs):
         # Chromium (crdtp) refuses one too ("CBOR: duplicate map key"): the guard does not rely on it.
-        return _error(
-            message.first_id, -32600, f"Message must not give a key twice ({message.repeated[:100]!r})"
-        )
+        # Answered with the first id given, as Chromium answers a message it refuses.
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        first_id = next((value for key, value in pairs if key == "id"), None)
+        return _error(first_id, -32600, f"Message must not give a key twice ({repeated[:100]!r})")
     if message.get("method") in REFUSED:
         reply = {
             "id": message.get("id"),
@@ -155,6 +217,8 @@ async def cdp(websocket: WebSocket):
         async with connect(
             live.cdp_endpoint, max_size=None, ping_interval=None, open_timeout=10, **into
         ) as upstream:
+            limit = max_message_bytes()
+            too_big = f"a message is at most {limit} bytes"
 
             async def from_client() -> str:
                 nonlocal counted
@@ -166,6 +230,10 @@ async def cdp(websocket: WebSocket):
                     counted += 1
                     browsers.touch(tenant, record)
                     live.last_used = time.monotonic()
+                    if len(text) > limit:  # the server's own bound refuses it first (server.py)
+                        await websocket.send_text(_error(None, -32600, too_big))
+                        await websocket.close(code=MESSAGE_TOO_BIG, reason=too_big)
+                        return "client_close"
                     refusal = _refusal(text)
                     if refusal is not None:
                         await websocket.send_text(refusal)

@@ -18,6 +18,13 @@ without bound (docs/security.md, section 8, "The control interface cannot stall 
   and its fault is dropped) and all of whose searches on one request stop after ``state.MATCH_BUDGET``.
 - The clock stays within ``state.MAX_CLOCK_OFFSET`` of the real one (400 past it).
 - Settings: only the known knobs (``SETTINGS``), each checked and bounded.
+
+Nor may a web page reach it (``LocalOnly``): any site a developer visits can send requests to
+127.0.0.1, and a site whose name it re-points at 127.0.0.1 (DNS rebinding) can also read the answers.
+The sandbox answers only to its own names (``Host``: 127.0.0.1, localhost or [::1] with its port, the
+address the connection reached, ``SANDBOX_ALLOWED_HOSTS``), on every route; the control interface
+takes no request a browser marks as coming from another origin (``Origin``, ``Sec-Fetch-Site``) and
+no body that is not JSON, which no page can send cross-origin without asking first (CORS).
 """
 
 from __future__ import annotations
@@ -94,6 +101,10 @@ MAX_CONTROL_BODY = 1024 * 1024
 # ``GET /_sandbox/test_stream``
 MAX_TEST_STREAM_COUNT = 1_000_000
 MAX_TEST_STREAM_INTERVAL = 60.0
+# The names the sandbox answers to on its own port, beside ``SANDBOX_ALLOWED_HOSTS``.
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+# What a browser says of a request it sends for a page of the sandbox's own origin, or for a URL typed.
+SAME_ORIGIN_FETCH = frozenset({"same-origin", "none"})
 
 
 def _limit(name: str, default: int) -> int:
@@ -106,6 +117,13 @@ def _limit(name: str, default: int) -> int:
 def max_tenants() -> int:
     """``SANDBOX_MAX_TENANTS``: how many tenants this sandbox holds at most (the demo tenant included)."""
     return _limit("SANDBOX_MAX_TENANTS", DEFAULT_MAX_TENANTS)
+
+
+def allowed_hosts() -> frozenset[str]:
+    """``SANDBOX_ALLOWED_HOSTS``: more names the sandbox answers to, comma-separated, each ``name`` (any
+    port) or ``name:port``; ``*`` for any (then DNS rebinding is the network's business)."""
+    names = (os.environ.get("SANDBOX_ALLOWED_HOSTS") or "").split(",")
+    return frozenset(name.strip().lower() for name in names if name.strip())
 
 
 def max_demo_tenants() -> int:
@@ -448,3 +466,119 @@ routes = [
     Route("/_sandbox/streams", list_streams, methods=["GET"]),
     Route("/_sandbox/test_stream", test_stream, methods=["GET"]),
 ]
+
+
+# Who may send requests ---------------------------------------------------------------------------
+
+
+def _name_and_port(authority: str, default_port: int | None) -> tuple[str, int | None] | None:
+    """(name, port) of ``host[:port]`` (IPv6 in brackets), lowercase; None when it is not one."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        name, bracket, rest = authority.partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        name, port = name + "]", rest[1:] if rest else None
+    else:
+        name, colon, port = authority.partition(":")
+        port = port if colon else None
+    if not name or (port is not None and not (port.isdigit() and len(port) <= 5)):
+        return None
+    return name, int(port) if port is not None else default_port
+
+
+class LocalOnly:
+    """ASGI middleware: the sandbox answers only to its own names, and its control interface only to
+    requests that no other origin's page sent.
+
+    - Every route, HTTP and websocket: ``Host`` is 127.0.0.1, localhost or [::1] with the sandbox's port,
+      the address the connection reached with that port (an IP literal: no name to re-point), or one of
+      ``SANDBOX_ALLOWED_HOSTS``; else 400 ``host_not_allowed`` (a websocket: refused before it opens).
+      A page whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name.
+    - ``/_sandbox/…`` but the capability URLs a browser opens (``opened_by_browsers``: the live view, which
+      the console frames, a replay's page, the CDP proxy; each guarded by its token): an ``Origin`` that is
+      not the sandbox's own, or a ``Sec-Fetch-Site`` other than ``same-origin`` or ``none``, is 403
+      ``cross_origin_refused``; a ``Content-Type`` other than JSON, or a body without one, is 415
+      ``unsupported_media_type``. A cross-origin page can only send a JSON body after a CORS preflight,
+      which the sandbox never grants.
+    """
+
+    def __init__(self, app, *, opened_by_browsers: tuple[str, ...] = ()):
+        self.app = app
+        self.opened_by_browsers = opened_by_browsers
+        self.extra = allowed_hosts()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = {}
+        for name, value in scope.get("headers") or ():
+            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+        host = headers.get("host", "")
+        error = None
+        if not self._allowed_host(host, scope.get("server")):
+            error = ApiError(
+                400,
+                "host_not_allowed",
+                f"the sandbox answers to 127.0.0.1, localhost and [::1] on its port, and to "
+                f"SANDBOX_ALLOWED_HOSTS; not to Host {host[:200]!r}",
+            )
+        elif scope["path"].startswith("/_sandbox/") and not scope["path"].startswith(self.opened_by_browsers):
+            error = _cross_origin(headers, host) or _not_json(headers)
+        if error is None:
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})  # the server answers 403
+            return
+        await error_response(error, "req_" + new_id(length=16))(scope, receive, send)
+
+    def _allowed_host(self, host: str, server) -> bool:
+        port = server[1] if server else None
+        parsed = _name_and_port(host, 80)
+        if parsed is None:
+            return False
+        name, given_port = parsed
+        if "*" in self.extra or name in self.extra or f"{name}:{given_port}" in self.extra:
+            return True
+        reached = f"[{server[0]}]" if server and ":" in str(server[0]) else (server[0] if server else None)
+        return (name in LOOPBACK_NAMES or name == reached) and (port is None or given_port == port)
+
+
+def _cross_origin(headers: dict[str, str], host: str) -> ApiError | None:
+    """403 for a request a browser sent from a page of another origin (or of no origin: ``null``)."""
+    origin = headers.get("origin")
+    if origin is not None:
+        scheme, _, authority = origin.partition("://")
+        scheme = scheme.lower()
+        mine = _name_and_port(host, 80)
+        theirs = _name_and_port(authority, 443 if scheme == "https" else 80)
+        if scheme not in ("http", "https") or theirs is None or theirs != mine:
+            return ApiError(
+                403,
+                "cross_origin_refused",
+                f"the control interface takes no request from a page of another origin ({origin[:200]!r})",
+            )
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site.strip().lower() not in SAME_ORIGIN_FETCH:
+        return ApiError(
+            403,
+            "cross_origin_refused",
+            f"the control interface takes no request from a page of another site (Sec-Fetch-Site: "
+            f"{fetch_site[:50]!r})",
+        )
+    return None
+
+
+def _not_json(headers: dict[str, str]) -> ApiError | None:
+    """415 for a body that is not JSON, or a content type other than JSON (a form, ``text/plain``)."""
+    kind = headers.get("content-type")
+    has_body = headers.get("content-length", "0").strip() not in ("", "0") or "transfer-encoding" in headers
+    if kind is None and not has_body:
+        return None
+    if kind is not None and kind.split(";")[0].strip().lower() == "application/json":
+        return None
+    return ApiError(
+        415,
+        "unsupported_media_type",
+        "the control interface takes JSON bodies only (Content-Type: application/json)",
+    )

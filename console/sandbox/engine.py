@@ -27,10 +27,12 @@ How a real session lives:
   ``storage_state``) are kept and its context closed. A session idle for ``SANDBOX_BROWSER_IDLE_SECONDS``
   (default 300) goes to standby too. The next call that needs the page wakes it (a new context with the
   kept state, on the kept URL). Sessions created at start-up (demo data) and pool browsers start in
-  standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is never put
-  in standby. Wakes are admitted one at a time, so concurrent ones cannot pass the bound; a wake waits
-  for its turn up to ``SANDBOX_ADMISSION_TIMEOUT_SECONDS`` (default 120, not counted against its own
-  launch), then gets a busy 503 with a Retry-After and leaves the session as it was.
+  standby. A session held by a CDP client, a live view or a recording (``Live.attached``) is not put
+  in standby to make room, but for another tenant's session when its tenant holds at least two running
+  browsers more than that one (``_fair_share``: no tenant can hold every browser while others ask).
+  Wakes are admitted one at a time, so concurrent ones cannot pass the bound; a wake waits for its turn
+  up to ``SANDBOX_ADMISSION_TIMEOUT_SECONDS`` (default 120, not counted against its own launch), then
+  gets a busy 503 with a Retry-After and leaves the session as it was.
 - A crashed page is the session's state (``crashed``) and a ``service_crashed`` telemetry event; the next
   call that needs the page opens a new one on the last URL. Every browser operation runs under a timeout,
   so a request never hangs on a browser.
@@ -165,6 +167,7 @@ class Live:
     network: object | None = None  # its own process's network namespace (``confine.Network``), if any
     cdp_endpoint: str | None = None  # that process's browser-level websocket
     attached: int = 0
+    recording: int = 0  # of ``attached``, the recordings (never taken for another tenant: see _make_room)
     last_used: float = field(default_factory=time.monotonic)
     crashed_at: float | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -593,6 +596,9 @@ class Engine:
         self._maybe_linger()
 
     async def _make_room(self, waking: Live) -> None:
+        """Standby for as many running browsers as it takes to run one more: the least recently used
+        of those nobody holds; else one held by the tenant holding the most, when it holds at least two
+        more than the waking session's tenant (``_fair_share``); else 429."""
         running = [
             live
             for live in self.lives.values()
@@ -600,14 +606,23 @@ class Engine:
         ]
         while len(running) >= self.max_browsers:
             idle = [live for live in running if live.attached == 0]
-            if not idle:
-                raise ApiError(
-                    429,
-                    "browser_limit_reached",
-                    f"{self.max_browsers} browsers are running, each held by a CDP client, a live view "
-                    "or a recording (SANDBOX_MAX_BROWSERS); end one and try again",
+            if idle:
+                oldest = min(idle, key=lambda live: live.last_used)
+            else:
+                oldest = _fair_share(running, waking.tenant)
+                if oldest is None:
+                    raise ApiError(
+                        429,
+                        "browser_limit_reached",
+                        f"{self.max_browsers} browsers are running, each held by a CDP client, a live view "
+                        "or a recording, and no tenant holds more than its share of them "
+                        "(SANDBOX_MAX_BROWSERS); end one and try again",
+                    )
+                log.info(
+                    "session %s gives its browser up to a session of another tenant (fair share of %s)",
+                    oldest.session_id,
+                    self.max_browsers,
                 )
-            oldest = min(idle, key=lambda live: live.last_used)
             running.remove(oldest)
             await self.standby(oldest)
 
@@ -1015,6 +1030,30 @@ class Engine:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _fair_share(running: list[Live], asking: Tenant) -> Live | None:
+    """The held browser a session of ``asking`` may take when every running browser is held (by a CDP
+    client, a live view or a recording), or None.
+
+    Browsers are shared among the tenants that want them: a tenant may take one from the tenant holding
+    the most, when that one holds at least two more than it does. So the running browsers of the tenants
+    asking end up split evenly (no two of them more than one apart: each gets at least
+    ``MAX // tenants``), and no tenant can keep another from every browser by holding them all (a wall of
+    live screens held every one). The one taken is that tenant's least recently used, never a recording
+    (it would cut the video; a recording ends within its ``max_duration_in_seconds``); its client is
+    disconnected (a CDP client sees its connection close, a live view ends) and its session goes to
+    standby, state kept, as any session put in standby. The tenant it was taken from cannot take one back:
+    it still holds at least as many as the taker."""
+    held: dict[str, int] = {}
+    for live in running:
+        held[live.tenant.id] = held.get(live.tenant.id, 0) + 1
+    mine = held.get(asking.id, 0)
+    candidates = [live for live in running if not live.recording and held[live.tenant.id] >= mine + 2]
+    if not candidates:
+        return None
+    most = max(held[live.tenant.id] for live in candidates)
+    return min((live for live in candidates if held[live.tenant.id] == most), key=lambda live: live.last_used)
 
 
 def _unpack_readable(content: bytes, home: Path, name: str) -> None:

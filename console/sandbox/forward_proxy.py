@@ -36,11 +36,13 @@ import fnmatch
 import hashlib
 import ipaddress
 import logging
+import os
 import secrets
 import socket
 import ssl
 import tempfile
 from collections import deque
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -55,7 +57,15 @@ from console.sandbox.http import endpoint, ok
 log = logging.getLogger("console.sandbox.engine")
 HEAD_LIMIT = 64 * 1024
 BODY_LIMIT = 16 * 1024 * 1024
-IDLE_SECONDS = 120
+# Time and room a client gets (``Limits``, from the environment). A request head comes in one or two
+# packets: 10 s is ample for a head and for a TLS handshake, on loopback. Chromium keeps an idle
+# connection to its proxy for minutes and opens a new one, transparently, when the proxy closed it:
+# 60 s of silence (as nginx's 75 s keep-alive) costs a page nothing. Chromium opens at most 32 connections
+# to one proxy for its pages (its per-proxy socket pool), and WebSockets a few more: 64 per session.
+HEAD_TIMEOUT = 10.0
+IDLE_TIMEOUT = 60.0
+MAX_CONNECTIONS = 64
+READ_SIZE = 64 * 1024
 HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -69,6 +79,42 @@ HOP_BY_HOP = {
     "content-length",
 }
 REASONS = {200: "OK", 407: "Proxy Authentication Required", 502: "Bad Gateway"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client connection may take of a session's proxy.
+
+    - ``head``: seconds for a request head, from its first byte to its blank line, and for the TLS
+      handshake after ``CONNECT`` (``SANDBOX_PROXY_HEAD_TIMEOUT_SECONDS``, default 10);
+    - ``idle``: seconds a connection may stay silent: before its first request and between requests, and
+      without a byte of a body it announced or without reading the proxy's answer
+      (``SANDBOX_PROXY_IDLE_TIMEOUT_SECONDS``, default 60);
+    - ``connections``: connections open at once to one session's proxy; past it a new one is answered
+      502 ``proxy_unavailable`` and closed, nothing read (``SANDBOX_PROXY_MAX_CONNECTIONS``, default 64).
+
+    A connection past a time is closed (nothing answered: no request was whole)."""
+
+    head: float = HEAD_TIMEOUT
+    idle: float = IDLE_TIMEOUT
+    connections: int = MAX_CONNECTIONS
+
+    @classmethod
+    def from_environment(cls) -> Limits:
+        return cls(
+            head=_setting("SANDBOX_PROXY_HEAD_TIMEOUT_SECONDS", HEAD_TIMEOUT, float),
+            idle=_setting("SANDBOX_PROXY_IDLE_TIMEOUT_SECONDS", IDLE_TIMEOUT, float),
+            connections=int(_setting("SANDBOX_PROXY_MAX_CONNECTIONS", MAX_CONNECTIONS, int)),
+        )
+
+
+def _setting(name: str, default, kind):
+    """A positive number from the environment, else ``default`` (a typo never means "no limit")."""
+    try:
+        value = kind(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
 
 
 # The sandbox's certificate authority ---------------------------------------------------------------
@@ -187,6 +233,7 @@ class Listener:
         self.bypass = [host.lower() for host in proxy.get("bypass_hosts") or []]
         self.log: deque[dict] = session.setdefault("_egress", deque(maxlen=200))
         self.port = 0
+        self.limits = Limits.from_environment()
         self._server: asyncio.AbstractServer | None = None
         self._closed_port: socket.socket | None = None
         self._connections: set[asyncio.StreamWriter] = set()
@@ -242,6 +289,9 @@ class Listener:
     # One client connection --------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= self.limits.connections:
+            await self._refuse(writer)
+            return
         self._connections.add(writer)
         try:
             await self._connection(reader, writer)
@@ -255,10 +305,29 @@ class Listener:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _refuse(self, writer: asyncio.StreamWriter) -> None:
+        """One connection too many: said before anything is read, then closed."""
+        limit = self.limits.connections
+        with contextlib.suppress(Exception):
+            await _respond(
+                writer,
+                502,
+                {
+                    "content-type": "text/plain; charset=utf-8",
+                    "x-kernel-proxy-error": "proxy_unavailable",
+                    "via": f"1.1 {self.proxy['id']}",
+                    "connection": "close",
+                },
+                f"The proxy holds {limit} connections of this session already\n".encode(),
+                limits=self.limits,
+            )
+        writer.close()
+
     async def _connection(self, reader, writer) -> None:
         exit_ip = self._exit_ip()
+        limits = self.limits
         while True:
-            head = await _read_head(reader)
+            head = await _read_head(reader, limits)
             if head is None:
                 return
             method, target, headers = head
@@ -274,28 +343,31 @@ class Listener:
                         "connection": "close",
                     },
                     b"Proxy authentication required\n",
+                    limits=limits,
                 )
                 return
-            body = await _read_body(reader, headers)
+            body = await _read_body(reader, headers, limits)
             if method == "CONNECT":
                 host = target.rpartition(":")[0].strip("[]").lower() or target.lower()
-                await _respond(writer, 200, {}, None)
-                await writer.start_tls(authority().context(host))
+                await _respond(writer, 200, {}, None, limits=limits)
+                async with asyncio.timeout(limits.head):
+                    await writer.start_tls(authority().context(host))
                 await self._tunnel(reader, writer, host, exit_ip)
                 return
             url = urlsplit(target)
             if url.scheme != "http" or not url.hostname:
-                await _respond(writer, 400, {"content-type": "text/plain"}, b"Absolute http URL expected\n")
+                answer = b"Absolute http URL expected\n"
+                await _respond(writer, 400, {"content-type": "text/plain"}, answer, limits=limits)
                 return
             await self._forward(writer, method, target, headers, body, exit_ip)
 
     async def _tunnel(self, reader, writer, host: str, exit_ip: str) -> None:
         while True:
-            head = await _read_head(reader)
+            head = await _read_head(reader, self.limits)
             if head is None:
                 return
             method, path, headers = head
-            body = await _read_body(reader, headers)
+            body = await _read_body(reader, headers, self.limits)
             await self._forward(writer, method, f"https://{host}{path}", headers, body, exit_ip)
 
     async def _forward(self, writer, method: str, url: str, headers: dict, body: bytes, exit_ip: str):
@@ -325,7 +397,7 @@ class Listener:
                 "exit": "direct" if direct else exit_ip,
             }
         )
-        await _respond(writer, status, out, content, head_only=method == "HEAD")
+        await _respond(writer, status, out, content, head_only=method == "HEAD", limits=self.limits)
 
     def _authorised(self, headers: dict) -> bool:
         scheme, _, value = headers.get("proxy-authorization", "").partition(" ")
@@ -349,11 +421,15 @@ class Listener:
 # HTTP/1.1, as much as a browser speaks to a proxy -------------------------------------------------
 
 
-async def _read_head(reader: asyncio.StreamReader):
-    """(method, target, headers) of the next request, or None when the client is done."""
+async def _read_head(reader: asyncio.StreamReader, limits: Limits):
+    """(method, target, headers) of the next request, or None when the client is done. Its first byte
+    within ``limits.idle``, the rest within ``limits.head`` (else ``TimeoutError``: the connection
+    closes)."""
     try:
-        async with asyncio.timeout(IDLE_SECONDS):
-            raw = await reader.readuntil(b"\r\n\r\n")
+        async with asyncio.timeout(limits.idle):
+            first = await reader.readexactly(1)
+        async with asyncio.timeout(limits.head):
+            raw = first + await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError:
         return None
     lines = raw.decode("latin-1").split("\r\n")
@@ -368,22 +444,39 @@ async def _read_head(reader: asyncio.StreamReader):
     return parts[0].upper(), parts[1], headers
 
 
-async def _read_body(reader: asyncio.StreamReader, headers: dict) -> bytes:
+async def _read_body(reader: asyncio.StreamReader, headers: dict, limits: Limits) -> bytes:
+    """The request's body, at most ``BODY_LIMIT`` bytes; every read waits at most ``limits.idle``."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = b""
+        body = bytearray()
         while True:
-            size = _number((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+            async with asyncio.timeout(limits.idle):
+                line = await reader.readuntil(b"\r\n")
+            size = _number(line.split(b";")[0].strip() or b"0", 16)
             if len(body) + size > BODY_LIMIT:  # before reading (and holding) the chunk
                 raise ConnectionError("request body too large")
             if size == 0:
-                await reader.readuntil(b"\r\n")
-                return body
-            body += await reader.readexactly(size)
-            await reader.readexactly(2)
+                async with asyncio.timeout(limits.idle):
+                    await reader.readuntil(b"\r\n")
+                return bytes(body)
+            await _read_into(reader, body, size + 2, limits)
+            del body[-2:]
     length = _number(headers.get("content-length") or "0", 10)
     if length > BODY_LIMIT:
         raise ConnectionError("request body too large")
-    return await reader.readexactly(length) if length else b""
+    body = bytearray()
+    await _read_into(reader, body, length, limits)
+    return bytes(body)
+
+
+async def _read_into(reader: asyncio.StreamReader, body: bytearray, size: int, limits: Limits) -> None:
+    """Append ``size`` bytes to ``body``: a client that sends nothing for ``limits.idle`` is done."""
+    while size > 0:
+        async with asyncio.timeout(limits.idle):
+            chunk = await reader.read(min(size, READ_SIZE))
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(body), size)
+        body += chunk
+        size -= len(chunk)
 
 
 def _number(text: str | bytes, base: int) -> int:
@@ -395,7 +488,10 @@ def _number(text: str | bytes, base: int) -> int:
     return int(text, base)
 
 
-async def _respond(writer, status: int, headers: dict, body: bytes | None, *, head_only: bool = False):
+async def _respond(
+    writer, status: int, headers: dict, body: bytes | None, *, limits: Limits, head_only: bool = False
+):
+    """Write an answer; a client that does not read it within ``limits.idle`` is done."""
     reason = REASONS.get(status) or httpx.codes.get_reason_phrase(status) or "Status"
     lines = [f"HTTP/1.1 {status} {reason}"]
     for key, value in headers.items():
@@ -406,7 +502,8 @@ async def _respond(writer, status: int, headers: dict, body: bytes | None, *, he
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
     if body and not head_only:
         writer.write(body)
-    await writer.drain()
+    async with asyncio.timeout(limits.idle):
+        await writer.drain()
 
 
 async def _demo(method: str, url: str, headers: dict, body: bytes, exit: tuple | None):

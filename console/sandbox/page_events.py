@@ -102,6 +102,12 @@ class PageEvents:
     def __init__(self, live):
         self.live = live
         self.enabled: set[str] = set()
+        # V8 keeps a page's console messages and exceptions and reports them all again on Runtime.enable. The
+        # first enable's replay is the page's start (kept); after a disable, a replay would bring back what
+        # was recorded before and what the page logged while the category was off: messages stamped before
+        # the latest re-enable (milliseconds since the epoch, as CDP stamps them) are dropped.
+        self.replayed_before: float | None = None
+        self.runtime_disabled = False
         self.target_id = ""
         self.cdp_session_id = hashlib.sha256(live.session_id.encode()).hexdigest()[:32].upper()
         self.frame_id = ""
@@ -153,11 +159,14 @@ class PageEvents:
         for domain, category in DOMAINS:
             on = category in wanted
             if on and domain not in self.enabled:
+                if domain == "Runtime" and self.runtime_disabled:
+                    self.replayed_before = time.time() * 1000
                 await cdp.send(f"{domain}.enable")
                 self.enabled.add(domain)
             elif not on and domain in self.enabled:
                 await cdp.send(f"{domain}.disable")
                 self.enabled.discard(domain)
+                self.runtime_disabled = self.runtime_disabled or domain == "Runtime"
         timeline = "page" in wanted
         if timeline != ("PerformanceTimeline" in self.enabled):
             types = ["largest-contentful-paint", "layout-shift"] if timeline else []
@@ -240,7 +249,17 @@ class PageEvents:
 
     # Console ----------------------------------------------------------------------------------------
 
+    def _replayed(self, params: dict) -> bool:
+        stamp = params.get("timestamp")
+        return (
+            self.replayed_before is not None
+            and isinstance(stamp, int | float)
+            and stamp < self.replayed_before
+        )
+
     def _console(self, params: dict) -> None:
+        if self._replayed(params):
+            return
         # Bounded like the other text a page makes: a page logging megabytes at a time kept them all.
         args = [_arg_text(arg)[:TEXT_LIMIT] for arg in params.get("args", [])[:MAX_CONSOLE_ARGS]]
         text = " ".join(args)[:TEXT_LIMIT]
@@ -255,6 +274,8 @@ class PageEvents:
             self.emit("console_log", {**data, "level": level})
 
     def _exception(self, params: dict) -> None:
+        if self._replayed(params):
+            return
         details = params.get("exceptionDetails") or {}
         exception = details.get("exception") or {}
         text = exception.get("description") or details.get("text") or "Uncaught exception"

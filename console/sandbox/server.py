@@ -10,7 +10,7 @@ import sys
 
 import uvicorn
 
-from console.sandbox import store
+from console.sandbox import cdp_proxy, store
 from console.sandbox.app import build_app
 from console.sandbox.http import StreamDropped
 
@@ -45,7 +45,17 @@ def serve(host: str = "127.0.0.1", port: int = 8100, *, log_level: str = "warnin
         # A clear sentence, not a traceback: the operator decides whether to move the file or reset it.
         print(f"sandbox: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=2)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        # A larger websocket message is refused from its frame's header (close 1009), never read: the CDP
+        # guard parses every message on the event loop (cdp_proxy.MAX_MESSAGE_BYTES).
+        ws_max_size=cdp_proxy.max_message_bytes(),
+    )
 
 
 def reset_state(out=sys.stdout) -> None:

@@ -15,14 +15,16 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render as django_render
 from django.template.loader import render_to_string
 
+from console.accounts.audit import TooManyRefusals
+
 log = logging.getLogger(__name__)
 
 PLAIN = "errors/layout.html"
 ORG_PATH = re.compile(r"^/o/(?P<slug>[-a-zA-Z0-9_]+)/")
 
 
-def _page(template: str, status: int, request=None) -> HttpResponse:
-    context = {"request_path": getattr(request, "path", ""), "layout": PLAIN}
+def _page(template: str, status: int, request=None, **context) -> HttpResponse:
+    context = {"request_path": getattr(request, "path", ""), "layout": PLAIN, **context}
     response = HttpResponse(render_to_string(template, context), status=status)
     response.designed = "plain"
     return response
@@ -40,10 +42,15 @@ def server_error(request):
     return _page("errors/500.html", 500, request)
 
 
-TEMPLATES = {403: "errors/403.html", 404: "errors/404.html", 500: "errors/500.html"}
+TEMPLATES = {
+    403: "errors/403.html",
+    404: "errors/404.html",
+    429: "errors/429.html",
+    500: "errors/500.html",
+}
 
 
-async def page_in_layout(request, status: int) -> HttpResponse:
+async def page_in_layout(request, status: int, **context) -> HttpResponse:
     """The error page for ``status`` in the full layout; the plain one if the layout cannot be drawn."""
     from console.web.decorators import load_memberships
 
@@ -55,10 +62,12 @@ async def page_in_layout(request, status: int) -> HttpResponse:
             membership = next((m for m in request.memberships if m.org.slug == match["slug"]), None)
             if membership is not None:
                 request.org, request.membership = membership.org, membership
-        response = django_render(request, TEMPLATES[status], {"layout": "base.html"}, status=status)
+        response = django_render(
+            request, TEMPLATES[status], {"layout": "base.html", **context}, status=status
+        )
     except Exception:
         log.exception("the error page could not be drawn in the layout")
-        return _page(TEMPLATES[status], status, request)
+        return _page(TEMPLATES[status], status, request, **context)
     response.designed = "layout"
     return response
 
@@ -93,6 +102,10 @@ class ErrorPageMiddleware:
     async def process_exception(self, request, exception):
         if isinstance(exception, Http404):
             return await page_in_layout(request, 404)
+        if isinstance(exception, TooManyRefusals):
+            response = await page_in_layout(request, 429, retry_after=exception.retry_after)
+            response["Retry-After"] = str(exception.retry_after)
+            return response
         if isinstance(exception, PermissionDenied):
             return await page_in_layout(request, 403)
         return None

@@ -40,7 +40,9 @@ async def test_it_links_the_last_login_attempt_to_its_real_replay(viewer_client,
         replays = tenant.call("GET", f"/browsers/{sid}/replays").json()
         if entry.get("replay_id") and replays and replays[0].get("finished_at"):
             break
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # between checks of the state, under the deadline
+    else:
+        raise AssertionError(f"the login's replay did not finish: {entry}, {replays}")
     replay_id = entry["replay_id"]
     assert [r["replay_id"] for r in replays] == [replay_id]
     player = f"/o/acme/browsers/{sid}/replays/{replay_id}/"

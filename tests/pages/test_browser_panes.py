@@ -1,7 +1,6 @@
 """The processes, files and computer panes of a session page: each role, each partial, the service's own
 refusals shown in place, confirmations, the audit log, and the live relays (process output, file watch)."""
 
-import asyncio
 import io
 import json
 import re
@@ -12,6 +11,7 @@ from urllib.parse import urlencode
 import pytest
 
 from console.accounts.models import AuditLog
+from tests.sandbox_fixtures import process_exited
 
 LONG = 259_200
 
@@ -257,7 +257,7 @@ async def test_it_explains_a_kill_of_an_exited_process(operator_client, tenant, 
     pid = tenant.call("POST", f"/browsers/{session}/process/spawn", json={"command": "true"}).json()[
         "process_id"
     ]
-    await asyncio.sleep(0.5)
+    assert process_exited(tenant, session, pid)["exit_code"] == 0
     page = (await operator_client.get(url(session, f"processes/{pid}/kill/"))).content.decode()
     assert "already exited" in page
 

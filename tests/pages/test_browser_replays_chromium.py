@@ -54,17 +54,18 @@ def hx():
     return {"HX-Request": "true", "HX-Target": "replays-pane"}
 
 
-async def wait_for_navigation(tenant, sid, target, seconds=15.0):
+async def wait_for_event(tenant, sid, kind, seconds=30.0, **data) -> dict:
+    """The session's first ``kind`` event whose data holds ``data`` (its envelope), once it is there."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        events = tenant.call("GET", f"/browsers/{sid}/telemetry/events", params={"limit": 100}).json()
-        if any(
-            e["event"]["type"] == "page_navigation" and e["event"]["data"].get("url") == target
-            for e in events
-        ):
-            return
+        events = tenant.call(
+            "GET", f"/browsers/{sid}/telemetry/events", params={"type": kind, "limit": 100}
+        ).json()
+        for envelope in events:
+            if all(envelope["event"]["data"].get(key) == value for key, value in data.items()):
+                return envelope
         await asyncio.sleep(0.2)
-    raise AssertionError(f"no navigation to {target}")
+    raise AssertionError(f"no {kind} event with {data}")
 
 
 async def body_of(response) -> bytes:
@@ -84,11 +85,17 @@ async def test_it_records_plays_and_downloads_a_replay(
     replay_id = entry.detail.split(":")[0]
     assert replay_id.startswith("rep") and entry.detail.endswith("10 frames/s, at most 120 s")
 
-    await asyncio.sleep(1)
+    # The recording and its events are timed on the tenant's clock: it moves on two seconds before the
+    # login and two after the failures (the events sit well inside the recording) instead of the test
+    # waiting for them.
+    tenant.advance(2)
     assert (
         tenant.call("POST", f"/browsers/{session}/computer/batch", json={"actions": LOGIN}).status_code == 204
     )
-    await wait_for_navigation(tenant, session, "https://plain.example.com/home")
+    navigation = await wait_for_event(
+        tenant, session, "page_navigation", url="https://plain.example.com/home"
+    )
+    await wait_for_event(tenant, session, "interaction_key", key="Enter")
     failures = [
         {"type": "console_error", "data": {"text": "marker-error", "level": "error"}},
         {
@@ -97,8 +104,9 @@ async def test_it_records_plays_and_downloads_a_replay(
         },
     ]
     emit = {"session_id": session, "events": failures}
-    assert tenant.call("POST", "/_sandbox/telemetry/emit", json=emit).status_code == 201
-    await asyncio.sleep(1)
+    emitted = tenant.call("POST", "/_sandbox/telemetry/emit", json=emit)
+    assert emitted.status_code == 201
+    tenant.advance(2)
 
     # A viewer may not stop it; an operator does.
     assert (await viewer_client.post(url(session, f"replays/{replay_id}/stop/"))).status_code == 403
@@ -120,6 +128,9 @@ async def test_it_records_plays_and_downloads_a_replay(
     offsets = [float(v) for v in _attributes(page, "data-offset")]
     length = float(_attributes(page, "data-length")[0])
     assert offsets and all(0 <= o <= length for o in offsets) and offsets == sorted(offsets)
+    assert _offset(page, navigation["seq"]) >= 2  # two seconds into the recording
+    for seq in emitted.json()["seqs"]:  # two seconds before its end
+        assert length - _offset(page, seq) > 1.99
     seq = _attributes(page, "data-seq")[0]
 
     monkeypatch.setattr(replays_pane, "MAX_EVENTS", 3)
@@ -149,3 +160,9 @@ async def test_it_records_plays_and_downloads_a_replay(
 
 def _attributes(page: str, name: str) -> list[str]:
     return re.findall(rf'{name}="([^"]*)"', page)
+
+
+def _offset(page: str, seq: int) -> float:
+    """The moment in the video of the player's event ``seq``."""
+    (offset,) = re.findall(rf'<li id="event-{seq}" [^>]*data-offset="([^"]*)"', page)
+    return float(offset)

@@ -4,13 +4,15 @@ safety, directory zips, and watches reporting real create/write/delete/rename ev
 import io
 import json
 import signal
+import threading
 import time
 import zipfile
 
 import httpx
 import pytest
 
-from tests.sandbox_fixtures import new_tenant, start_sandbox, stop_sandbox, temporary_folder
+from console.sandbox.resources.browser_files import TEMP_PREFIX
+from tests.sandbox_fixtures import new_tenant, start_sandbox, stop_sandbox, temporary_folder, wait_until
 
 LONG = 259_200
 
@@ -398,38 +400,83 @@ class WatchStream:
         return events
 
 
+class WatchEvents:
+    """A watch's SSE stream read on a thread for the length of a ``with`` block, so that a test can change a
+    file, wait for the event that shows a poll saw the change, then make the next one (each change its
+    own poll: no fixed pause). Leaving the block deletes the watch, which ends the stream."""
+
+    def __init__(self, tenant, session, watch_id):
+        self.tenant, self.session, self.watch_id = tenant, session, watch_id
+        self.events: list[dict] = []
+        self.status: int | None = None
+        self.ended = False
+        self.changed = threading.Condition()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self):
+        url = f"{self.tenant.url}/browsers/{self.session}/fs/watch/{self.watch_id}/events"
+        headers = {"Authorization": f"Bearer {self.tenant.api_key}"}
+        try:
+            with httpx.stream("GET", url, headers=headers, timeout=60) as response:
+                self.status = response.status_code
+                for line in response.iter_lines():
+                    if line.startswith("data: "):
+                        with self.changed:
+                            self.events.append(json.loads(line[6:]))
+                            self.changed.notify_all()
+        finally:
+            with self.changed:
+                self.ended = True
+                self.changed.notify_all()
+
+    def until(self, condition, seconds: float = 30.0) -> list[dict]:
+        """The events so far, once they satisfy ``condition``."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.ended or condition(self.events), seconds)
+            assert self.status == 200
+            assert condition(self.events), f"the watch reported only {kinds(self.events)}"
+            return list(self.events)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        fs(self.tenant, self.session, "DELETE", f"watch/{self.watch_id}")
+        self.thread.join(timeout=30)
+
+
 def start_watch(tenant, session, path="/home/kernel", recursive=True):
     response = fs(tenant, session, "POST", "watch", json={"path": path, "recursive": recursive})
     assert response.status_code in (200, 201), response.text
     return response.json()["watch_id"]
 
 
-def wait_for_poll():
-    time.sleep(0.5)  # the sandbox scans every 0.2 s; the test only orders events, never times them
-
-
 def kinds(events):
     return [(e["type"], e["path"]) for e in events]
 
 
+def saw(kind, path):
+    return lambda events: (kind, path) in kinds(events)
+
+
 def test_it_reports_create_write_rename_and_delete(tenant, session):
     watch_id = start_watch(tenant, session)
-    write(tenant, session, "/home/kernel/Desktop/a.txt", b"one")
-    wait_for_poll()
-    write(tenant, session, "/home/kernel/Desktop/a.txt", b"one two")
-    wait_for_poll()
-    fs(
-        tenant,
-        session,
-        "PUT",
-        "move",
-        json={"src_path": "/home/kernel/Desktop/a.txt", "dest_path": "/home/kernel/b.txt"},
-    )
-    wait_for_poll()
-    fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/b.txt"})
-    events = WatchStream(tenant, session, watch_id).read(
-        until=lambda ev: any(e["type"] == "DELETE" for e in ev)
-    )
+    with WatchEvents(tenant, session, watch_id) as watch:
+        write(tenant, session, "/home/kernel/Desktop/a.txt", b"one")
+        watch.until(saw("CREATE", "/home/kernel/Desktop/a.txt"))
+        write(tenant, session, "/home/kernel/Desktop/a.txt", b"one two")
+        watch.until(saw("WRITE", "/home/kernel/Desktop/a.txt"))
+        fs(
+            tenant,
+            session,
+            "PUT",
+            "move",
+            json={"src_path": "/home/kernel/Desktop/a.txt", "dest_path": "/home/kernel/b.txt"},
+        )
+        watch.until(saw("CREATE", "/home/kernel/b.txt"))
+        fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/b.txt"})
+        events = watch.until(saw("DELETE", "/home/kernel/b.txt"))
     assert kinds(events) == [
         ("CREATE", "/home/kernel/Desktop/a.txt"),
         ("WRITE", "/home/kernel/Desktop/a.txt"),
@@ -449,27 +496,35 @@ def test_it_never_reports_the_temporary_file_a_write_goes_through(tenant, sessio
     """A write lands in a temporary file renamed into place; a poll that sees it mid-write must not report
     it (nor turn the one write into a CREATE and a RENAME)."""
     watch_id = start_watch(tenant, session)
+    ticks = [f"/home/kernel/tick-{n}.txt" for n in range(3)]
+
+    def temporary_file():
+        listed = fs(tenant, session, "GET", "list_files", params={"path": "/home/kernel/Desktop"})
+        return listed.status_code == 200 and any(e["name"].startswith(TEMP_PREFIX) for e in listed.json())
 
     def slowly():  # the upload stays open across several polls of the watch
-        for _ in range(5):
+        for tick in ticks:
             yield b"x" * 1024
-            time.sleep(0.3)  # longer than the watch's 0.2 s scan
+            wait_until(temporary_file, what="the write's temporary file")
+            # The event of a file made now comes from a poll that ran while the temporary file was there.
+            write(tenant, session, tick, b"")
+            watch.until(saw("CREATE", tick))
 
-    response = fs(
-        tenant,
-        session,
-        "PUT",
-        "write_file",
-        params={"path": "/home/kernel/Desktop/slow.txt"},
-        content=slowly(),
-    )
-    assert response.status_code == 204, response.text
-    wait_for_poll()
-    fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/Desktop/slow.txt"})
-    events = WatchStream(tenant, session, watch_id).read(
-        until=lambda ev: any(e["type"] == "DELETE" for e in ev)
-    )
+    with WatchEvents(tenant, session, watch_id) as watch:
+        response = fs(
+            tenant,
+            session,
+            "PUT",
+            "write_file",
+            params={"path": "/home/kernel/Desktop/slow.txt"},
+            content=slowly(),
+        )
+        assert response.status_code == 204, response.text
+        watch.until(saw("CREATE", "/home/kernel/Desktop/slow.txt"))
+        fs(tenant, session, "PUT", "delete_file", json={"path": "/home/kernel/Desktop/slow.txt"})
+        events = watch.until(saw("DELETE", "/home/kernel/Desktop/slow.txt"))
     assert kinds(events) == [
+        *[("CREATE", tick) for tick in ticks],
         ("CREATE", "/home/kernel/Desktop/slow.txt"),
         ("DELETE", "/home/kernel/Desktop/slow.txt"),
     ]
@@ -678,8 +733,13 @@ def test_it_never_reaches_the_host_while_a_command_swaps_a_directory_for_a_symli
     )
     assert started.status_code in (200, 201), started.text
     process_id = started.json()["process_id"]
+
+    def racing():  # the swapper's loop has begun once its link to the host is there (as link or d)
+        listed = fs(tenant, session, "GET", "list_files", params={"path": "/tmp"})
+        return listed.status_code == 200 and any(e["mode"].startswith("l") for e in listed.json())
+
     try:
-        time.sleep(0.3)
+        wait_until(racing, what="the swapper's loop")
         found = set()
         for _ in range(12):  # 12 rounds of every operation: about two hundred requests
             found.update(leaks(tenant, session, "d", outside))

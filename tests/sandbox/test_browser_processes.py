@@ -4,14 +4,13 @@ exit code, stdin, kill with a signal, status, a TTY, and real execution turned o
 import base64
 import json
 import os
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.sandbox_fixtures import new_tenant, running_sandbox
+from tests.sandbox_fixtures import new_tenant, process_exited, running_sandbox
 
 LONG = 259_200
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +128,7 @@ def test_it_spawns_and_streams_stdout_and_stderr_then_the_exit_code(tenant, sess
 
 def test_it_holds_output_for_a_stream_opened_after_the_process_finished(tenant, session):
     started = spawn(tenant, session, "echo", "early bird")
-    time.sleep(0.5)
+    assert process_exited(tenant, session, started["process_id"]) == {"state": "exited", "exit_code": 0}
     frames = read_stream(tenant, session, started["process_id"])
     assert output(frames) == b"early bird\n" and frames[-1] == {"event": "exit", "exit_code": 0}
     # After the exit, every new stream gets the whole output again, then the exit event.
@@ -189,7 +188,8 @@ def test_it_gives_a_tty_when_asked_and_resizes_it(tenant, session):
         session,
         "sh",
         "-c",
-        "test -t 1 && echo tty; sleep 0.3; stty size",
+        # It asks its size only once a line arrives, and the line is sent after the resize.
+        "test -t 1 && echo tty; read go; stty size",
         allocate_tty=True,
         cols=100,
         rows=30,
@@ -197,6 +197,10 @@ def test_it_gives_a_tty_when_asked_and_resizes_it(tenant, session):
     pid = started["process_id"]
     resized = proc(tenant, session, "POST", f"{pid}/resize", json={"cols": 120, "rows": 40})
     assert resized.json() == {"ok": True}
+    line = proc(
+        tenant, session, "POST", f"{pid}/stdin", json={"data_b64": base64.b64encode(b"go\n").decode()}
+    )
+    assert line.json() == {"written_bytes": 3}
     frames = read_stream(tenant, session, pid)
     text = output(frames).replace(b"\r", b"")
     assert b"tty\n" in text and b"40 120" in text

@@ -7,6 +7,8 @@ import zipfile
 import httpx
 import pytest
 
+from tests.sandbox_fixtures import new_tenant
+
 LONG = 259_200
 
 
@@ -165,3 +167,18 @@ def test_it_serves_session_subresources_on_the_vm_base_url_with_the_jwt(tenant):
         ).status_code
         == 404
     )
+
+
+def test_it_answers_an_unknown_session_on_the_vm_as_a_known_one_with_a_wrong_jwt(tenant):
+    """No existence oracle: a wrong jwt on a real session id and any jwt on an unknown id (or on the id of
+    another tenant's ended session) get the same answer, status and body."""
+    other = new_tenant(tenant.url)
+    known, ended = session(tenant), session(other)
+    other.call("DELETE", f"/browsers/{ended['session_id']}")
+    answers = []
+    for target in (known["base_url"], ended["base_url"], f"{tenant.url}/_vm/bs_doesnotexist0000"):
+        for jwt in ("wrong", "", "é"):
+            response = httpx.get(f"{target}/fs/list_files", params={"path": "/", "jwt": jwt})
+            answers.append((response.status_code, response.json()))
+    assert answers[0][0] == 401 and answers[0][1]["code"] == "invalid_jwt"
+    assert all(answer == answers[0] for answer in answers), answers

@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.sandbox_fixtures import (
+    LONG_SESSION,
     browser_processes,
     displays,
     new_tenant,
@@ -40,7 +41,14 @@ ALL = {name: {"enabled": True} for name in ("console", "network", "page", "inter
 
 
 def create(tenant, **body):
-    body = {"headless": True, "viewport": {"width": 640, "height": 480}, **body}
+    # Three days' inactivity timeout unless a test says otherwise: on a loaded machine a test can outlast the
+    # service's 60 s default, and a session timed out under it is a different test.
+    body = {
+        "headless": True,
+        "viewport": {"width": 640, "height": 480},
+        "timeout_seconds": LONG_SESSION,
+        **body,
+    }
     response = tenant.call("POST", "/browsers", json=body, timeout=60)
     assert response.status_code == 201, response.text
     return response.json()

@@ -8,6 +8,7 @@ running browsers, headless, on small viewports.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from tests.sandbox.test_chromium import create, pixel
@@ -241,5 +242,53 @@ def test_it_never_puts_a_session_in_standby_between_its_wake_and_its_live_viewer
             assert framed.wait(30)
             done.set()
             assert frame.result(timeout=60)[:2] == b"\xff\xd8"
+    finally:
+        stop_sandbox(process)
+
+
+@pytest.mark.timeout(300)
+def test_it_shares_the_browsers_between_tenants_when_one_holds_them_all():
+    """A viewer's wall held every browser of the sandbox with CDP connections, and another tenant's
+    screenshot got 429 at once. A tenant may take a held browser from the tenant holding the most when
+    that one holds at least two more (docs/sandbox.md, "Limits, standby and lifecycle")."""
+    url, process = chromium_sandbox(SANDBOX_MAX_BROWSERS="2")
+    try:
+        wall, other = new_tenant(url), new_tenant(url)
+        tiles = [create(wall, start_url=f"https://lab.example.com/?log=tile{n}") for n in range(2)]
+        mine = create(other, start_url="https://lab.example.com/?color=00ff00")
+        with contextlib.ExitStack() as sockets:
+            held = {}
+            for tile in tiles:
+                socket = sockets.enter_context(connect(tile["cdp_ws_url"], open_timeout=120, max_size=None))
+                socket.send(json.dumps({"id": 1, "method": "Browser.getVersion"}))
+                assert json.loads(socket.recv(timeout=30))["id"] == 1
+                held[tile["session_id"]] = socket
+            assert set(states(wall).values()) == {"running"}  # both browsers, each held by a client
+            # The other tenant's screenshot: before, 429 browser_limit_reached at once.
+            shot = other.call(
+                "POST", f"/browsers/{mine['session_id']}/computer/screenshot", json={}, timeout=120
+            )
+            assert shot.status_code == 200, shot.text
+            assert pixel(shot.content, 300, 300) == (0, 255, 0)
+            # One tile gave its browser up: its client's connection closed, its session in standby (state
+            # kept); the other still relays.
+            given_up = [sid for sid, state in states(wall).items() if state == "standby"]
+            assert len(given_up) == 1, states(wall)
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    held[given_up[0]].recv(timeout=30)
+            kept = next(sid for sid in held if sid != given_up[0])
+            held[kept].send(json.dumps({"id": 2, "method": "Browser.getVersion"}))
+            assert json.loads(held[kept].recv(timeout=30))["id"] == 2
+            # Now the other tenant holds its browser too: one each, and neither takes the other's.
+            own = sockets.enter_context(connect(mine["cdp_ws_url"], open_timeout=120, max_size=None))
+            own.send(json.dumps({"id": 3, "method": "Browser.getVersion"}))
+            assert json.loads(own.recv(timeout=30))["id"] == 3
+            again = next(tile for tile in tiles if tile["session_id"] == given_up[0])
+            with pytest.raises(InvalidStatus) as refused:
+                sockets.enter_context(connect(again["cdp_ws_url"], open_timeout=120))
+            assert refused.value.response.status_code == 429
+            assert json.loads(refused.value.response.body)["code"] == "browser_limit_reached"
+            assert states(wall)[kept] == "running" and states(other)[mine["session_id"]] == "running"
     finally:
         stop_sandbox(process)

@@ -249,7 +249,8 @@ def test_it_creates_a_bounded_number_of_tenants():
     limits = {"SANDBOX_MAX_TENANTS": "4", "SANDBOX_MAX_DEMO_TENANTS": "2"}
     with running_sandbox(SANDBOX_ENGINE="simulated", **limits) as url:
         new_tenant(url)  # with the demo key's tenant: 2
-        assert httpx.post(f"{url}/_sandbox/tenants", content="[]").status_code == 400
+        as_json = {"Content-Type": "application/json"}
+        assert httpx.post(f"{url}/_sandbox/tenants", content="[]", headers=as_json).status_code == 400
         demo = httpx.post(f"{url}/_sandbox/tenants", json={"demo": "yes"})
         assert demo.status_code == 400 and demo.json()["details"][0]["code"] == "demo"
         new_tenant(url, demo=True)  # 3, the second with demo data

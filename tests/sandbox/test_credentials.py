@@ -61,8 +61,10 @@ def test_it_creates_a_credential_without_returning_its_values(tenant):
 
 
 def test_it_returns_the_current_code_only_when_the_secret_was_just_set(tenant):
-    tenant.set_clock("2026-03-01T12:00:59Z")
-    at = datetime(2026, 3, 1, 12, 0, 59, tzinfo=UTC)
+    # The start of a 30 s window: the tenant's clock runs on from here, and every call of the test must
+    # fall in the same window (from 12:00:59 a loaded machine crossed into the next code).
+    tenant.set_clock("2026-03-01T12:00:30Z")
+    at = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
     expected, expires = totp_code(RFC_SECRET, at)
     credential = create(tenant, totp_secret=RFC_SECRET.lower())
     assert credential["has_totp_secret"] is True

@@ -3,11 +3,13 @@
 The console runs in production mode with ALLOWED_HOSTS set to a public name, as a real deployment does.
 """
 
+import fnmatch
 import json
 import os
 import re
 import secrets
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -136,3 +138,101 @@ def test_it_trusts_the_proxies_named_in_forwarded_allow_ips(tmp_path):
         assert started.client_seen("127.0.0.1", "unlisted", {"X-Forwarded-For": FORGED}) == "127.0.0.1"
     finally:
         started.stop()
+
+
+# What the image holds without: the sandbox and its packages (requirements/sandbox.txt).
+SANDBOX_PACKAGES = ("starlette", "playwright", "greenlet", "regex", "multipart", "python_multipart")
+ABSENT = f"""
+import sys
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {SANDBOX_PACKAGES!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not in the image)", name=name)
+        return None
+
+sys.meta_path.insert(0, Absent())
+"""
+
+
+def ignored(path: str, patterns: list[str]) -> bool:
+    """Whether .dockerignore keeps ``path`` (relative, with /) out of the build context."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    for pattern in patterns:
+        bare = pattern.rstrip("/").removeprefix("**/")
+        if any(
+            fnmatch.fnmatch(prefix, bare) or fnmatch.fnmatch(part, bare)
+            for prefix, part in zip(prefixes, parts, strict=True)
+        ):
+            return True
+    return False
+
+
+@pytest.fixture
+def image_tree(tmp_path) -> Path:
+    """The files COPY . /app takes (the checkout's, less what .dockerignore names), and a Python that cannot
+    import the sandbox's packages (a sitecustomize on PYTHONPATH refuses them)."""
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    app = tmp_path / "app"
+    for name in listed.decode().split("\0"):
+        if name and not ignored(name, patterns) and (ROOT / name).is_file():
+            (app / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, app / name)
+    (tmp_path / "absent").mkdir()
+    (tmp_path / "absent" / "sitecustomize.py").write_text(ABSENT)
+    return app
+
+
+def test_it_ships_the_console_without_the_sandbox_or_its_packages(image_tree, tmp_path):
+    assert not (image_tree / "console" / "sandbox").exists() and not (image_tree / "tests").exists()
+    assert (image_tree / "console" / "live" / "screen.py").exists()
+    env = production_env(tmp_path, PYTHONPATH=str(tmp_path / "absent"))
+    proof = subprocess.run(
+        [sys.executable, "-c", "import starlette"], cwd=image_tree, env=env, capture_output=True, text=True
+    )
+    assert "not in the image" in proof.stderr  # the packages really are out of reach
+    steps = (["collectstatic", "--noinput", "-v0"], ["migrate", "--noinput", "-v0"], ["check", "--deploy"])
+    for command in steps:  # the image's build step, the release step, and Django's own checks
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command], cwd=image_tree, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    # Every view module, imported through the URLconf, and the ASGI application the CMD serves.
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); import console.urls, console.asgi"],
+        cwd=image_tree,
+        env={**env, "DJANGO_SETTINGS_MODULE": "console.settings"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    port = free_port()
+    log = (tmp_path / "console.log").open("w")
+    server = subprocess.Popen(
+        command_line(port), cwd=image_tree, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None and time.monotonic() < deadline, log.name
+                time.sleep(0.1)
+        assert ready.status_code == 200
+        login = httpx.get(
+            f"http://127.0.0.1:{port}/login/",
+            headers={"Host": "console.example.com", "X-Forwarded-Proto": "https"},
+            timeout=10,
+        )
+        assert login.status_code == 200 and "Log in" in login.text
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -330,6 +330,7 @@ async def _finish(tenant: Tenant, replay: dict) -> None:
         replay["finished_at"] = tenant.now() - timedelta(seconds=encoding)
         replay["_recorder"] = None
         recorder.live.attached -= 1
+        recorder.live.recording -= 1
 
 
 def stop_all(tenant: Tenant, record: dict) -> None:
@@ -352,10 +353,12 @@ async def begin(tenant: Tenant, record: dict, live, framerate: int, duration: in
     directory.mkdir(parents=True)
     recorder = Recorder(live, directory, framerate)
     live.attached += 1
+    live.recording += 1
     try:
         await recorder.start()
     except ApiError:
         live.attached -= 1
+        live.recording -= 1
         rooted.remove_beneath(directory.parent, directory.name)
         raise
     replay = {

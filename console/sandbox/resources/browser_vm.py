@@ -3,15 +3,18 @@ SDK 0.131 sends the session's sub-resources (``curl``, ``telemetry/stream``, ``c
 ``process``, ``fs``, ``logs/stream``) straight to ``{base_url}/<sub-resource>?…&jwt=<jwt>`` without an
 Authorization header, the jwt being the one in the session's ``cdp_ws_url``.
 
-The sandbox answers that form on ``/_vm/{session_id}/…``: the jwt is checked against the session (401
-``invalid_jwt`` otherwise; 404 once the session has ended, as its VM is gone), then the request is served by
-the ordinary ``/browsers/{session_id}/…`` route as the session's tenant and project. Any other sub-resource
-is 404: the VM serves only those.
+The sandbox answers that form on ``/_vm/{session_id}/…``: the jwt is checked against the session, then the
+request is served by the ordinary ``/browsers/{session_id}/…`` route as the session's tenant and project.
+A jwt that does not open the session, and a session id the sandbox does not know, get the same answer (401
+``invalid_jwt``, same body): it was 404 for an unknown id and 401 for a known one, which told anyone which
+session ids exist. With its jwt, a session that has ended is 404 (its VM is gone). Any other sub-resource
+is 404, whatever the session: the VM serves only those.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.responses import JSONResponse
@@ -43,6 +46,13 @@ def _jwts(record: dict) -> set[str]:
     return {token for token in found if token}
 
 
+def _opens(token: str, record: dict) -> bool:
+    """Whether ``token`` is one of the session's jwts (as bytes: ``compare_digest`` raises on non-ASCII
+    text)."""
+    given = token.encode()
+    return bool(token) and any(secrets.compare_digest(given, jwt.encode()) for jwt in _jwts(record))
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"code": code, "message": message, "details": []}, status_code=status)
 
@@ -62,12 +72,13 @@ async def vm_app(scope, receive, send) -> None:
     query = parse_qsl(scope.get("query_string", b"").decode(), keep_blank_values=True)
     token = next((v for k, v in query if k == "jwt"), "")
     found = _session(session_id)
-    if found is None or not is_active(found[0], found[1]):
-        await _error(404, "not_found", f"browser session {session_id!r} was not found")(scope, receive, send)
+    if found is None or not _opens(token, found[1]):
+        # One answer whether the id exists or not: no oracle of other tenants' session ids.
+        await _error(401, "invalid_jwt", "the jwt does not open this session's VM")(scope, receive, send)
         return
     tenant, record = found
-    if not token or token not in _jwts(record):
-        await _error(401, "invalid_jwt", "the jwt does not open this session's VM")(scope, receive, send)
+    if not is_active(tenant, record):
+        await _error(404, "not_found", f"browser session {session_id!r} has ended")(scope, receive, send)
         return
     headers = [
         (k, v) for k, v in scope["headers"] if k.lower() not in (b"authorization", b"x-kernel-project")

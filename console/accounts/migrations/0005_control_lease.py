@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("accounts", "0003_audit_outcome_unknown"),
+        ("accounts", "0004_audit_refusal_counts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
