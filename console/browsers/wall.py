@@ -22,6 +22,7 @@ filtered by type on the service) and refreshes every ``BADGE_SECONDS`` while the
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -46,6 +47,7 @@ RECENT_SECONDS = 60
 ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 
 allowance = relay.Allowance()
+WALL_KEY = re.compile(r"[A-Za-z0-9]{8,40}")  # a page's name for itself (static/js/screen.js)
 
 
 def live_tiles() -> tuple[int, int]:
@@ -133,8 +135,15 @@ async def wall_stream(request):
             raise result
     per_viewer, per_org = live_tiles()
     connection = relay.Ticket()
+    wall = request.GET.get("wall", "")
     live, paused = allowance.claim(
-        connection, request.org.pk, request.user.pk, ids, per_viewer=per_viewer, per_org=per_org
+        connection,
+        request.org.pk,
+        request.user.pk,
+        ids,
+        per_viewer=per_viewer,
+        per_org=per_org,
+        wall=wall if WALL_KEY.fullmatch(wall) else "",
     )
     before = b"".join(relay.status_event("paused", why, sid) for sid, why in paused.items())
     return screen.stream_response(

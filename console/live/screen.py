@@ -383,8 +383,8 @@ class Screen:
                     self.stalled = True
                     silent = f"{loop.time() - self.heard_at:.0f} s"
                     self._set_status("stalled", f"the browser's CDP endpoint has said nothing for {silent}")
-            except (ScreenUnavailable, _Closed, Flooded, ConnectionError):
-                return  # the reader sees the same and ends the connection
+            except Exception:  # (closed, flooded, an error reply): the reader sees the same and ends it
+                return
 
     def arrive(self, data: str, metadata: object) -> None:
         """A frame from the upstream: kept as it came (replacing one nobody took), checked when taken."""
@@ -802,16 +802,16 @@ class Allowance:
     not connected. Per process: each console replica keeps its own count."""
 
     def __init__(self):
-        # connection (a ``Ticket``): (org, viewer, ids). Weakly held: a stream that never ran (its client
-        # gone before the first byte), and so never released its claim, frees it once it is collected.
-        self.claims: weakref.WeakKeyDictionary[Ticket, tuple[Hashable, Hashable, list[str]]] = (
+        # connection (a ``Ticket``): (org, viewer, wall, ids). Weakly held: a stream that never ran (its
+        # client gone before the first byte), and so never released its claim, frees it once collected.
+        self.claims: weakref.WeakKeyDictionary[Ticket, tuple[Hashable, Hashable, str, list[str]]] = (
             weakref.WeakKeyDictionary()
         )
 
     def _held(self, org: Hashable, viewer: Hashable | None = None) -> set[str]:
         return {
             sid
-            for owner, who, ids in self.claims.values()
+            for owner, who, _, ids in self.claims.values()
             if owner == org and (viewer is None or who == viewer)
             for sid in ids
         }
@@ -825,8 +825,15 @@ class Allowance:
         *,
         per_viewer: int,
         per_org: int,
+        wall: str = "",
     ) -> tuple[list[str], dict[str, str]]:
-        """(the ids that may be live, {the paused ones: why, in words})."""
+        """(the ids that may be live, {the paused ones: why, in words}). ``wall`` names the page: its new
+        connection (the tiles on screen changed) replaces its previous one at once, which its browser has
+        closed but whose end the server may not have seen yet."""
+        if wall:
+            for ticket, (owner, who, page, _) in list(self.claims.items()):
+                if (owner, who, page) == (org, viewer, wall):
+                    del self.claims[ticket]
         mine, ours = self._held(org, viewer), self._held(org)
         granted: list[str] = []
         paused: dict[str, str] = {}
@@ -839,7 +846,7 @@ class Allowance:
                 granted.append(sid)
                 mine.add(sid)
                 ours.add(sid)
-        self.claims[connection] = (org, viewer, granted)
+        self.claims[connection] = (org, viewer, wall, granted)
         return granted, paused
 
     def release(self, connection: Ticket) -> None:

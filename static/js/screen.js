@@ -461,6 +461,8 @@
     var max = Math.max(1, Number(wall.dataset.liveMax || 4));
     var tiles = {}, order = [], visible = {}, first = [], done = {};
     var source = null, current = null, timer = null;
+    // This page's name at the console: a new stream of it replaces the one just closed at once.
+    var name = Array.from(crypto.getRandomValues(new Uint8Array(12)), function (b) { return (b % 36).toString(36); }).join("");
     wall.querySelectorAll("[data-tile][data-relay]").forEach(function (tile) {
       tiles[tile.dataset.tile] = tile;
       order.push(tile.dataset.tile);
@@ -514,7 +516,7 @@
       live.forEach(function (id) {
         if (tiles[id].dataset.state === "paused") say(id, { state: "connecting", label: "Connecting…" }, "", "");
       });
-      var query = live.map(function (id) { return "id=" + encodeURIComponent(id); }).join("&");
+      var query = live.map(function (id) { return "id=" + encodeURIComponent(id); }).join("&") + "&wall=" + name;
       source = new EventSource(wall.dataset.streamUrl + "?" + query);
       var mine = source;
       source.addEventListener("status", function (event) {

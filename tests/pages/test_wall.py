@@ -182,3 +182,23 @@ async def test_it_says_in_words_that_the_service_refused_a_tile_and_does_not_ins
     seen = await read_until(retried, lambda s: any(x["state"] == "live" for x in statuses(s)))
     assert statuses(seen)[-1]["state"] == "live"
     await retried._iterator.aclose()
+
+
+async def test_it_lets_a_wall_s_new_stream_take_over_the_one_it_just_closed(
+    viewer_client, quiet, cdp, settings
+):
+    """Scrolling changes the tiles on screen: the page closes its stream and opens one for the new set. The
+    server may not have seen the first one end yet; counted together, the new tile was paused for nothing."""
+    settings.WALL_LIVE_TILES = 2
+    a, b, c = relayable(quiet, cdp, 3)
+    before = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [a, b], "wall": "page0001"})
+    await read_until(before, lambda s: sum(x["state"] == "live" for x in statuses(s)) >= 2)
+    after = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [b, c], "wall": "page0001"})
+    seen = await read_until(after, lambda s: sum(x["state"] in ("live", "paused") for x in statuses(s)) >= 2)
+    assert {x["s"]: x["state"] for x in statuses(seen)} == {b: "live", c: "live"}
+    # Another page of the same viewer is another wall: it counts with the first.
+    other = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [a], "wall": "page0002"})
+    seen = await read_until(other, lambda s: any(x["state"] in ("live", "paused") for x in statuses(s)))
+    assert statuses(seen)[-1]["state"] == "paused"
+    for response in (before, after, other):
+        await response._iterator.aclose()
