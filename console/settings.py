@@ -242,8 +242,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# No frame-src here: SecurityHeadersMiddleware appends `frame-src 'none'`, or the one live-view origin a page
-# frames (request.csp_frame_src).
+# No frame-src here: SecurityHeadersMiddleware appends `frame-src 'none'` (or the one origin a view sets in
+# request.csp_frame_src: none does since the service's live view is no longer framed, docs/security.md).
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
