@@ -67,8 +67,10 @@ DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="demo")
 EXTENSION_MAX_UPLOAD_BYTES = env.int("EXTENSION_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)  # 10 MiB
 # Largest file or zip an operator uploads into a browser session's filesystem.
 SESSION_UPLOAD_MAX_BYTES = env.int("SESSION_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)  # 100 MiB
-# Live panes: keepalive comment period, replay buffer per stream, and how far a viewer may fall behind.
-LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=15.0)
+# Live panes: the relay's keepalive event period, replay buffer per stream, and how far a viewer may fall
+# behind. An upstream silent for one keepalive interval is checked (the service probed, given half an
+# interval to answer): a pane says "Stalled" within two intervals of a frozen service (console/live/hub.py).
+LIVE_KEEPALIVE_SECONDS = env.float("LIVE_KEEPALIVE_SECONDS", default=5.0)
 # Every event stream re-checks this often that its member still may watch it (console/live/guard.py).
 STREAM_RECHECK_SECONDS = env.float("STREAM_RECHECK_SECONDS", default=15.0)
 # The service's own keepalive interval on its streams (15 s by its spec): an upstream that sends nothing for
@@ -83,6 +85,13 @@ LIVE_MAX_PENDING_BYTES = env.int("LIVE_MAX_PENDING_BYTES", default=64 * 1024 * 1
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=0)
 # The live screen: seconds a session's CDP screencast stays open after its last viewer left.
 SCREEN_LINGER_SECONDS = env.float("SCREEN_LINGER_SECONDS", default=3.0)
+# Control of a session's screen (a lease in the database): how long it holds without an action or the
+# holder's pane renewing it (the pane renews it every quarter of this while open).
+SCREEN_CONTROL_SECONDS = env.float("SCREEN_CONTROL_SECONDS", default=120.0)
+# The session wall: live tiles (each a CDP connection that keeps a browser awake) per viewer (all their walls
+# together) and per organization, in each console process; the rest are paused.
+WALL_LIVE_TILES = env.int("WALL_LIVE_TILES", default=4)
+WALL_LIVE_TILES_PER_ORG = env.int("WALL_LIVE_TILES_PER_ORG", default=8)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -284,8 +293,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# No frame-src here: SecurityHeadersMiddleware appends `frame-src 'none'`, or the one live-view origin a page
-# frames (request.csp_frame_src).
+# No frame-src here: SecurityHeadersMiddleware appends `frame-src 'none'` (or the one origin a view sets in
+# request.csp_frame_src: none does since the service's live view is no longer framed, docs/security.md).
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "

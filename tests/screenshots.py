@@ -160,10 +160,14 @@ def take_states(
 
     if real:
         page.goto(f"{base_url}/o/{ORG}/{real['wall']}")
-        page.wait_for_function(  # every tile showing its first frame
-            "() => [...document.querySelectorAll('[data-tile]')].every(t => Number(t.dataset.frames) > 0)",
-            timeout=60_000,
-        )
+        # Every tile showing its first frame: only tiles on screen are live (a phone shows one at a time), and
+        # a tile scrolled past keeps its last picture.
+        for tile in page.locator("[data-tile]").all():
+            tile.scroll_into_view_if_needed()
+            page.wait_for_function(
+                "tile => Number(tile.dataset.frames) > 0", arg=tile.element_handle(), timeout=60_000
+            )
+        page.evaluate("() => window.scrollTo(0, 0)")
         time.sleep(1)
         shoot("wall", full_page=True)
         page.goto(f"{base_url}/o/{ORG}/{real['screen']}")

@@ -81,6 +81,16 @@ class Organization(models.Model):
         )
 
 
+class MembershipQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        # A role written in bulk (the members page, a script) is a new version of the membership too: what
+        # was granted against the old one (a screen's control lease) must not outlive a demote and
+        # re-promote.
+        if "role" in kwargs and "version" not in kwargs:
+            kwargs["version"] = models.F("version") + 1
+        return super().update(**kwargs)
+
+
 class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
@@ -90,13 +100,30 @@ class Membership(models.Model):
     # Its name when it was picked, so the header can show it without asking the service.
     project_name = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # One more at every role change (save() and QuerySet.update() alike): what was granted to this membership
+    # (a screen's control lease) records the version it was granted under and ends with it.
+    version = models.PositiveIntegerField(default=1, editable=False)
+
+    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "org"], name="one_membership_per_org")]
         ordering = ["org__name"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._loaded_role = self.__dict__.get("role")  # (not loaded when deferred: no query for it)
+
     def __str__(self):
         return f"{self.user} in {self.org} ({self.role})"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and self._loaded_role is not None and self.role != self._loaded_role:
+            self.version += 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        super().save(*args, **kwargs)
+        self._loaded_role = self.role
 
     def has_role(self, needed: str) -> bool:
         return Role.at_least(self.role, needed)
@@ -197,3 +224,30 @@ class RefusalCounter(models.Model):
 
     def __str__(self):
         return f"{self.user_id}: {self.count} since {self.window_start:%Y-%m-%d %H:%M:%S}"
+
+
+class ControlLease(models.Model):
+    """Who drives a browser session's screen: at most one lease per (org, session id), in the database so
+    every console process agrees (console/live/control.py takes, checks, renews and frees it).
+
+    A lease holds while it has not expired and its membership is the one it was granted to, at the same
+    version (no role change since) and still operator or more: removing the member deletes it (cascade),
+    a demote (even one undone since) ends it. Only a hash of the holder's token is kept."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    session_id = models.CharField(max_length=200)
+    holder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="+")
+    membership_version = models.PositiveIntegerField()
+    token_hash = models.CharField(max_length=64, editable=False)
+    acquired_at = models.DateTimeField()
+    renewed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "session_id"], name="one_control_lease_per_session")
+        ]
+
+    def __str__(self):
+        return f"{self.holder} drives {self.session_id} in {self.org} until {self.expires_at:%H:%M:%S}"

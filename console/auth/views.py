@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.accounts.audit import audited
+from console.accounts.audit import audited, record
 from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepForm, describe_interval
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
@@ -36,6 +36,7 @@ from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
 from console.web.render import done, render
+from console.web.text import safe_url
 
 CONNECTION_STATUSES = ("NEEDS_AUTH", "AUTHENTICATED")
 REAUTH_REASONS = {
@@ -376,7 +377,15 @@ def _flow_page_context(request, connection, *, form=None, notice="", step_only=F
         ),
         "expires_in": seconds_left(connection.flow_expires_at) if connection.flow_running else None,
         "events_url": _url(request.org.slug, "events", connection.id),
+        "hosted_link": _flow_link(request.org.slug, connection.id, "hosted"),
+        "live_view_link": _flow_link(request.org.slug, connection.id, "live-view"),
     }
+
+
+def _flow_link(org_slug: str, connection_id: str, which: str) -> str:
+    return reverse(
+        "auth:flow-link", kwargs={"org_slug": org_slug, "connection_id": connection_id, "which": which}
+    )
 
 
 @require_GET
@@ -393,6 +402,30 @@ async def connection_flow(request, connection_id: str):
     step_only = bool(request.htmx and request.htmx.target == "auth-flow-step")
     context = _flow_page_context(request, connection, step_only=step_only)
     return render(request, "auth/flow.html", context, partial="auth-flow-step")
+
+
+# The flow's hosted page and live view: capability URLs of the service (whoever holds one acts in the login),
+# which the console cannot revoke. The page links to this console URL instead, which re-checks the member
+# (operator, still in the org) at each use, audits the opening, and only then redirects to the URL of the
+# flow running now: the service's URL reaches a browser only when an operator opens it (docs/security.md).
+FLOW_LINKS = {"hosted": ("hosted_url", "hosted login page"), "live-view": ("live_view_url", "live view")}
+
+
+@require_GET
+@org_view("operator")
+async def connection_flow_link(request, connection_id: str, which: str):
+    if which not in FLOW_LINKS:
+        raise Http404("No such page of a login")
+    field, label = FLOW_LINKS[which]
+    connection = await _connection(request, connection_id)
+    target = safe_url(getattr(connection, field)) if connection.flow_running else ""
+    if not target:
+        messages.info(request, f"This login has no {label} now: it may have ended.")
+        return HttpResponseRedirect(_url(request.org.slug, "flow", connection.id))
+    await record(request, "auth.flow.open", target_id=connection.id, detail=f"opened the {label}")
+    response = HttpResponseRedirect(target)
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @require_POST

@@ -46,7 +46,6 @@ from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
-from console.web.text import safe_url, url_origin
 
 STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
@@ -209,16 +208,6 @@ def _panes() -> list[dict]:
     return found
 
 
-def _live_view(request, session: browsers.Session) -> str:
-    """The live view URL: operators get the interactive one; viewers only a view-only link the service
-    hands out (the sandbox does), whose token cannot be made interactive. Never the interactive URL with
-    ``readOnly=true``: that flag is the holder's to remove. Only http(s) URLs (``safe_url``).
-    """
-    if request.membership.has_role("operator"):
-        return safe_url(session.browser_live_view_url)
-    return safe_url(session.read_only_live_view_url)
-
-
 def _filters(request) -> tuple[list[str], list[str]]:
     def listed(name: str, allowed) -> list[str]:
         values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
@@ -322,16 +311,14 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
 @org_view("viewer")
 async def session_detail(request, session_id: str):
     """The session page: its frame at once, the session and its telemetry after (console/web/deferred.py);
-    with ``HX-Target: telemetry-pane`` (filters changed) the pane alone."""
-    embed = request.GET.get("view") == "embed"
+    with ``HX-Target: telemetry-pane`` (filters changed) the pane alone. The screen is the console's own
+    (console/browsers/panes/screen.py): the service's live-view URLs never reach the page."""
 
     async def detail() -> dict:
         session = await _get(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
         return {
             **pane,
-            "live_view_url": _live_view(request, session),
-            "embed": embed,
             "panes": _panes(),
             "uptime": presenters.duration(session.uptime),
             "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
@@ -341,13 +328,6 @@ async def session_detail(request, session_id: str):
         session = await _get(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
         return render(request, "browsers/_telemetry.html#telemetry-pane", pane)
-    if embed:
-        # The CSP frames nothing (frame-src 'none') but this live view's origin, on this response only: the
-        # page that frames it is answered whole, since a later part cannot widen the page's CSP.
-        context = {"session_id": session_id, "deferred_template": "browsers/detail.html", **await detail()}
-        if context["live_view_url"]:
-            request.csp_frame_src = url_origin(context["live_view_url"])
-        return render(request, "browsers/detail.html", context)
     parts = [deferred.Part("session-detail", detail)]
     return await deferred.page(request, "browsers/detail.html", {"session_id": session_id}, parts)
 

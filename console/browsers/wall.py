@@ -7,6 +7,13 @@ at most ``THUMBNAIL_FPS`` frames a second each, all in ONE event stream per wall
 connections per host: one stream per tile would starve the rest). Sessions the console cannot relay
 (simulated, no usable ``cdp_ws_url``) show their name and status without a picture.
 
+A live tile holds a CDP connection, and a session with one keeps its browser awake (at the service, a
+browser slot): the wall keeps live only what its viewer needs. The page asks for the tiles on screen (and
+none while its tab is hidden), at most ``WALL_LIVE_TILES``; the stream grants at most that many sessions
+per viewer (all their walls together) and ``WALL_LIVE_TILES_PER_ORG`` per org (``relay.Allowance``, per
+console process). A paused tile keeps its last picture and says why; one the service refused, or that
+ended, says so in words, with a retry.
+
 Badges: a tile is flagged when its session's telemetry has a console error or a failed request in the
 last minute. The badges part asks the service once per tile (one page of the newest error-like events,
 filtered by type on the service) and refreshes every ``BADGE_SECONDS`` while the tab is visible.
@@ -15,9 +22,10 @@ filtered by type on the service) and refreshes every ``BADGE_SECONDS`` while the
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlencode
 
+from django.conf import settings
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
@@ -25,6 +33,7 @@ from django.views.decorators.http import require_http_methods
 from console.browsers import presenters
 from console.browsers.panes import screen
 from console.browsers.views import STATUSES, _tag_filters
+from console.live import screen as relay
 from console.service import ServiceError, browsers, telemetry
 from console.web.decorators import org_view
 from console.web.render import render
@@ -36,6 +45,14 @@ BADGE_SECONDS = 15
 BADGE_TIMEOUT = 5.0
 RECENT_SECONDS = 60
 ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
+
+allowance = relay.Allowance()
+WALL_KEY = re.compile(r"[A-Za-z0-9]{8,40}")  # a page's name for itself (static/js/screen.js)
+
+
+def live_tiles() -> tuple[int, int]:
+    """(live tiles per viewer, per org) of this process's walls."""
+    return int(getattr(settings, "WALL_LIVE_TILES", 4)), int(getattr(settings, "WALL_LIVE_TILES_PER_ORG", 8))
 
 
 def _url(request, name: str, **kwargs) -> str:
@@ -81,8 +98,7 @@ async def wall(request):
                 "url": _url(request, "detail", session_id=session.session_id) + "#pane-screen",
             }
         )
-    ids = [t["session"].session_id for t in tiles if t["relay"]]
-    stream_url = f"{_url(request, 'wall-stream')}?{urlencode([('id', i) for i in ids])}" if ids else ""
+    stream_url = _url(request, "wall-stream") if any(t["relay"] for t in tiles) else ""
     badges_url = _url(request, "wall-badges") + (f"?{request.GET.urlencode()}" if request.GET else "")
     context = {
         "tiles": tiles,
@@ -95,6 +111,7 @@ async def wall(request):
         "badge_seconds": BADGE_SECONDS,
         "tag_values": [f"{k}:{v}" for k, v in filters["tags"].items()],
         "fps": THUMBNAIL_FPS,
+        "live_max": live_tiles()[0],
     }
     return render(request, "browsers/wall.html", context)
 
@@ -102,7 +119,8 @@ async def wall(request):
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def wall_stream(request):
-    """One event stream for every tile: each session's frames at most THUMBNAIL_FPS a second."""
+    """One event stream for the tiles asked (``id``, in the page's order): each live session's frames at
+    most THUMBNAIL_FPS a second; those beyond the bounds (``Allowance``) a "paused" status saying why."""
     ids = list(dict.fromkeys(request.GET.getlist("id")))[:MAX_TILES]
     if not ids:
         raise Http404("No sessions to watch")
@@ -115,7 +133,27 @@ async def wall_stream(request):
             if isinstance(result, ServiceError) and result.status == 404:
                 raise Http404("No such browser session")
             raise result
-    return screen.stream_response(request, [screen.source(request, i) for i in ids], THUMBNAIL_FPS)
+    per_viewer, per_org = live_tiles()
+    connection = relay.Ticket()
+    wall = request.GET.get("wall", "")
+    live, paused = allowance.claim(
+        connection,
+        request.org.pk,
+        request.user.pk,
+        ids,
+        per_viewer=per_viewer,
+        per_org=per_org,
+        wall=wall if WALL_KEY.fullmatch(wall) else "",
+    )
+    before = b"".join(relay.status_event("paused", why, sid) for sid, why in paused.items())
+    return screen.stream_response(
+        request,
+        [screen.source(request, i) for i in live],
+        THUMBNAIL_FPS,
+        before=before,
+        also_ended=list(paused),
+        on_close=lambda: allowance.release(connection),
+    )
 
 
 async def _flagged(svc, session_id: str) -> list[str]:

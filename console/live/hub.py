@@ -39,6 +39,10 @@ OPENED = object()
 # every 15 s) from a frozen one (nothing at all). Events and OPENED count too, for sources that don't call it.
 upstream_heard: ContextVar[Callable[[], None]] = ContextVar("upstream_heard", default=lambda: None)
 
+# The relay's keepalive events: the upstream is heard, or went silent without the service answering either.
+KEEPALIVE_LIVE = b"event: keepalive\ndata: live\n\n"
+KEEPALIVE_STALLED = b"event: keepalive\ndata: stalled\n\n"
+
 STATUS_LABELS = {
     "connecting": "Connecting…",
     "live": "Live",
@@ -69,6 +73,13 @@ class Channel:
     replay_to_new_viewers: bool = False
     ended_message: str = "The stream has ended."
     max_reconnects: int = 8
+    # ``probe(since, timeout)``: whether the service answered after ``since`` (event-loop time), asked
+    # within ``timeout`` s. Defaults to the source's own (console.live.sources.ServiceStream has one).
+    probe: Callable[[float, float], Awaitable[bool]] | None = None
+
+    def __post_init__(self):
+        if self.probe is None:
+            self.probe = getattr(self.open, "probe", None)
 
 
 def encode(frame: Frame, seq: int | str | None) -> bytes:
@@ -190,6 +201,7 @@ class Broadcast:
     status: bytes = field(default_factory=lambda: status_frame("connecting"))
     state: str = "connecting"
     heard_at: float = 0.0  # event-loop time of the last bytes from the upstream
+    upstream_stalled: bool = False  # said "stalled" (the watcher): until the upstream is heard again
     ended: bool = False
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
@@ -291,12 +303,56 @@ class Broadcast:
 
     def _heard(self) -> None:
         self.heard_at = asyncio.get_running_loop().time()
+        if self.upstream_stalled:
+            self.upstream_stalled = False
+            self.log.append(KEEPALIVE_LIVE)  # back: viewers are told at once, not at their next keepalive
 
     def stalled(self) -> bool:
-        """Connected, but nothing at all came from the upstream for ``hub.stall_after`` seconds."""
+        """Connected, but the upstream went silent and the service did not answer a probe either, or
+        nothing at all came from it for ``hub.stall_after`` seconds (twice its own keepalive)."""
         if self.state != "live" or self.ended or self.task is None or self.task.done():
             return False
-        return asyncio.get_running_loop().time() - self.heard_at > self.hub.stall_after
+        return (
+            self.upstream_stalled or asyncio.get_running_loop().time() - self.heard_at > self.hub.stall_after
+        )
+
+    def _stall(self) -> None:
+        if not self.upstream_stalled:
+            self.upstream_stalled = True
+            self.log.append(KEEPALIVE_STALLED)  # viewers are told at once
+
+    async def _watch(self) -> None:
+        """While the upstream is open: after ``hub.probe_after`` s without a byte from it, is it a quiet
+        stream (the service sends a keepalive comment only every 15 s) or a frozen service? The service
+        is probed (``channel.probe``: one cheap request, shared by every channel of that service); no
+        answer within ``hub.probe_timeout`` s and still nothing from the upstream: "stalled", at once.
+        Without a probe, or with a probe answered while the stream stays silent for ``hub.stall_after``
+        s, the stream itself is frozen: "stalled" then."""
+        loop = asyncio.get_running_loop()
+        answered_at = float("-inf")
+        probe = self.channel.probe
+        while True:
+            quiet_since = max(self.heard_at, answered_at)
+            due = min(quiet_since + self.hub.probe_after, self.heard_at + self.hub.stall_after)
+            if probe is None:
+                due = self.heard_at + self.hub.stall_after
+            if loop.time() < due or self.state != "live" or self.upstream_stalled:
+                await asyncio.sleep(max(due - loop.time(), 0.0) or self.hub.probe_after)
+                continue
+            if loop.time() - self.heard_at > self.hub.stall_after:
+                self._stall()
+                continue
+            asked = loop.time()
+            # An answer counts if it came after the stream's last byte and is recent (another channel's
+            # probe of the same service a moment ago will do; one from a minute ago will not).
+            since = max(self.heard_at, asked - self.hub.probe_timeout)
+            answered = await probe(since, self.hub.probe_timeout)
+            if self.heard_at >= asked or self.state != "live":
+                continue  # the upstream spoke meanwhile
+            if answered:
+                answered_at = loop.time()
+            else:
+                self._stall()
 
     async def _run(self) -> None:
         channel = self.channel
@@ -304,6 +360,7 @@ class Broadcast:
         failures = 0
         delivered = 0
         first = True
+        watcher = asyncio.get_running_loop().create_task(self._watch())
         try:
             while True:
                 self._set_status("connecting" if first else "reconnecting")
@@ -314,6 +371,7 @@ class Broadcast:
                     async for event in channel.open(last):
                         self._heard()
                         if event is OPENED:
+                            self.upstream_stalled = False
                             self._set_status("live")
                             continue
                         upstream_id = getattr(event, "id", None)
@@ -358,6 +416,8 @@ class Broadcast:
         except Exception as exc:  # a bug in a renderer must not leave viewers hanging forever
             log.exception("live channel %s failed", channel.key)
             self._end("error", f"the live stream failed ({type(exc).__name__})")
+        finally:
+            watcher.cancel()
 
 
 def _as_int(value) -> int | None:
@@ -388,6 +448,8 @@ class Hub:
         max_pending_bytes: int = 64 * 1024 * 1024,
         linger_seconds: float = 30.0,
         stall_after: float = 30.0,
+        probe_after: float = 5.0,
+        probe_timeout: float = 2.5,
     ):
         self.broadcasts: dict[Hashable, Broadcast] = {}
         self.buffer_size = buffer_size
@@ -397,6 +459,10 @@ class Hub:
         self.linger_seconds = linger_seconds
         # Twice the upstream's keepalive interval without a byte: the upstream is stalled.
         self.stall_after = stall_after
+        # This long without a byte: probe the service; no answer within probe_timeout: stalled (the sum is
+        # within two of the relay's keepalive intervals by default: 5 + 2.5 s of 10).
+        self.probe_after = probe_after
+        self.probe_timeout = probe_timeout
 
     def subscribe(self, channel: Channel, last_event_id: str | None = None) -> tuple[Broadcast, Viewer]:
         broadcast = self.broadcasts.get(channel.key)
@@ -422,8 +488,10 @@ class Hub:
 
 def keepalive_frame(broadcast: Broadcast) -> bytes:
     """A named keepalive (EventSource never shows comments to scripts): ``live``, or ``stalled`` when the
-    upstream went silent. Panes say "Stalled" on the latter, or when even these stop coming."""
-    return b"event: keepalive\ndata: %s\n\n" % (b"stalled" if broadcast.stalled() else b"live")
+    upstream went silent and the service does not answer (``Broadcast.stalled``). Panes say "Stalled" on
+    the latter, or when even these stop coming. A change either way is also sent at once (``_stall``,
+    ``_heard``), not only at the viewer's next keepalive."""
+    return KEEPALIVE_STALLED if broadcast.stalled() else KEEPALIVE_LIVE
 
 
 async def viewer_stream(broadcast: Broadcast, viewer: Viewer, keepalive: float) -> AsyncIterator[bytes]:

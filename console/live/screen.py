@@ -50,6 +50,7 @@ import re
 import socket
 import time
 import urllib.parse
+import weakref
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -63,8 +64,11 @@ STATES = {
     "connecting": "Connecting…",
     "live": "Live",
     "reconnecting": "Reconnecting…",
+    "stalled": "Stalled",
     "ended": "The session has ended",
     "unavailable": "No screen from this session's CDP endpoint",
+    "refused": "Refused by the service",
+    "paused": "Paused",
 }
 OPEN_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 10.0
@@ -92,7 +96,12 @@ JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
 
 class ScreenUnavailable(Exception):
-    """The session has no usable CDP endpoint (missing, not allowed, refused, no page): use the live view."""
+    """The session has no usable CDP endpoint (missing, not allowed, refused, no page): no relayed screen."""
+
+
+class Busy(Exception):
+    """The service refused the CDP connection for now (429: no browser free, a rate limit): said in words,
+    not retried in a loop (a retry is the viewer's to ask for)."""
 
 
 @dataclass
@@ -293,6 +302,9 @@ class Screen:
     bad_in_row: int = 0
     connections: int = 0  # upstream connections opened over the screen's life
     upstream: _Cdp | None = None  # the current connection (its budgets' counts)
+    heard_at: float = 0.0  # event-loop time of the upstream's last message
+    stalled: bool = False  # silent, and a probe went unanswered: until it is heard again
+    probes: int = 0  # probes sent (a test figure)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -342,6 +354,37 @@ class Screen:
         self.status = f"{state}:{message}"
         self.status_bytes = status_event(state, message, self.screen_id)
         self._wake()
+
+    def heard(self) -> None:
+        """A message came from the upstream (a frame, a reply, anything)."""
+        self.heard_at = asyncio.get_running_loop().time()
+        if self.stalled:
+            self.stalled = False
+            self._set_status("live")
+
+    async def _watch(self, cdp: _Cdp) -> None:
+        """A page that does not change sends no frames: silence alone says nothing. After
+        ``hub.probe_after`` s of it the browser is asked something cheap (``Target.getTargets``); no
+        answer within ``hub.probe_timeout`` s, and still nothing else from it: "stalled" (a frozen
+        service or browser), until it is heard again."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = self.heard_at + self.hub.probe_after
+            if self.stalled or loop.time() < due:
+                await asyncio.sleep(max(due - loop.time(), 0.0) or self.hub.probe_after)
+                continue
+            asked = loop.time()
+            self.probes += 1
+            try:
+                async with asyncio.timeout(self.hub.probe_timeout):
+                    await cdp.call("Target.getTargets")
+            except TimeoutError:
+                if self.heard_at < asked:
+                    self.stalled = True
+                    silent = f"{loop.time() - self.heard_at:.0f} s"
+                    self._set_status("stalled", f"the browser's CDP endpoint has said nothing for {silent}")
+            except Exception:  # (closed, flooded, an error reply): the reader sees the same and ends it
+                return
 
     def arrive(self, data: str, metadata: object) -> None:
         """A frame from the upstream: kept as it came (replacing one nobody took), checked when taken."""
@@ -400,6 +443,9 @@ class Screen:
                     await check_cdp_url(target.cdp_ws_url, allow_private=self.source.allow_private)
                     self.connections += 1
                     await self._read(target)
+                except Busy as exc:
+                    self._end("refused", str(exc))
+                    return
                 except ScreenUnavailable as exc:
                     if first or self.frames_in == 0:
                         self._end("unavailable", str(exc))
@@ -429,7 +475,11 @@ class Screen:
                 failures += 1
                 log.info("screen %s: upstream dropped (%s)", self.source.key[0], dropped)
                 if failures > MAX_RECONNECTS:
-                    self._end("unavailable", "lost the session's CDP connection and could not get it back")
+                    self._end(
+                        "unavailable",
+                        "lost the session's CDP connection and could not get it back "
+                        f"(the last time: {dropped})",
+                    )
                     return
                 self._set_status("reconnecting")
                 await asyncio.sleep(min(0.25 * 2 ** (failures - 1), 3.0))
@@ -457,10 +507,15 @@ class Screen:
         except InvalidStatus as exc:
             sock.close()
             status = exc.response.status_code
-            if status >= 500 or status == 429:
-                # Busy (a browser still starting, a rate limit): try again like a dropped connection.
-                raise _Closed(f"the CDP endpoint answered {status}") from None
-            raise ScreenUnavailable(f"the CDP endpoint refused the connection ({_short(exc)})") from None
+            said = _refusal_words(exc.response.body, target.cdp_ws_url)
+            if status == 429:
+                raise Busy(f"busy{said}") from None
+            if status >= 500:
+                # A browser still starting: try again like a dropped connection (then say what it said).
+                raise _Closed(f"the CDP endpoint answered {status}{said}") from None
+            raise ScreenUnavailable(
+                f"the CDP endpoint refused the connection ({_short(exc)}){said}"
+            ) from None
         except (InvalidHandshake, InvalidURI, ValueError) as exc:
             # Never the exception's text: websockets quotes the URL (and so the jwt) in some of them.
             sock.close()
@@ -483,8 +538,13 @@ class Screen:
                     },
                     session=page,
                 )
+                self.heard()
                 self._set_status("live")
-                await reader
+                watcher = asyncio.get_running_loop().create_task(self._watch(cdp))
+                try:
+                    await reader
+                finally:
+                    watcher.cancel()
             except ConnectionClosed as exc:
                 raise _Closed(_short(exc)) from None
             except Flooded:
@@ -533,6 +593,30 @@ async def _open_socket(url: str, *, allow_private: bool) -> socket.socket:
                 raise
             return sock
     raise failed or OSError("the session's cdp_ws_url's host has no address")
+
+
+def _refusal_words(body: bytes | bytearray, url: str | None) -> str:
+    """What a refused handshake's body says (the service's error ``code: message``, or its first line of
+    text), short, for the viewer: ", <words>" or "". Never a secret of the URL it was refused for."""
+    text = bytes(body[:4096]).decode("utf-8", "replace").strip()
+    try:
+        error = json.loads(text)
+    except ValueError:
+        error = None
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]  # {"error": {"code", "message"}} as well as {"code", "message"}
+    if isinstance(error, dict):
+        parts = [
+            str(error.get(k)) for k in ("code", "message") if isinstance(error.get(k), str) and error.get(k)
+        ]
+        text = ": ".join(parts)
+    else:
+        text = text.splitlines()[0] if text else ""
+    for _, value in urllib.parse.parse_qsl(urllib.parse.urlsplit(url or "").query):
+        if len(value) >= 8:
+            text = text.replace(value, "[redacted]")
+    text = text[:300]
+    return f" ({text})" if text else ""
 
 
 def _short(exc: Exception) -> str:
@@ -600,6 +684,7 @@ class _Cdp:
 
     async def _read(self, screen: Screen) -> None:
         async for raw in self.socket:
+            screen.heard()
             message, data = split(raw)
             if message is None:  # not JSON, or large and no frame: dropped unparsed
                 self.unsolicited.take(cost(raw))
@@ -680,16 +765,21 @@ def _ends_page(message: dict, page: str | None) -> bool:
 class ScreenHub:
     """Every screen relayed by this process, by key (org, project, session id)."""
 
-    def __init__(self, *, linger_seconds: float = 3.0):
+    def __init__(self, *, linger_seconds: float = 3.0, probe_after: float = 5.0, probe_timeout: float = 2.5):
         self.screens: dict[Hashable, Screen] = {}
         self.linger_seconds = linger_seconds
+        # Silent this long: ask the browser something; no answer within probe_timeout: "stalled".
+        self.probe_after = probe_after
+        self.probe_timeout = probe_timeout
 
     def subscribe(
         self, source: Source, *, min_interval: float = 0.0, wake: asyncio.Event | None = None
     ) -> Viewer:
         screen = self.screens.get(source.key)
-        if screen is not None and screen.ended and not screen.viewers:
-            screen = None  # ended or unavailable earlier: look again
+        if screen is not None and screen.ended:
+            # Ended, unavailable or refused earlier: a new viewer (a page opened, a tile's Retry) looks again;
+            # the viewers of the old one keep what it said, and leave it.
+            screen = None
         if screen is None:
             screen = Screen(self, source)
             self.screens[source.key] = screen
@@ -702,6 +792,71 @@ class ScreenHub:
 
     def viewers(self) -> int:
         return sum(len(s.viewers) for s in self.screens.values())
+
+
+class Allowance:
+    """Which sessions' screens the walls of this process keep live: at most ``per_viewer`` distinct sessions
+    for one viewer (a user in an org, all their walls together) and ``per_org`` for one org. Each live
+    tile holds a CDP connection, which keeps the session's browser awake (and, at the service, a browser
+    slot): a wall's connection claims its tiles in its order, and what is beyond either bound is paused,
+    not connected. Per process: each console replica keeps its own count."""
+
+    def __init__(self):
+        # connection (a ``Ticket``): (org, viewer, wall, ids). Weakly held: a stream that never ran (its
+        # client gone before the first byte), and so never released its claim, frees it once collected.
+        self.claims: weakref.WeakKeyDictionary[Ticket, tuple[Hashable, Hashable, str, list[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _held(self, org: Hashable, viewer: Hashable | None = None) -> set[str]:
+        return {
+            sid
+            for owner, who, _, ids in self.claims.values()
+            if owner == org and (viewer is None or who == viewer)
+            for sid in ids
+        }
+
+    def claim(
+        self,
+        connection: Ticket,
+        org: Hashable,
+        viewer: Hashable,
+        ids: list[str],
+        *,
+        per_viewer: int,
+        per_org: int,
+        wall: str = "",
+    ) -> tuple[list[str], dict[str, str]]:
+        """(the ids that may be live, {the paused ones: why, in words}). ``wall`` names the page: its new
+        connection (the tiles on screen changed) replaces its previous one at once, which its browser has
+        closed but whose end the server may not have seen yet."""
+        if wall:
+            for ticket, (owner, who, page, _) in list(self.claims.items()):
+                if (owner, who, page) == (org, viewer, wall):
+                    del self.claims[ticket]
+        mine, ours = self._held(org, viewer), self._held(org)
+        granted: list[str] = []
+        paused: dict[str, str] = {}
+        for sid in ids:
+            if sid not in mine and len(mine) >= per_viewer:
+                paused[sid] = f"at most {per_viewer} live tiles per viewer at once: the others wait"
+            elif sid not in ours and len(ours) >= per_org:
+                paused[sid] = f"this organization's walls already show {per_org} live tiles, their bound"
+            else:
+                granted.append(sid)
+                mine.add(sid)
+                ours.add(sid)
+        self.claims[connection] = (org, viewer, wall, granted)
+        return granted, paused
+
+    def release(self, connection: Ticket) -> None:
+        self.claims.pop(connection, None)
+
+
+class Ticket:
+    """One wall connection's claim on the ``Allowance`` (held by its stream; weakly by the allowance)."""
+
+    __slots__ = ("__weakref__",)
 
 
 async def next_chunk(viewers: list[Viewer], wake: asyncio.Event, keepalive: float) -> bytes | None:
@@ -723,14 +878,18 @@ async def next_chunk(viewers: list[Viewer], wake: asyncio.Event, keepalive: floa
                 await wake.wait()
 
 
-async def stream(viewers: list[Viewer], wake: asyncio.Event, keepalive: float):
-    """The bytes of one connection: frames and statuses, a keepalive event after ``keepalive`` seconds of
-    silence; ends once every screen has ended and said so. Leaving unsubscribes its viewers."""
+async def stream(viewers: list[Viewer], wake: asyncio.Event, keepalive: float, *, before: bytes = b""):
+    """The bytes of one connection: ``before`` (events the view adds), frames and statuses, a keepalive
+    event after ``keepalive`` seconds of silence; ends once every screen has ended and said so. Leaving
+    unsubscribes its viewers."""
     try:
-        yield b"retry: 2000\n: connected\n\n"
+        yield b"retry: 2000\n: connected\n\n" + before
         while True:
             chunk = await next_chunk(viewers, wake, keepalive)
-            yield chunk if chunk is not None else b"event: keepalive\ndata: live\n\n"
+            if chunk is None:  # never "live" for a screen whose upstream went silent and does not answer
+                stalled = any(v.screen.stalled for v in viewers)
+                chunk = b"event: keepalive\ndata: %s\n\n" % (b"stalled" if stalled else b"live")
+            yield chunk
             if all(v.screen.ended and v.status_sent == v.screen.status for v in viewers):
                 return
     finally:

@@ -1,27 +1,102 @@
-"""Upstream sources for channels: the service's SSE streams, with an OPENED marker once connected."""
+"""Upstream sources for channels: the service's SSE streams, with an OPENED marker once connected, and a
+cheap probe of the service for the hub's liveness check (a quiet stream, or a frozen service?)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from console.live.hub import OPENED, upstream_heard
-from console.service.http import Service, sse
+from console.service import errors
+from console.service.http import Service, request, sse
 from console.service.sse import ServerEvent, _to_event
 
+log = logging.getLogger("console.live")
 
-def service_stream(
-    svc: Service, path: str, *, params: Mapping[str, Any] | None = None
-) -> Callable[[str | None], AsyncIterator[Any]]:
-    """A channel's ``open``: reads ``path`` of the service, resuming from the id it is given."""
+# What the probe asks: the service's cheapest read ("who am I"), answered by the API itself.
+PROBE_PATH = "/auth/context"
 
-    async def open_stream(last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
+
+class Prober:
+    """Whether a service answers, asked at most once at a time per service (base URL and key) in this
+    process, the newest answer shared by every channel of that service: a hundred quiet streams of one
+    org cost one request per probe interval, not a hundred. Any HTTP answer counts (a 401 or a 503 is a
+    service that answers); a timeout or a connection that fails does not."""
+
+    def __init__(self, svc: Service):
+        self.svc = svc
+        self.answered_at = float("-inf")  # event-loop time of the newest answer
+        self.asking: asyncio.Task | None = None
+
+    async def _ask(self, timeout: float) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await request(self.svc, "GET", PROBE_PATH, expect="none", retry=False, timeout=timeout)
+        except errors.ServiceError as exc:
+            if exc.status is None:
+                return  # nothing answered
+        except TimeoutError:
+            return
+        except Exception:  # (an address the console may no longer reach, a bug): no answer, said in the log
+            log.warning("probing %s failed", PROBE_PATH, exc_info=True)
+            return
+        self.answered_at = asyncio.get_running_loop().time()
+
+    async def answered_since(self, since: float, timeout: float) -> bool:
+        """Whether the service answered after ``since`` (event-loop time), asking it if no answer that
+        recent is known, within ``timeout`` seconds."""
+        if self.answered_at > since:
+            return True
+        if self.asking is None or self.asking.done():
+            self.asking = asyncio.get_running_loop().create_task(self._ask(timeout))
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self.asking)
+        except TimeoutError:
+            pass
+        return self.answered_at > since
+
+
+_probers: dict[tuple[str, str], Prober] = {}
+MAX_PROBERS = 1000  # one per org's service; past that they start over (a probe or two more, nothing lost)
+
+
+def prober(svc: Service) -> Prober:
+    key = (svc.base_url, svc.api_key)
+    found = _probers.get(key)
+    if found is None:
+        if len(_probers) >= MAX_PROBERS:
+            _probers.clear()
+        found = _probers[key] = Prober(svc)
+    return found
+
+
+class ServiceStream:
+    """A channel's ``open`` reading ``path`` of the service (resuming from the id it is given), and its
+    ``probe``: does the service answer at all (console.live.hub calls it when the stream went quiet)."""
+
+    def __init__(self, svc: Service, path: str, params: Mapping[str, Any] | None = None):
+        self.svc, self.path, self.params = svc, path, params
+
+    def __call__(self, last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
+        return self._open(last_event_id)
+
+    async def _open(self, last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
         heard = upstream_heard.get()
-        async with sse(svc, path, params=params, last_event_id=last_event_id, on_bytes=heard) as frames:
+        async with sse(
+            self.svc, self.path, params=self.params, last_event_id=last_event_id, on_bytes=heard
+        ) as frames:
             yield OPENED
             async for frame in frames:
                 event = _to_event(frame)
                 if event is not None:
                     yield event
 
-    return open_stream
+    async def probe(self, since: float, timeout: float) -> bool:
+        return await prober(self.svc).answered_since(since, timeout)
+
+
+def service_stream(svc: Service, path: str, *, params: Mapping[str, Any] | None = None) -> ServiceStream:
+    return ServiceStream(svc, path, params)

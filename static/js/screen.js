@@ -5,7 +5,10 @@
 // captured it, both in ms since the epoch; then the base64 JPEG). The image shows the newest frame; the
 // pane shows frames/s and latency (capture to display, as far as the clocks agree).
 //
-// Input, only when the operator took control (data-control-token): clicks (a single click waits 250 ms in
+// Without a relay (data-snapshot-url only, or the relay said "unavailable"): the session's screenshots
+// through the console, refreshed while the tab is visible.
+//
+// Input, only when the operator holds the control lease (data-control-token, renewed by a heartbeat): clicks (a single click waits 250 ms in
 // case it becomes a double click), right clicks, wheel turns (summed over 120 ms), typed characters (sent
 // together after 400 ms without typing) and key combinations go to data-input-url in order, one at a time.
 // The server refuses input without control whatever this script does.
@@ -86,10 +89,148 @@
 
   // Session page -----------------------------------------------------------------------------------
 
+  // Access ended (console/live/guard.py, or a snapshot's answer): no more frames, no more input, a way to
+  // sign in again.
+  function accessLost(pane, source, label, fallback) {
+    if (source) source.close();
+    stopSnapshots(pane);
+    var chip = pane.querySelector("[data-screen-state]");
+    var note = pane.querySelector("[data-screen-note]");
+    var stats = pane.querySelector("[data-screen-stats]");
+    setState(chip, { state: "ended", label: "Ended", message: label });
+    pane.dataset.state = "ended";
+    pane.dataset.accessEnded = "";
+    // Control went with access: no more input, no control form, no "you control" frame.
+    loseControl(pane);
+    pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
+    if (stats) stats.textContent = "no frames";
+    if (note) {
+      note.hidden = false;
+      note.textContent = "";
+      note.append("Access ended — ", signInLink(fallback), ".");
+    }
+    accessEnded();
+  }
+
+  // Control lost (released elsewhere, taken over after it lapsed, the membership changed): no more input.
+  function loseControl(pane, message) {
+    if (pane._renewTimer) clearInterval(pane._renewTimer);
+    pane._renewTimer = null;
+    delete pane.dataset.controlToken;
+    var stage = pane.querySelector("[data-screen-stage]");
+    if (stage) stage.classList.remove("screen__stage--control");
+    if (message) {
+      var driver = pane.querySelector("[data-screen-driver]");
+      if (driver) driver.textContent = message;
+    }
+  }
+
+  // The screen as screenshots through the console (a session the console cannot relay, or whose relay was
+  // refused): one at a time, every data-snapshot-seconds while the tab is visible.
+  function startSnapshots(pane, why) {
+    if (pane._snapshots || !pane.dataset.snapshotUrl) return;
+    var image = pane.querySelector("[data-screen-image]");
+    var note = pane.querySelector("[data-screen-note]");
+    var chip = pane.querySelector("[data-screen-state]");
+    var every = 1000 * Number(pane.dataset.snapshotSeconds || 2);
+    var state = { timer: null, stopped: false, count: 0 };
+    pane._snapshots = state;
+    pane.dataset.mode = "snapshots";
+    var mode = pane.querySelector("[data-screen-mode]");
+    if (mode && why) mode.textContent = "Screenshots through the console (" + why + ")";
+    function again() {
+      if (!state.stopped) state.timer = setTimeout(load, every);
+    }
+    function load() {
+      if (state.stopped) return;
+      if (!document.body.contains(pane)) return stopSnapshots(pane);
+      if (document.hidden) return again();
+      fetch(pane.dataset.snapshotUrl + "?at=" + Date.now(), { credentials: "same-origin", cache: "no-store" })
+        .then(function (response) {
+          var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
+          if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, null, "Access ended — sign in again", "");
+          if (verdict === "gone") {
+            // (A member removed from the org gets 404 too: the console does not say whether it exists.)
+            stopSnapshots(pane);
+            loseControl(pane);
+            pane.querySelectorAll(".screen__control").forEach(function (el) { el.hidden = true; });
+            setState(chip, { state: "ended", label: "Ended", message: "Not found: gone, or no longer yours to see" });
+            pane.dataset.state = "ended";
+            note.hidden = false;
+            note.textContent = "Ended: not found (gone, or no longer yours to see).";
+            return;
+          }
+          if (!response.ok || (response.headers.get("Content-Type") || "").indexOf("image/") !== 0) {
+            return response.text().then(function (text) {
+              setState(chip, { state: "reconnecting", label: "Retrying…", message: text.slice(0, 200) });
+              note.hidden = false;
+              note.textContent = "No screenshot: " + (text.slice(0, 200) || "HTTP " + response.status) + ". Trying again.";
+              again();
+            });
+          }
+          return response.blob().then(readAsDataUrl).then(function (dataUrl) {
+            if (state.stopped) return;
+            image.src = dataUrl; // (a data: URL: the page's policy loads images from itself and data: only)
+            state.count += 1;
+            pane.dataset.frames = String(state.count);
+            setState(chip, { state: "live", label: "Live" });
+            note.hidden = true;
+            again();
+          });
+        })
+        .catch(function () {
+          setState(chip, { state: "reconnecting", label: "Retrying…" });
+          again();
+        });
+    }
+    load();
+  }
+
+  function readAsDataUrl(blob) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () { resolve(reader.result); };
+      reader.onerror = reject;
+      reader.readAsDataURL(blob);
+    });
+  }
+
+  function stopSnapshots(pane) {
+    var state = pane._snapshots;
+    if (!state) return;
+    state.stopped = true;
+    clearTimeout(state.timer);
+  }
+
+  // The holder's page renews its control lease while it stays open (the server also renews it with each
+  // action); a refusal means control ended: the page stops sending input and says who drives now.
+  function keepControl(pane) {
+    var every = 1000 * Number(pane.dataset.renewSeconds || 30);
+    pane._renewTimer = setInterval(function () {
+      if (!document.body.contains(pane)) return clearInterval(pane._renewTimer);
+      if (!pane.dataset.controlToken || pane.hasAttribute("data-access-ended")) return;
+      fetch(pane.dataset.controlUrl, {
+        method: "POST",
+        body: new URLSearchParams({ action: "renew" }),
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf(), "X-Screen-Control": pane.dataset.controlToken },
+      }).then(function (response) {
+        if (response.status === 409) return response.text().then(function (text) { loseControl(pane, text); });
+      }).catch(function () { /* the next beat tries again; an action says more */ });
+    }, every);
+  }
+
   function initScreen(pane) {
     if (pane.dataset.screenReady) return;
     pane.dataset.screenReady = "1";
-    if (!pane.dataset.streamUrl) return;
+    if (pane.dataset.controlToken) {
+      keepControl(pane);
+      drive(pane);
+    }
+    if (!pane.dataset.streamUrl) {
+      startSnapshots(pane, "");
+      return;
+    }
     var image = pane.querySelector("[data-screen-image]");
     var note = pane.querySelector("[data-screen-note]");
     var chip = pane.querySelector("[data-screen-state]");
@@ -98,35 +239,30 @@
     var source = new EventSource(pane.dataset.streamUrl);
     pane._screenSource = source;
 
-    // Access ended (console/live/guard.py): no more frames, no more input, a way to sign in again.
-    function accessLost(label, fallback) {
-      source.close();
-      setState(chip, { state: "ended", label: "Ended", message: label });
-      pane.dataset.state = "ended";
-      pane.dataset.accessEnded = "";
-      // Control went with access: no more input, no control form, no "you control" frame.
-      delete pane.dataset.controlToken;
-      pane.querySelectorAll(".screen__control, .screen__help").forEach(function (el) { el.hidden = true; });
-      var stage = pane.querySelector("[data-screen-stage]");
-      if (stage) stage.classList.remove("screen__stage--control");
-      stats.textContent = "no frames";
-      note.hidden = false;
-      note.textContent = "";
-      note.append("Access ended — ", signInLink(fallback), ".");
-      accessEnded();
-    }
-
     source.addEventListener("status", function (event) {
       var status = JSON.parse(event.data);
-      if (status.sign_in) return accessLost(status.label, status.sign_in);
+      if (status.sign_in) return accessLost(pane, source, status.label, status.sign_in);
       setState(chip, status);
       pane.dataset.state = status.state;
-      if (status.state === "ended" || status.state === "unavailable") {
+      if (status.state === "ended" || status.state === "unavailable" || status.state === "refused") {
         source.close();
         note.hidden = false;
         note.textContent = status.label + (status.message ? ": " + status.message : "") + ".";
-        var fallback = pane.querySelector("[data-screen-fallback]");
-        if (status.state === "unavailable" && fallback) fallback.hidden = false;
+        // Refused for now (no browser free): said, and tried again only when the operator asks.
+        if (status.state === "refused" && pane.dataset.paneUrl && window.htmx) {
+          var retry = document.createElement("button");
+          retry.type = "button";
+          retry.textContent = "Retry";
+          retry.addEventListener("click", function () {
+            window.htmx.ajax("GET", pane.dataset.paneUrl, { target: pane, swap: "outerHTML" });
+          });
+          note.append(" ", retry);
+        }
+        // The relay could not show it: the screenshots through the console can (never the service's URL).
+        if (status.state === "unavailable") {
+          stats.textContent = "";
+          startSnapshots(pane, "the relay: " + (status.message || status.label));
+        }
       }
     });
     source.addEventListener("frame", function (event) {
@@ -148,7 +284,7 @@
       pane.dataset.state = "ended";
       if (!window.consoleAccess) return;
       window.consoleAccess.probe(pane.dataset.streamUrl).then(function (verdict) {
-        if (verdict === "signed-out" || verdict === "forbidden") accessLost("Access ended — sign in again", "");
+        if (verdict === "signed-out" || verdict === "forbidden") accessLost(pane, source, "Access ended — sign in again", "");
         else if (verdict === "gone") setState(chip, { state: "ended", label: "Ended", message: "Not found: gone, or no longer yours to see" });
       });
     };
@@ -158,12 +294,10 @@
         clearInterval(timer);
         return;
       }
-      if (pane.hasAttribute("data-access-ended")) return; // "no frames" stays
+      if (pane.hasAttribute("data-access-ended") || pane._snapshots) return; // "no frames" stays
       var latency = meter.latency();
       stats.textContent = meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms";
     }, 500);
-
-    if (pane.dataset.controlToken) drive(pane);
   }
 
   function drive(pane) {
@@ -197,9 +331,16 @@
           headers: { "X-CSRFToken": csrf(), "X-Screen-Control": pane.dataset.controlToken },
         }).then(function (response) {
           if (response.status === 204) return;
+          // Not a member any more (404), below operator (403), signed out (the login page): access ended.
+          var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
+          if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, pane._screenSource, "Access ended — sign in again", "");
+          if (verdict === "gone") {
+            loseControl(pane, "Not found: gone, or no longer yours to see");
+            return say("Nothing was sent: not found (gone, or no longer yours to see).");
+          }
           return response.text().then(function (message) {
             say(message);
-            if (response.status === 409) delete pane.dataset.controlToken;
+            if (response.status === 409) loseControl(pane, message);
           });
         }).catch(function () { say("The action could not reach the console."); });
       });
@@ -304,46 +445,140 @@
   }
 
   // Session wall -----------------------------------------------------------------------------------
+  //
+  // A live tile holds a CDP connection at the console, which keeps its browser awake: the wall asks for the
+  // tiles on screen only (an IntersectionObserver), at most data-live-max of them (the ones the viewer asked
+  // to see first, then in page order), and none while the tab is hidden. When that set changes, the one
+  // stream is opened again for the new set (the console keeps a screen's upstream a few seconds after its
+  // last viewer, so the tiles that stay are not reconnected). The console may pause more (its bounds per
+  // viewer and per organization). A tile that is not live says why, in words, with what can be done.
+
+  var DONE = ["ended", "unavailable", "refused", "no-screen"];
 
   function initWall(wall) {
     if (wall.dataset.wallReady || !wall.dataset.streamUrl) return;
     wall.dataset.wallReady = "1";
-    var tiles = {};
-    wall.querySelectorAll("[data-tile]").forEach(function (tile) {
+    var max = Math.max(1, Number(wall.dataset.liveMax || 4));
+    var tiles = {}, order = [], visible = {}, first = [], done = {};
+    var source = null, current = null, timer = null;
+    // This page's name at the console: a new stream of it replaces the one just closed at once.
+    var name = Array.from(crypto.getRandomValues(new Uint8Array(12)), function (b) { return (b % 36).toString(36); }).join("");
+    wall.querySelectorAll("[data-tile][data-relay]").forEach(function (tile) {
       tiles[tile.dataset.tile] = tile;
+      order.push(tile.dataset.tile);
     });
-    var source = new EventSource(wall.dataset.streamUrl);
-    source.addEventListener("status", function (event) {
-      var status = JSON.parse(event.data);
-      var tile = tiles[status.s];
-      if (!tile) return;
+
+    function say(id, status, why, action) {
+      var tile = tiles[id];
       tile.dataset.state = status.state;
-      if (status.sign_in) {
-        // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
-        setState(tile.querySelector("[data-tile-state]"), { state: "ended", label: "Ended", message: status.label });
-        accessEnded({ quiet: false });
-      } else {
-        setState(tile.querySelector("[data-tile-state]"), status);
+      setState(tile.querySelector("[data-tile-state]"), status);
+      var line = tile.querySelector("[data-tile-why]");
+      if (line) line.textContent = why || "";
+      var button = tile.querySelector("[data-tile-action]");
+      if (button) {
+        button.hidden = !action;
+        button.textContent = action || "";
+        button.dataset.action = action ? (action === "Retry" ? "retry" : "show") : "";
       }
-      var over = Object.keys(tiles).every(function (id) {
-        var state = tiles[id].dataset.state;
-        return state === "ended" || state === "unavailable" || state === "no-screen";
+    }
+
+    function wanted() {
+      var ids = [];
+      first.concat(order).forEach(function (id) {
+        if (visible[id] && !done[id] && ids.indexOf(id) < 0) ids.push(id);
       });
-      if (over) source.close(); // nothing more will come: no reconnecting
+      return ids.slice(0, max);
+    }
+
+    function close() {
+      if (source) source.close();
+      source = null;
+      current = null;
+    }
+
+    function update() {
+      timer = null;
+      if (!document.body.contains(wall)) return close();
+      if (window.consoleAccess && window.consoleAccess.isEnded()) return close();
+      var live = document.hidden ? [] : wanted();
+      order.forEach(function (id) {
+        if (done[id] || live.indexOf(id) >= 0) return;
+        var paused = { state: "paused", label: "Paused" };
+        if (document.hidden) say(id, paused, "Paused while this tab is hidden.", "");
+        else if (!visible[id]) say(id, paused, "Paused: off screen.", "");
+        else say(id, paused, "Paused: at most " + max + " live tile" + (max === 1 ? "" : "s") + " at once.", "Show live");
+      });
+      var key = live.join(" ");
+      if (key === current) return;
+      close();
+      current = key;
+      if (!live.length) return;
+      live.forEach(function (id) {
+        if (tiles[id].dataset.state === "paused") say(id, { state: "connecting", label: "Connecting…" }, "", "");
+      });
+      var query = live.map(function (id) { return "id=" + encodeURIComponent(id); }).join("&") + "&wall=" + name;
+      source = new EventSource(wall.dataset.streamUrl + "?" + query);
+      var mine = source;
+      source.addEventListener("status", function (event) {
+        var status = JSON.parse(event.data);
+        if (!tiles[status.s]) return;
+        if (status.sign_in) {
+          // Access ended: each tile says "Ended", the page says why once, with the link to sign in again.
+          order.forEach(function (id) { done[id] = true; say(id, { state: "ended", label: "Ended", message: status.label }, status.label, ""); });
+          close();
+          accessEnded({ quiet: false });
+          return;
+        }
+        var why = status.message ? status.label + ": " + status.message + "." : "";
+        if (status.state === "paused") {
+          say(status.s, status, "Paused by the console: " + status.message + ".", "Retry");
+        } else if (DONE.indexOf(status.state) >= 0) {
+          done[status.s] = true;
+          say(status.s, status, why || status.label + ".", status.state === "ended" ? "" : "Retry");
+        } else {
+          say(status.s, status, status.state === "live" ? "" : why, "");
+        }
+        // Nothing more will come on this stream (every tile over or paused): no reconnecting.
+        var over = live.every(function (id) { return done[id] || tiles[id].dataset.state === "paused"; });
+        if (over && source === mine) {
+          source.close();
+          source = null;
+        }
+      });
+      source.addEventListener("frame", function (event) {
+        var frame = parseFrame(event.data);
+        if (!frame || !tiles[frame.meta.s]) return;
+        var tile = tiles[frame.meta.s];
+        tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
+        tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
+      });
+    }
+
+    function schedule() {
+      if (!timer) timer = setTimeout(update, 200);
+    }
+
+    wall.addEventListener("click", function (event) {
+      var button = event.target.closest("[data-tile-action]");
+      if (!button) return;
+      var id = button.closest("[data-tile]").dataset.tile;
+      first = [id].concat(first.filter(function (other) { return other !== id; }));
+      delete done[id];
+      current = null; // asked again, even for the same set (a retry)
+      schedule();
     });
-    source.addEventListener("frame", function (event) {
-      var frame = parseFrame(event.data);
-      if (!frame || !tiles[frame.meta.s]) return;
-      var tile = tiles[frame.meta.s];
-      tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
-      tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
-    });
-    var timer = setInterval(function () {
-      if (!document.body.contains(wall)) {
-        source.close();
-        clearInterval(timer);
-      }
-    }, 1000);
+    if ("IntersectionObserver" in window) {
+      var observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) { visible[entry.target.dataset.tile] = entry.isIntersecting; });
+        schedule();
+      });
+      order.forEach(function (id) { observer.observe(tiles[id]); });
+    } else {
+      order.forEach(function (id) { visible[id] = true; });
+      schedule();
+    }
+    document.addEventListener("visibilitychange", schedule);
+    document.addEventListener("console:access-ended", close);
   }
 
   function init(root) {
@@ -360,5 +595,7 @@
     // A pane replaced (take/release control) closes its stream; the new one opens its own.
     var old = event.detail.target;
     if (old && old._screenSource) old._screenSource.close();
+    if (old && old._snapshots) stopSnapshots(old);
+    if (old && old._renewTimer) clearInterval(old._renewTimer);
   });
 })();

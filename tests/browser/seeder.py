@@ -66,8 +66,8 @@ def add_member(username: str, slug: str, role: str) -> dict:
 
 
 def remove_membership(username: str, slug: str) -> dict:
-    removed, _ = Membership.objects.filter(user__username=username, org__slug=slug).delete()
-    return {"removed": removed}
+    _, removed = Membership.objects.filter(user__username=username, org__slug=slug).delete()
+    return {"removed": removed.get("accounts.Membership", 0)}  # (not what went with it: a control lease)
 
 
 def set_role(username: str, slug: str, role: str) -> dict:

@@ -155,19 +155,85 @@ def test_it_shows_several_sessions_on_the_wall(real_team, sessions, browser_page
     expect(page.locator("#screen-pane[data-mode='relay']")).to_be_visible(timeout=20_000)
 
 
-def test_it_offers_the_embedded_live_view_without_a_relayable_screen(team, browser_page):
-    # The simulated sandbox: its sessions' CDP endpoints cannot be relayed, their live view can be framed.
+def test_it_says_why_the_service_refused_a_tile_and_retries_when_asked(real_team, sessions, browser_page):
+    """The sandbox runs at most two browsers: a wall of three sessions gets at most two live tiles, and a
+    third is refused (no browser free). The tile says so in words, with a retry, instead of
+    "Reconnecting…" and then "No screen from this session's CDP endpoint"."""
+    team, page = real_team, browser_page
+    tag = uuid.uuid4().hex[:8]
+    ids = [sessions(f"https://lab.example.com/?color={c}", tags={"wall": tag}) for c in ("f00", "0f0", "00f")]
+    team.log_in(page, "viewer")
+    page.goto(team.url(f"browsers/wall/?tag=wall:{tag}"))
+    refused = page.locator("[data-tile][data-state='refused']").first
+    expect(refused).to_be_visible(timeout=60_000)
+    why = refused.locator("[data-tile-why]")
+    expect(why).to_contain_text("Refused by the service: busy (browser_limit_reached")
+    live = page.locator("[data-tile][data-state='live']")
+    expect(live.first).to_be_visible(timeout=30_000)
+    assert "No screen from this session" not in page.content()
+    # A live one leaves (deleted): its browser is free, and Retry shows the refused tile live.
+    refused_id = refused.get_attribute("data-tile")
+    team.tenant.call("DELETE", f"/browsers/{live.first.get_attribute('data-tile')}", timeout=30)
+    tile = page.locator(f"[data-tile='{refused_id}']")
+    tile.get_by_role("button", name="Retry").click()
+    expect(tile).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=60_000)
+    expect(tile).to_have_attribute("data-state", "live")
+    assert refused_id in ids
+
+
+@pytest.fixture(scope="module")
+def narrow_console(chromium_sandbox, tmp_path_factory):
+    """A console whose walls keep one tile live per viewer."""
+    folder = tmp_path_factory.mktemp("narrow-wall-console")
+    with running_console(chromium_sandbox[0], folder, WALL_LIVE_TILES="1") as console:
+        yield console
+
+
+def test_it_keeps_live_only_the_tiles_on_screen_within_the_viewer_s_bound(narrow_console, browser_page):
+    """A wall connected every tile, on screen or not, and held every browser slot of the sandbox."""
+    team, page = narrow_console.team(new_tenant(narrow_console.sandbox_url)), browser_page
+    tag = uuid.uuid4().hex[:8]
+    body = {"headless": True, "viewport": {"width": 640, "height": 480}, "tags": {"wall": tag}}
+    first = team.call("POST", "/browsers", {**body, "name": "first"}, timeout=60)["session_id"]
+    second = team.call("POST", "/browsers", {**body, "name": "second"}, timeout=60)["session_id"]
+    try:
+        team.log_in(page, "viewer")
+        # One tile a row, and room for one: the second tile is off screen.
+        page.set_viewport_size({"width": 400, "height": 300})
+        page.goto(team.url(f"browsers/wall/?tag=wall:{tag}"))
+        tiles = page.locator("[data-tile]")
+        expect(tiles).to_have_count(2)
+        top, below = tiles.nth(0), tiles.nth(1)
+        top.evaluate("tile => tile.scrollIntoView({block: 'start'})")
+        expect(top).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
+        expect(below).to_have_attribute("data-state", "paused")
+        expect(below.locator("[data-tile-why]")).to_have_text("Paused: off screen.")
+        # Both on screen: the viewer's bound (one) pauses the second, which the viewer may ask for.
+        page.set_viewport_size({"width": 1200, "height": 900})
+        top.evaluate("tile => tile.scrollIntoView({block: 'start'})")
+        expect(below.locator("[data-tile-why]")).to_have_text("Paused: at most 1 live tile at once.")
+        below.get_by_role("button", name="Show live").click()
+        expect(below).to_have_attribute("data-frames", re.compile(r"[1-9]"), timeout=30_000)
+        expect(top).to_have_attribute("data-state", "paused")
+        expect(top.locator("[data-tile-why]")).to_have_text("Paused: at most 1 live tile at once.")
+    finally:
+        for sid in (first, second):
+            team.tenant.call("DELETE", f"/browsers/{sid}", timeout=30)
+
+
+def test_it_shows_screenshots_through_the_console_without_a_relayable_screen(team, browser_page):
+    """The simulated sandbox: its sessions' CDP endpoints cannot be relayed. The pane used to offer the
+    service's live view (framed, its URL and jwt in the page); it shows the session's screenshots through
+    the console instead, refreshed, and never frames anything."""
     page = browser_page
+    errors = watch_errors(page)
     sid = team.call("POST", "/browsers", {"name": "fallback", "timeout_seconds": 3600})["session_id"]
     team.log_in(page, "operator")
     page.goto(team.url(f"browsers/{sid}/"))
-    pane = page.locator("#screen-pane[data-mode='live-view']")
+    pane = page.locator("#screen-pane[data-mode='snapshots']")
     expect(pane).to_contain_text("simulated", timeout=20_000)
-    pane.get_by_role("link", name="Show the service's live view here").click()
-    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=embed"))
-    expect(page.locator("iframe.live-view")).to_be_visible()
-    expect(page.locator("#screen-pane [data-screen-mode]")).to_have_text("The service's live view")
-    page.get_by_role("link", name="Hide it").click()
-    expect(page).to_have_url(team.url(f"browsers/{sid}/?view=page"))
-    expect(page.locator("#screen-pane[data-mode='live-view']")).to_be_visible(timeout=20_000)
-    expect(page.locator("iframe.live-view")).to_have_count(0)
+    expect(pane).to_have_attribute("data-frames", re.compile(r"[2-9]"), timeout=20_000)  # refreshed
+    expect(pane.locator("[data-screen-state]")).to_have_attribute("data-state", "live")
+    expect(page.locator("iframe")).to_have_count(0)
+    assert team.tenant.url not in page.content()
+    assert errors == []

@@ -29,7 +29,11 @@ class FakeCdp:
         self.casting = set()
         self.refuse = False
         self.busy = 0  # answer this many handshakes 503 (a browser still starting)
+        self.deny: tuple[int, str] | None = None  # answer every handshake so (status, body)
+        self.denied = 0
         self.fail = ""  # a method answered with a CDP error (its message)
+        self.frozen = False  # read messages, answer none (a frozen service or browser)
+        self.asked = []  # methods called, in order
 
     async def handler(self, socket):
         self.connections += 1
@@ -38,6 +42,9 @@ class FakeCdp:
             async for raw in socket:
                 message = json.loads(raw)
                 method, number = message.get("method"), message.get("id")
+                self.asked.append(method)
+                if self.frozen:
+                    continue
                 if self.fail and method == "Page.startScreencast":
                     await self.error_reply(socket, number)
                     continue
@@ -72,6 +79,9 @@ class FakeCdp:
             await socket.send(json.dumps(message))
 
     async def process_request(self, connection, request):
+        if self.deny:
+            self.denied += 1
+            return connection.respond(*self.deny)
         if self.refuse:
             return connection.respond(403, "refused\n")
         if self.busy:
@@ -535,3 +545,31 @@ async def test_it_ends_an_upstream_that_sends_frames_far_beyond_their_budget(cdp
     said = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["status"]]
     status = json.loads(said[-1]["data"][0])
     assert status["state"] == "unavailable" and "flooded the relay with frames" in status["message"]
+
+
+async def test_it_says_a_screen_that_went_silent_and_does_not_answer_is_stalled_then_live(cdp):
+    """A frozen service or browser sends no frames, but neither does a page that does not change: after a
+    silence the relay asks the browser something cheap; unanswered, the screen is "stalled" (its status and
+    the stream's keepalives say so) until the upstream is heard again."""
+    hub = relay.ScreenHub(linger_seconds=0.05, probe_after=0.2, probe_timeout=0.2)
+    wake = asyncio.Event()
+    viewer = hub.subscribe(source(cdp.url), wake=wake)
+    await until(lambda: viewer.screen.status.startswith("live:"))
+    # Quiet but answering: probed, still live.
+    await until(lambda: viewer.screen.probes >= 2)
+    assert viewer.screen.status.startswith("live:") and not viewer.screen.stalled
+    cdp.frozen = True
+    await until(lambda: viewer.screen.stalled)
+    chunk = await relay.next_chunk([viewer], wake, 1)
+    status = [json.loads(e["data"][0]) for e in events(chunk) if e["event"] == ["status"]]
+    assert status[-1]["state"] == "stalled" and status[-1]["label"] == "Stalled"
+    stream = relay.stream([viewer], wake, 0.05)
+    seen = b""
+    while b"event: keepalive" not in seen:
+        seen += await anext(stream)
+    assert b"event: keepalive\ndata: stalled\n\n" in seen
+    cdp.frozen = False
+    await cdp.frame(jpeg(b"back"), 1)
+    await until(lambda: not viewer.screen.stalled)
+    assert viewer.screen.status.startswith("live:")
+    await stream.aclose()

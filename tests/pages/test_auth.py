@@ -671,8 +671,38 @@ async def test_it_gives_viewers_no_hosted_or_live_view_url_of_a_login(viewer_cli
         assert not [c for c in capabilities if c in body]
         assert "Hosted login page" not in body and "Live view" not in body
     operator_body = body_of(await operator_client.get(url(f"{cid}/flow/")))
-    assert f'href="{running["hosted_url"]}"' in operator_body
-    assert f'href="{running["live_view_url"]}"' in operator_body
+    assert not [c for c in capabilities if c in operator_body]  # operators too: through the console only
+    assert f'href="/o/acme/auth/{cid}/flow/hosted/"' in operator_body
+    assert f'href="/o/acme/auth/{cid}/flow/live-view/"' in operator_body
+
+
+async def test_it_hands_a_login_s_pages_only_to_an_operator_at_each_use(operator, operator_client, tenant):
+    """The flow page held the service's hosted-login and live-view URLs: a member removed from the org kept
+    them. The console's links check the member at each use, audit it, and redirect to the running flow's."""
+    from console.accounts.models import Membership, Role
+
+    record = started(tenant, domain="workspace.example.com")
+    cid = record["id"]
+    running = get(tenant, cid)
+    for which, field in (("hosted", "hosted_url"), ("live-view", "live_view_url")):
+        response = await operator_client.get(url(f"{cid}/flow/{which}/"))
+        assert response.status_code == 302 and response["Location"] == running[field]
+        assert response["Referrer-Policy"] == "no-referrer"
+    rows = [a.detail async for a in AuditLog.objects.filter(action="auth.flow.open").order_by("pk")]
+    assert rows == ["opened the hosted login page", "opened the live view"]
+    await Membership.objects.filter(user=operator).aupdate(role=Role.VIEWER)
+    assert (await operator_client.get(url(f"{cid}/flow/hosted/"))).status_code == 403
+    await Membership.objects.filter(user=operator).adelete()
+    assert (await operator_client.get(url(f"{cid}/flow/live-view/"))).status_code == 404
+    assert await AuditLog.objects.filter(action="auth.flow.open").acount() == 2
+
+
+async def test_it_sends_an_operator_back_to_the_flow_once_the_login_has_no_such_page(operator_client, tenant):
+    record = settled(tenant, create(tenant, domain="workspace.example.com")["id"])
+    response = await operator_client.get(url(f"{record['id']}/flow/hosted/"))
+    assert response.status_code == 302 and response["Location"] == url(f"{record['id']}/flow/")
+    assert (await operator_client.get(url(f"{record['id']}/flow/elsewhere/"))).status_code == 404
+    assert not await AuditLog.objects.filter(action="auth.flow.open").aexists()
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,7 @@ async def test_it_shows_the_service_validation_errors(operator_client, quiet):
 # Session page ----------------------------------------------------------------------------------------
 
 
-async def test_it_shows_the_configuration_to_viewers_with_only_a_view_only_live_view(viewer_client, quiet):
+async def test_it_shows_the_configuration_to_viewers_without_any_live_view_url(viewer_client, quiet):
     session = create(quiet, name="watch", tags={"team": "checkout"}, kiosk_mode=True, telemetry=ON)
     sid = session["session_id"]
     body = (await viewer_client.get(url(f"{sid}/"))).content.decode()
@@ -170,38 +170,41 @@ async def test_it_shows_the_configuration_to_viewers_with_only_a_view_only_live_
     assert "console, network, page, control" in body
     interactive = session["browser_live_view_url"].split("jwt=")[1]
     view_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
-    assert interactive not in body and view_only in body
+    assert interactive not in body and view_only not in body
     jwt = session["cdp_ws_url"].split("jwt=")[1]
     assert jwt not in body  # the CDP token gives full control: never on a page
     assert "Delete…" not in body
 
 
-async def test_it_never_gives_a_viewer_the_live_view_url_in_any_form(viewer_client, quiet):
+@pytest.mark.parametrize("role", ["viewer", "operator", "admin"])
+async def test_it_never_gives_anyone_a_live_view_url_in_any_form(
+    role, admin_client, operator_client, viewer_client, quiet
+):
+    """The service's live-view URLs are capabilities the console cannot take back from a member who lost
+    access (its screen is its own: console/browsers/panes/screen.py): no page holds one, for any role."""
+    client = {"admin": admin_client, "operator": operator_client, "viewer": viewer_client}[role]
     session = create(quiet, name="watch", telemetry=ON)
     sid = session["session_id"]
-    live = quiet.call("GET", f"/browsers/{sid}").json()["browser_live_view_url"]
-    token = live.split("jwt=")[1]
+    tokens = [
+        session["browser_live_view_url"].split("jwt=")[1],
+        session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0],
+        session["cdp_ws_url"].split("jwt=")[1],
+    ]
     pages = [
-        await viewer_client.get(url(f"{sid}/")),
-        await viewer_client.get(url(f"{sid}/"), {"view": "embed"}),
-        await viewer_client.get(url(f"{sid}/"), headers=hx("telemetry-pane")),
-        await viewer_client.get(url()),
-        await viewer_client.get(url(), {"status": "all"}, headers=hx("browsers-table")),
+        await client.get(url(f"{sid}/"), {"wait": "1"}),
+        await client.get(url(f"{sid}/"), {"view": "embed", "wait": "1"}),
+        await client.get(url(f"{sid}/"), headers=hx("telemetry-pane")),
+        await client.get(url(f"{sid}/screen/")),
+        await client.get(url(), {"wait": "1"}),
+        await client.get(url(), {"status": "all"}, headers=hx("browsers-table")),
+        await client.get(url("wall/")),
     ]
     for response in pages:
         body = response.content.decode()
         assert response.status_code == 200
-        assert token not in body  # the interactive token, in any form (with or without readOnly)
-        assert not re.search(rf"/_sandbox/live/{sid}\?jwt={re.escape(token)}", body)
-
-
-async def test_it_never_hands_viewers_the_interactive_live_view_token(viewer_client, quiet):
-    session = create(quiet, name="watch")
-    body = (await viewer_client.get(url(f"{session['session_id']}/"))).content.decode()
-    interactive = session["browser_live_view_url"].split("jwt=")[1]
-    assert interactive not in body  # removing readOnly=true from the URL must not make it interactive
-    read_only = session["sandbox"]["read_only_live_view_url"].split("jwt=")[1].split("&")[0]
-    assert read_only in body
+        assert not [t for t in tokens if t in body]
+        assert "/_sandbox/live/" not in body and "<iframe" not in body
+        assert response["Content-Security-Policy"].endswith("; frame-src 'none'")
 
 
 async def test_it_says_when_the_browser_is_simulated(viewer_client, quiet):
@@ -210,44 +213,25 @@ async def test_it_says_when_the_browser_is_simulated(viewer_client, quiet):
     assert "simulated browser" in body
 
 
-async def test_it_gives_operators_the_interactive_live_view_and_embeds_it(operator_client, quiet):
-    session = create(quiet, name="drive")
-    response = await operator_client.get(url(f"{session['session_id']}/"), {"view": "embed"})
-    body = response.content.decode()
-    assert "readOnly=true" not in body and "<iframe" in body and "Delete…" in body
-    assert 'sandbox="allow-scripts allow-same-origin allow-pointer-lock"' in body
-    assert "clipboard" not in body and "allow-forms" not in body
-    csp = response["Content-Security-Policy"]
-    assert csp.endswith(f"; frame-src {quiet.url}") and csp.count("frame-src") == 1
-    plain = await operator_client.get(url(f"{session['session_id']}/"))
-    assert "<iframe" not in plain.content.decode()
-    assert plain["Content-Security-Policy"].endswith("; frame-src 'none'")
-
-
 @pytest.mark.parametrize(
     "hostile",
     [
         "javascript:alert(document.domain)",
-        " JavaScript:alert(1)",
-        "java\tscript:alert(1)",
         "data:text/html,<script>alert(1)</script>",
-        "vbscript:msgbox(1)",
         "https://trusted.example@evil.example/",
-        "//evil.example/live",
+        "https://evil.example/live?jwt=x",
     ],
 )
-async def test_it_shows_a_live_view_url_that_is_not_http_as_text_only(operator_client, quiet, hostile):
+async def test_it_shows_nothing_of_a_live_view_url_the_service_sends(operator_client, quiet, hostile):
     session = create(quiet, name="odd")
     sid = session["session_id"]
     planted = {"browser_live_view_url": hostile}
     quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields=planted, count=None)
-    response = await operator_client.get(url(f"{sid}/"), {"view": "embed"})
-    body = response.content.decode()
-    assert "<iframe" not in body
-    # (base.html's empty favicon, href="data:,", is ours)
-    assert not re.search(r'(href|src)="(?!data:,")[^"]*(script:|data:|evil\.example)', body, re.IGNORECASE)
-    assert "Not an http(s) address" in body  # shown, as text
-    assert response["Content-Security-Policy"].endswith("; frame-src 'none'")
+    for query in ({"wait": "1"}, {"view": "embed", "wait": "1"}):
+        response = await operator_client.get(url(f"{sid}/"), query)
+        body = response.content.decode()
+        assert "<iframe" not in body and "evil.example" not in body and "script:" not in body
+        assert response["Content-Security-Policy"].endswith("; frame-src 'none'")
 
 
 async def test_it_opens_the_pane_with_recent_history_and_a_resumable_stream(viewer_client, quiet):
@@ -520,12 +504,3 @@ async def test_it_renders_the_frame_at_once_and_the_session_after(viewer_client,
     loaded = (await viewer_client.get(part, headers={"HX-Request": "true"})).content.decode()
     assert loaded.lstrip().startswith('<div id="session-detail"') and "slow-one" in loaded
     assert 'id="telemetry-pane"' in loaded
-
-
-async def test_it_answers_the_embedded_live_view_whole(operator_client, quiet):
-    session = create(quiet, name="embedded")
-    page = await operator_client.get(
-        url(f"{session['session_id']}/"), {"view": "embed"}, headers={"Sec-Fetch-Mode": "navigate"}
-    )
-    assert "deferred-loading" not in page.content.decode()
-    assert "frame-src http://127.0.0.1" in page["Content-Security-Policy"]

@@ -1,14 +1,15 @@
 """The screen pane of a session: its mode, its stream, control and input (console/browsers/panes/screen.py).
 
 The test sandbox runs simulated sessions, whose CDP endpoint refuses connections: the pane falls back to
-the live view, and the stream says the relay is unavailable. Real frames: tests/browser/test_screen.py.
+screenshots through the console, and the stream says the relay is unavailable. Real frames:
+tests/browser/test_screen.py. Control is a lease in the database (console/live/control.py).
 """
 
 import json
 
 import pytest
 
-from console.accounts.models import AuditLog
+from console.accounts.models import AuditLog, ControlLease, Membership, Role
 from tests.sandbox_fixtures import create_session as create
 
 
@@ -42,13 +43,15 @@ async def read_stream(response, until: bytes, limit: int = 50) -> bytes:
 # Pane ----------------------------------------------------------------------------------------------
 
 
-async def test_it_falls_back_to_the_live_view_for_a_session_it_cannot_relay(operator_client, quiet):
+async def test_it_shows_screenshots_through_the_console_for_a_session_it_cannot_relay(operator_client, quiet):
     session = create(quiet, name="sim")
-    body = (await operator_client.get(url(session["session_id"]))).content.decode()
-    assert 'data-mode="live-view"' in body and "simulated" in body
-    assert f'href="/o/acme/browsers/{session["session_id"]}/?view=embed"' in body
-    embedded = (await operator_client.get(url(session["session_id"]), {"view": "embed"})).content.decode()
-    assert "?view=embed" not in embedded and "The service's live view" in embedded
+    sid = session["session_id"]
+    body = (await operator_client.get(url(sid))).content.decode()
+    assert 'data-mode="snapshots"' in body and "simulated" in body
+    assert f'data-snapshot-url="/o/acme/browsers/{sid}/computer/screenshot.png"' in body
+    assert "_sandbox/live" not in body and "jwt" not in body and "<iframe" not in body
+    shot = await operator_client.get(f"/o/acme/browsers/{sid}/computer/screenshot.png")
+    assert shot.status_code == 200 and shot["Content-Type"] == "image/png"
 
 
 async def test_it_chooses_the_relay_when_the_session_has_a_usable_cdp_url(viewer_client, quiet):
@@ -70,7 +73,7 @@ async def test_it_falls_back_when_the_cdp_url_points_somewhere_it_may_not_go(ope
     planted = {"cdp_ws_url": "ws://169.254.169.254/latest?jwt=x", "sandbox": {}}
     quiet.fault(method="GET", path=f"^/browsers/{sid}$", fields=planted, count=None)
     body = (await operator_client.get(url(sid))).content.decode()
-    assert 'data-mode="live-view"' in body and "link-local" in body
+    assert 'data-mode="snapshots"' in body and "link-local" in body
 
 
 async def test_it_says_an_ended_session_has_no_screen(viewer_client, quiet):
@@ -258,27 +261,36 @@ async def test_it_keeps_control_released_while_an_action_was_on_its_way(operator
     assert [r["path"] for r in computer_calls(quiet)].count(f"/browsers/{sid}/computer/click_mouse") == 1
 
 
-async def test_it_renews_control_with_each_action(operator_client, quiet):
-    import time
+async def test_it_renews_control_with_each_action_and_while_the_pane_is_open(operator_client, quiet):
+    from datetime import timedelta
 
-    from django.contrib.sessions.backends.db import SessionStore
+    from django.utils import timezone
 
-    from console.browsers.panes import screen
+    from console.live import control
 
     sid = create(quiet, name="renew")["session_id"]
     token = await take(operator_client, sid)
-    stored = SessionStore(session_key=operator_client.cookies["sessionid"].value)
-    held = await stored.aget(screen.SESSION_KEY)
-    (name,) = held
-    held[name][1] = time.time() + 5  # nearly expired
-    await stored.aset(screen.SESSION_KEY, held)
-    await stored.asave()
+    soon = timezone.now() + timedelta(seconds=5)  # nearly expired
+    await ControlLease.objects.filter(session_id=sid).aupdate(expires_at=soon)
     response = await operator_client.post(
         url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
     )
     assert response.status_code == 204
-    renewed = (await SessionStore(session_key=stored.session_key).aget(screen.SESSION_KEY))[name]
-    assert renewed[0] == token and renewed[1] > time.time() + screen.CONTROL_SECONDS - 60
+    lease = await ControlLease.objects.aget(session_id=sid)
+    assert lease.expires_at > timezone.now() + timedelta(seconds=control.lease_seconds() - 30)
+    # The pane's heartbeat renews it too, with the token only.
+    await ControlLease.objects.filter(session_id=sid).aupdate(expires_at=soon)
+    beat = await operator_client.post(
+        url(sid, "control/"), {"action": "renew"}, headers={"X-Screen-Control": token}
+    )
+    assert beat.status_code == 204
+    assert (await ControlLease.objects.aget(session_id=sid)).expires_at > soon
+    wrong = await operator_client.post(
+        url(sid, "control/"), {"action": "renew"}, headers={"X-Screen-Control": "x"}
+    )
+    assert wrong.status_code == 409
+    # Renewals are not audited: only the take.
+    assert await AuditLog.objects.filter(action="browser.screen.control").acount() == 1
 
 
 async def test_it_keeps_control_to_the_org_it_was_taken_in(operator, operator_client, quiet):
@@ -286,7 +298,7 @@ async def test_it_keeps_control_to_the_org_it_was_taken_in(operator, operator_cl
     taken in one is not control in the other."""
     from asgiref.sync import sync_to_async
 
-    from console.accounts.models import Membership, Organization, Role
+    from console.accounts.models import Organization
 
     def twin():
         other = Organization(name="Acme twin", slug="acme-twin", service_base_url=quiet.url)
@@ -339,4 +351,161 @@ async def test_it_refuses_a_control_token_that_is_not_ascii_as_a_wrong_one(opera
         fields = {"kind": "click", "x": 1, "y": 1, **sent.pop("data", {})}
         response = await operator_client.post(url(sid, "input/"), fields, **sent)
         assert response.status_code == 409 and "Take control" in response.content.decode()
+    assert computer_calls(quiet) == []
+
+
+# One driver at a time (the control lease) ----------------------------------------------------------
+
+
+async def test_it_lets_one_operator_drive_at_a_time_and_tells_the_others_who(
+    operator_client, admin_client, viewer_client, quiet
+):
+    """Control lived in each user's own Django session: two operators could both take it, and both drove."""
+    sid = create(quiet, name="one-driver")["session_id"]
+    token = await take(operator_client, sid)
+    second = await admin_client.post(url(sid, "control/"), {"action": "take"}, headers={"HX-Request": "true"})
+    body = second.content.decode()
+    assert "oscar took control first" in body and "oscar is driving" in body
+    assert "data-control-token" not in body and "Take control" not in body
+    plain = await admin_client.post(url(sid, "control/"), {"action": "take"})
+    assert plain.status_code == 409 and "oscar is driving" in plain.content.decode()
+    for sent in ({}, {"X-Screen-Control": token}):  # not even with the holder's token
+        refused = await admin_client.post(url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers=sent)
+        assert refused.status_code == 409 and "oscar is driving" in refused.content.decode()
+    assert computer_calls(quiet) == []
+    watching = (await viewer_client.get(url(sid))).content.decode()
+    assert "oscar is driving" in watching
+    rows = [a.actor_username async for a in AuditLog.objects.filter(action="browser.screen.control")]
+    assert rows == ["oscar"]
+    ok = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert ok.status_code == 204
+
+
+async def test_it_ends_control_at_a_demote_even_one_undone_since(operator, operator_client, quiet):
+    """A token taken as operator survived a demote and re-promote within its 10 minutes."""
+    sid = create(quiet, name="demoted")["session_id"]
+    token = await take(operator_client, sid)
+    await Membership.objects.filter(user=operator).aupdate(role=Role.VIEWER)
+    await Membership.objects.filter(user=operator).aupdate(role=Role.OPERATOR)
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and "Take control" in response.content.decode()
+    assert computer_calls(quiet) == []
+    # The same through a save (Django admin): a changed role is a new version of the membership.
+    token = await take(operator_client, sid)
+    membership = await Membership.objects.aget(user=operator)
+    membership.role = Role.ADMIN
+    await membership.asave()
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []
+
+
+async def test_it_ends_control_when_the_member_is_removed_and_added_again(
+    operator, org, operator_client, quiet
+):
+    sid = create(quiet, name="removed")["session_id"]
+    token = await take(operator_client, sid)
+    await Membership.objects.filter(user=operator).adelete()
+    assert not await ControlLease.objects.filter(session_id=sid).aexists()  # the lease went with it
+    await Membership.objects.acreate(user=operator, org=org, role=Role.OPERATOR)
+    response = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert response.status_code == 409 and computer_calls(quiet) == []
+
+
+async def test_it_frees_control_once_it_expired_and_says_whose_lapsed(operator_client, admin_client, quiet):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    sid = create(quiet, name="lapsed")["session_id"]
+    token = await take(operator_client, sid)
+    await ControlLease.objects.filter(session_id=sid).aupdate(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    late = await operator_client.post(
+        url(sid, "input/"), {"kind": "click", "x": 1, "y": 1}, headers={"X-Screen-Control": token}
+    )
+    assert late.status_code == 409
+    beat = await operator_client.post(
+        url(sid, "control/"), {"action": "renew"}, headers={"X-Screen-Control": token}
+    )
+    assert beat.status_code == 409  # an expired lease is not brought back by a heartbeat
+    await take(admin_client, sid)
+    rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.control").order_by("pk")]
+    assert rows == ["took control of the screen", "took control of the screen (oscar's control had lapsed)"]
+
+
+async def test_it_frees_control_when_the_session_ends(operator_client, quiet):
+    sid = create(quiet, name="ending")["session_id"]
+    await take(operator_client, sid)
+    quiet.call("DELETE", f"/browsers/{sid}")
+    body = (await operator_client.get(url(sid))).content.decode()
+    assert 'data-mode="none"' in body and "You control" not in body
+    assert not await ControlLease.objects.filter(session_id=sid).aexists()
+
+
+async def test_it_keeps_control_across_a_reload_of_the_page_and_not_in_another_browser(
+    operator, operator_client, quiet
+):
+    from asgiref.sync import sync_to_async
+
+    from tests.conftest import make_client
+
+    sid = create(quiet, name="reload")["session_id"]
+    token = await take(operator_client, sid)
+    again = (await operator_client.get(url(sid))).content.decode()
+    assert f'data-control-token="{token}"' in again and "You control this browser" in again
+    other_browser = await sync_to_async(make_client)(operator)
+    elsewhere = (await other_browser.get(url(sid))).content.decode()
+    assert "data-control-token" not in elsewhere and "from another window" in elsewhere
+    assert "Take control here" in elsewhere
+
+
+async def test_it_releases_only_the_holders_control(operator_client, admin_client, quiet):
+    sid = create(quiet, name="mine")["session_id"]
+    await take(operator_client, sid)
+    await admin_client.post(url(sid, "control/"), {"action": "release"})
+    assert await ControlLease.objects.filter(session_id=sid).aexists()
+    rows = [a.detail async for a in AuditLog.objects.filter(action="browser.screen.control")]
+    assert rows == ["took control of the screen"]  # a release that freed nothing is no row
+
+
+# What a page hands out --------------------------------------------------------------------------------
+
+
+async def test_it_hands_a_member_nothing_that_outlives_their_access(operator, operator_client, quiet):
+    """An operator removed from the org kept the service's live-view URL the session page had framed (its
+    jwt drove the browser, unaudited), and a viewer's read-only link kept delivering frames. Every address
+    the pages give now is the console's own, and each refuses a member who is gone."""
+    import re
+
+    sid = create(quiet, name="kept")["session_id"]
+    token = await take(operator_client, sid)
+    pages = [
+        f"/o/acme/browsers/{sid}/?wait=1",
+        f"/o/acme/browsers/{sid}/?view=embed&wait=1",
+        url(sid),
+        "/o/acme/browsers/?wait=1",
+        "/o/acme/browsers/wall/",
+    ]
+    bodies = "".join([(await operator_client.get(page)).content.decode() for page in pages])
+    assert quiet.url not in bodies and "jwt" not in bodies and "<iframe" not in bodies
+    found = re.findall(r'(?:href|src|action|sse-connect|hx-get|hx-post|data-[a-z-]*url)="([^"]*)"', bodies)
+    addresses = {a.replace("&amp;", "&") for a in found if a not in ("data:,",) and not a.startswith("#")}
+    assert f"/o/acme/browsers/{sid}/computer/screenshot.png" in addresses
+    foreign = [a for a in addresses if not a.startswith("/") or a.startswith("//")]
+    assert foreign == []  # nothing the console could not take back
+    await Membership.objects.filter(user=operator).adelete()
+    for address in sorted(a for a in addresses if a.startswith("/o/acme/")):
+        assert (await operator_client.get(address)).status_code in (404, 405), address
+    for path, fields in (("input/", {"kind": "click", "x": 1, "y": 1}), ("control/", {"action": "renew"})):
+        response = await operator_client.post(url(sid, path), fields, headers={"X-Screen-Control": token})
+        assert response.status_code == 404
     assert computer_calls(quiet) == []

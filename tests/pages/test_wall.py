@@ -1,5 +1,11 @@
 """The session wall (console/browsers/wall.py): tiles, filters, badges and its one stream."""
 
+import json
+
+import pytest
+from websockets.asyncio.server import serve
+
+from tests.live.test_screen import FakeCdp
 from tests.sandbox_fixtures import create_session as create
 
 ON = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
@@ -85,3 +91,114 @@ async def test_it_reflects_its_filters_escaped(viewer_client, quiet):
     query = {"q": hostile, "pool": hostile, "profile": hostile, "tag": f"k:{hostile}", "status": hostile}
     body = (await viewer_client.get("/o/acme/browsers/wall/", query)).content.decode()
     assert "<script>alert(1)" not in body and "&quot;&gt;&lt;script&gt;" in body
+
+
+# What the wall keeps live ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def cdp():
+    """A CDP endpoint over a real loopback websocket (tests/live/test_screen.py), counting connections."""
+    fake = FakeCdp()
+    async with serve(fake.handler, "127.0.0.1", 0, process_request=fake.process_request) as server:
+        port = server.sockets[0].getsockname()[1]
+        fake.url = f"ws://127.0.0.1:{port}/devtools/browser/x?jwt=secret-jwt-of-the-session"
+        yield fake
+
+
+def relayable(tenant, cdp, count: int) -> list[str]:
+    """``count`` sessions whose records name the fake CDP endpoint (and no simulated engine)."""
+    ids = [create(tenant, name=f"tile-{n}")["session_id"] for n in range(count)]
+    tenant.fault(method="GET", path="^/browsers", fields={"cdp_ws_url": cdp.url, "sandbox": {}}, count=None)
+    return ids
+
+
+def statuses(seen: bytes) -> list[dict]:
+    return [json.loads(line[6:]) for line in seen.decode().splitlines() if line.startswith('data: {"s"')]
+
+
+async def read_until(response, enough, limit: int = 200) -> bytes:
+    seen = b""
+    async for chunk in response.streaming_content:
+        seen += chunk
+        if enough(seen) or not limit:
+            break
+        limit -= 1
+    return seen
+
+
+async def test_it_keeps_live_only_the_tiles_a_viewer_may_have_and_pauses_the_rest(
+    viewer_client, operator_client, quiet, cdp, settings
+):
+    """A viewer's wall of 18 sessions opened a CDP connection per tile and held every browser slot of the
+    sandbox. The stream now connects at most WALL_LIVE_TILES sessions per viewer and
+    WALL_LIVE_TILES_PER_ORG per org, and says of the others that they are paused, and why."""
+    settings.WALL_LIVE_TILES, settings.WALL_LIVE_TILES_PER_ORG = 2, 3
+    ids = relayable(quiet, cdp, 5)
+    page = (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
+    assert 'data-live-max="2"' in page and page.count("data-relay") == 5
+    mine = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": ids})
+    seen = await read_until(mine, lambda s: sum(x["state"] == "live" for x in statuses(s)) >= 2)
+    said = {x["s"]: x for x in statuses(seen)}
+    assert [said[i]["state"] for i in ids] == ["live", "live", "paused", "paused", "paused"]
+    assert "at most 2 live tiles per viewer" in said[ids[2]]["message"]
+    assert cdp.connections == 2
+    # Another member of the org: the org's bound leaves room for one more session.
+    theirs = await operator_client.get("/o/acme/browsers/wall/stream/", {"id": ids[2:]})
+    seen = await read_until(theirs, lambda s: any(x["state"] == "live" for x in statuses(s)))
+    said = {x["s"]: x for x in statuses(seen)}
+    assert said[ids[2]]["state"] == "live" and said[ids[3]]["state"] == "paused"
+    assert "organization's walls already show 3 live tiles" in said[ids[3]]["message"]
+    assert cdp.connections == 3
+    # A wall that goes away gives its tiles back. (Under ASGI a browser that leaves cancels the response's
+    # iterator; the test client only wraps it, so close the iterator itself.)
+    await mine._iterator.aclose()
+    again = await operator_client.get("/o/acme/browsers/wall/stream/", {"id": ids[3:4]})
+    seen = await read_until(again, lambda s: any(x["state"] in ("live", "paused") for x in statuses(s)))
+    assert statuses(seen)[-1]["state"] == "live"
+    for response in (theirs, again):
+        await response._iterator.aclose()
+
+
+async def test_it_says_in_words_that_the_service_refused_a_tile_and_does_not_insist(
+    viewer_client, quiet, cdp
+):
+    """A tile the service refused (no browser free) said "Reconnecting…", then "No screen from this
+    session's CDP endpoint", after five more attempts."""
+    (sid,) = relayable(quiet, cdp, 1)
+    words = "4 browsers are running (4 of 4): end one and try again"
+    cdp.deny = (429, json.dumps({"code": "browser_limit_reached", "message": words}))
+    response = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [sid]})
+    seen = await read_until(response, lambda s: any(x["state"] == "refused" for x in statuses(s)))
+    refused = statuses(seen)[-1]
+    assert refused["state"] == "refused" and refused["label"] == "Refused by the service"
+    assert refused["message"] == f"busy (browser_limit_reached: {words})"
+    assert "reconnecting" not in [x["state"] for x in statuses(seen)]
+    assert cdp.denied == 1 and "secret-jwt" not in seen.decode()
+    await response._iterator.aclose()
+    # Retry (a new stream for the tile) asks again: the screen that was refused is not kept as it was.
+    cdp.deny = None
+    retried = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [sid]})
+    seen = await read_until(retried, lambda s: any(x["state"] == "live" for x in statuses(s)))
+    assert statuses(seen)[-1]["state"] == "live"
+    await retried._iterator.aclose()
+
+
+async def test_it_lets_a_wall_s_new_stream_take_over_the_one_it_just_closed(
+    viewer_client, quiet, cdp, settings
+):
+    """Scrolling changes the tiles on screen: the page closes its stream and opens one for the new set. The
+    server may not have seen the first one end yet; counted together, the new tile was paused for nothing."""
+    settings.WALL_LIVE_TILES = 2
+    a, b, c = relayable(quiet, cdp, 3)
+    before = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [a, b], "wall": "page0001"})
+    await read_until(before, lambda s: sum(x["state"] == "live" for x in statuses(s)) >= 2)
+    after = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [b, c], "wall": "page0001"})
+    seen = await read_until(after, lambda s: sum(x["state"] in ("live", "paused") for x in statuses(s)) >= 2)
+    assert {x["s"]: x["state"] for x in statuses(seen)} == {b: "live", c: "live"}
+    # Another page of the same viewer is another wall: it counts with the first.
+    other = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": [a], "wall": "page0002"})
+    seen = await read_until(other, lambda s: any(x["state"] in ("live", "paused") for x in statuses(s)))
+    assert statuses(seen)[-1]["state"] == "paused"
+    for response in (before, after, other):
+        await response._iterator.aclose()

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PARAM = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>")
 # Parameters that are verbs, not resources: the same in every organization.
-VERBS = {"action": "click"}
+VERBS = {"action": "click", "which": "hosted"}
 APP_SOURCE = """
 from kernel import App
 

@@ -1,26 +1,30 @@
 """The screen pane of a session: the browser live, relayed by the console (``console.live.screen``), and
-driven by operators who took control.
+driven by the operator who holds its control lease (``console.live.control``).
 
 Modes: **relay** when the session has a ``cdp_ws_url`` the console may open (the frames come from this
-process; the browser never sees the URL or its jwt); **live view** otherwise (no usable ``cdp_ws_url``, or
-the relay said the upstream refused): the service's live-view URL in the sandboxed iframe, which needs the
-page's CSP to frame its origin: the pane offers the page with ``?view=embed`` (one click, not an automatic
-reload, which would throw away the state of the page's other panes).
+process; the browser never sees the URL or its jwt); **snapshots** otherwise (a simulated sandbox session,
+a ``cdp_ws_url`` the console may not open), and also when the relay says the upstream refused: the
+session's screenshots through the console (``computer/screenshot.png``, a request of the member's own each
+time, refreshed every ``SNAPSHOT_SECONDS`` while the tab is visible), driven through the same input
+endpoint. The service's own live-view URLs are never handed to a browser: they are capabilities the
+console cannot take back from a member who lost access (docs/security.md, section 2).
 
 Input: click, double click, right click, scroll, typed text and key combinations become computer actions
-through the service client. They are refused (409) unless the operator took control: "Take control" puts
-a short-lived random token in the operator's Django session (``CONTROL_SECONDS``, renewed by each action)
-and hands it to the page, which sends it with each action; "Release" drops it. Audit: taking and releasing
-control are rows of their own, and each action sent is one row (the page never sends pointer moves, and
-coalesces wheel turns and typed characters), whose detail never holds the typed text, only its length.
+through the service client. They are refused (409) unless the operator holds the session's control lease:
+"Take control" takes it (unless someone else holds it: "X is driving") and hands its token to the page
+(kept in the Django session too, so a reload keeps it), which sends it with each action; each action and
+the pane's heartbeat (``action=renew``) renew it; "Release" frees it. Audit: taking and releasing control
+are rows of their own, and each action sent is one row (the page never sends pointer moves, and coalesces
+wheel turns and typed characters), whose detail never holds the typed text, only its length.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
-import secrets
-import time
+from collections.abc import AsyncIterator, Callable
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
@@ -28,15 +32,15 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited, record
 from console.browsers.panes import common
-from console.live import guard
+from console.live import control, guard
 from console.live import screen as relay
 from console.service import Conflict, Invalid, NotFound, ServiceError, browsers, computer
 from console.web.decorators import org_view
 from console.web.render import render
-from console.web.text import safe_url
 
-CONTROL_SECONDS = 600
-SESSION_KEY = "screen_control"
+SESSION_KEY = "screen_control"  # tokens of the leases this Django session took: {"<org>:<session>": token}
+KEPT_TOKENS = 20
+SNAPSHOT_SECONDS = 2
 MAX_FPS = 30.0
 MAX_TEXT = 500
 MAX_SCROLL = 5000
@@ -73,11 +77,11 @@ def source(request, session_id: str) -> relay.Source:
 
 
 async def mode(request, session: browsers.Session) -> tuple[str, str]:
-    """("relay" | "live-view" | "none", why not the relay)."""
+    """("relay" | "snapshots" | "none", why not the relay)."""
     if session.ended:
         return "none", "The session has ended."
     if session.simulated:
-        reason = "This sandbox session is simulated: it has no real screen to relay."
+        reason = "This sandbox session is simulated: it has no screencast to relay."
     else:
         try:
             await relay.check_cdp_url(session.cdp_ws_url, allow_private=request.service.allow_private)
@@ -85,92 +89,54 @@ async def mode(request, session: browsers.Session) -> tuple[str, str]:
             reason = f"The console cannot relay this session's screen: {exc}."
         else:
             return "relay", ""
-    return "live-view", reason
+    return "snapshots", reason
 
 
-def _live_view(request, session: browsers.Session) -> str:
-    # Operators get the interactive link, viewers only a view-only one (as the session page decides).
-    if request.membership.has_role("operator"):
-        return safe_url(session.browser_live_view_url)
-    return safe_url(session.read_only_live_view_url)
+def _name(request, session_id: str) -> str:
+    return f"{request.org.pk}:{session_id}"
 
 
-async def _control(request, session_id: str) -> str | None:
-    held = (await request.session.aget(SESSION_KEY, {})).get(f"{request.org.pk}:{session_id}")
-    if held and held[1] > time.time():
-        return held[0]
-    return None
+async def _kept_token(request, session_id: str) -> str | None:
+    return (await request.session.aget(SESSION_KEY, {})).get(_name(request, session_id))
 
 
-async def _set_control(request, session_id: str, token: str | None) -> None:
+async def _keep_token(request, session_id: str, token: str | None) -> None:
+    """The token of a lease taken from this Django session, so a reload of the page keeps control (the
+    lease itself, and whether the token still holds it, is the database's)."""
     held = dict(await request.session.aget(SESSION_KEY, {}))
-    now = time.time()
-    held = {k: v for k, v in held.items() if v[1] > now}  # forget expired ones
-    name = f"{request.org.pk}:{session_id}"
+    held.pop(_name(request, session_id), None)
     if token:
-        held[name] = [token, now + CONTROL_SECONDS]
-    else:
-        held.pop(name, None)
-    await request.session.aset(SESSION_KEY, held)
+        held[_name(request, session_id)] = token
+    await request.session.aset(SESSION_KEY, dict(list(held.items())[-KEPT_TOKENS:]))
 
 
-def _renew_now(store_class, session_key: str, name: str, token: str) -> None:
-    """Extend the control ``token`` holds, if it still holds it in the Django session as stored now.
-
-    Not through ``request.session``: that copy was read before the action went upstream, and saving it
-    would write back a token a "Release" (or a new "Take") dropped meanwhile. The session row is locked
-    while it is read and written, so a release saved by another request or process lands before or after,
-    never in between."""
-    from django.contrib.sessions.models import Session
-    from django.db import transaction
-
-    with transaction.atomic():
-        list(Session.objects.select_for_update().filter(session_key=session_key).values_list("pk"))
-        stored = store_class(session_key=session_key)
-        held = dict(stored.get(SESSION_KEY, {}))
-        if not held.get(name) or held[name][0] != token:
-            return
-        held[name] = [token, time.time() + CONTROL_SECONDS]
-        stored[SESSION_KEY] = held
-        stored.save()
-
-
-async def _renew(request, session_id: str, token: str) -> None:
-    from asgiref.sync import sync_to_async
-
-    key = request.session.session_key
-    if key:
-        name = f"{request.org.pk}:{session_id}"
-        await sync_to_async(_renew_now)(type(request.session), key, name, token)
-
-
-async def _context(request, session: browsers.Session, embed: bool) -> dict:
+async def _context(request, session: browsers.Session, notice: str = "") -> dict:
     sid = session.session_id
     chosen, reason = await mode(request, session)
-    relay_possible = chosen == "relay"
-    if embed and chosen == "relay":
-        # The operator asked for the service's own live view (the page frames it): one screen at a time.
-        chosen, reason = "live-view", "Embedded as asked; the console's relay is one click away."
     width, height = common.viewport(session)
-    live_view = _live_view(request, session) if not session.ended else ""
-    detail = common.session_url(request, sid)
-    can_operate = request.membership.has_role("operator")
+    can_operate = request.membership.has_role("operator") and not session.ended
+    driver = None if session.ended else await control.driver(request.org.pk, sid)
+    mine = driver is not None and driver.is_member(request.membership)
+    token = await _kept_token(request, sid) if mine and can_operate else None
+    token = token if token and driver.has_token(token) else None
     return {
         "session": session,
         "mode": chosen,
-        "relay_possible": relay_possible,
         "reason": reason,
-        "embed": embed,
         "width": width,
         "height": height,
-        "embed_url": f"{detail}?view=embed" if live_view else "",
-        "page_url": f"{detail}?view=page",
         "stream_url": common.url(request, "screen-stream", sid),
+        "snapshot_url": common.url(request, "screenshot", sid),
+        "snapshot_seconds": SNAPSHOT_SECONDS,
         "input_url": common.url(request, "screen-input", sid),
         "control_url": common.url(request, "screen-control", sid),
+        "renew_seconds": max(1, int(control.lease_seconds() / 4)),
         "pane_url": common.url(request, "screen", sid),
-        "can_operate": can_operate and not session.ended,
-        "control_token": (await _control(request, sid)) if can_operate else None,
+        "can_operate": can_operate,
+        "driver": driver,
+        "driving_elsewhere": mine and token is None,
+        "control_token": token,
+        "notice": notice,
     }
 
 
@@ -178,7 +144,9 @@ async def _context(request, session: browsers.Session, embed: bool) -> dict:
 @org_view("viewer")
 async def screen_pane(request, session_id: str):
     session = await common.get_session(request, session_id)
-    context = await _context(request, session, request.GET.get("view") == "embed")
+    if session.ended:
+        await control.end(request.org.pk, session_id)
+    context = await _context(request, session)
     return render(request, "browsers/panes/screen.html", context, partial="screen-pane")
 
 
@@ -204,34 +172,97 @@ def access_ended(screen_ids: list[str], sign_in: str) -> bytes:
     return b"".join(f"event: status\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
-def stream_response(request, sources: list[relay.Source], fps: float) -> StreamingHttpResponse:
-    import asyncio
-
+def stream_response(
+    request,
+    sources: list[relay.Source],
+    fps: float,
+    *,
+    before: bytes = b"",
+    also_ended: list[str] = (),
+    on_close: Callable[[], None] | None = None,
+) -> StreamingHttpResponse:
+    """The event stream of ``sources``' screens; ``before``: events sent first (the wall's paused tiles,
+    ``also_ended`` their ids, told too when access ends); ``on_close`` runs once the stream is over."""
     wake = asyncio.Event()
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
+    keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 5.0)
+    hub.probe_after, hub.probe_timeout = keepalive, keepalive / 2  # "stalled" within two keepalives
     viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
-    keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 15.0)
-    final = access_ended([v.screen.screen_id for v in viewers], guard.sign_in_url(request))
-    return guard.stream_response(request, relay.stream(viewers, wake, keepalive), final=final)
+    ids = [v.screen.screen_id for v in viewers] + list(also_ended)
+    final = access_ended(ids, guard.sign_in_url(request))
+    body = relay.stream(viewers, wake, keepalive, before=before)
+    return guard.stream_response(request, _closing(body, on_close) if on_close else body, final=final)
+
+
+async def _closing(stream: AsyncIterator[bytes], on_close: Callable[[], None]) -> AsyncIterator[bytes]:
+    try:
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                yield chunk
+    finally:
+        on_close()
+
+
+def _text(message: str, status: int) -> HttpResponse:
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def _driving(driver: control.Driver) -> str:
+    return f"{driver.username} is driving this browser: control frees itself when they release it or stop."
+
+
+def _sent_token(request) -> str:
+    return request.headers.get("X-Screen-Control") or request.POST.get("control", "")
 
 
 @require_http_methods(["POST"])
 @org_view("operator")
 async def screen_control(request, session_id: str):
-    """Take (``action=take``) or release control of the screen; each is an audit row."""
-    session = await common.get_session(request, session_id)
+    """Take (``action=take``), release (``release``; each an audit row) or renew (``renew``: the pane's
+    heartbeat, 204, or 409 once the lease no longer holds) control of the screen."""
     action = request.POST.get("action")
-    if action not in ("take", "release"):
-        return HttpResponse("Say take or release.", status=400, content_type="text/plain")
-    if action == "take" and session.ended:
-        return HttpResponse("The session has ended.", status=409, content_type="text/plain")
-    token = secrets.token_urlsafe(24) if action == "take" else None
-    await _set_control(request, session_id, token)
-    what = "took control of the screen" if token else "released control of the screen"
-    await record(request, "browser.screen.control", target_id=session_id, detail=what)
+    if action not in ("take", "release", "renew"):
+        return _text("Say take, release or renew.", 400)
+    session = await common.get_session(request, session_id)
+    if session.ended:
+        await control.end(request.org.pk, session_id)
+        if action != "release":
+            return _text("The session has ended.", 409)
+    membership = request.membership
+    notice = ""
+    if action == "renew":
+        if await control.renew(membership, session_id, _sent_token(request)):
+            return HttpResponse(status=204)
+        _, driver = await control.check(membership, session_id, None)
+        ended = _driving(driver) if driver and not driver.is_member(membership) else "Your control ended."
+        return _text(ended, 409)
+    if action == "take":
+        taken = await control.take(membership, session_id)
+        if taken.token is None:
+            if not request.htmx:
+                return _text(_driving(taken.driver), 409)
+            notice = f"{taken.driver.username} took control first." if taken.driver else "Try again."
+        else:
+            await _keep_token(request, session_id, taken.token)
+            lapsed = f" ({taken.replaced}'s control had lapsed)" if taken.replaced else ""
+            await record(
+                request,
+                "browser.screen.control",
+                target_id=session_id,
+                detail=f"took control of the screen{lapsed}",
+            )
+    else:
+        await _keep_token(request, session_id, None)
+        if await control.release(membership, session_id):
+            await record(
+                request,
+                "browser.screen.control",
+                target_id=session_id,
+                detail="released control of the screen",
+            )
     if not request.htmx:
         return common.redirect(request, common.session_url(request, session_id, "screen"))
-    context = await _context(request, session, request.GET.get("view") == "embed")
+    context = await _context(request, session, notice)
     return render(request, "browsers/panes/screen.html#screen-pane", context)
 
 
@@ -317,23 +348,21 @@ async def _send(svc, session_id: str, action: str, fields: dict) -> None:
         raise ValueError(action)
 
 
-def _text(message: str, status: int) -> HttpResponse:
-    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
-
-
 @require_http_methods(["POST"])
 @org_view("operator")
 async def screen_input(request, session_id: str):
-    """One action from the screen (204), refused unless this operator holds control (409), checked before
-    anything is sent (400)."""
+    """One action from the screen (204), refused unless this operator holds the session's control lease
+    with this token (409, checked in the database for every action), checked before anything is sent (400)."""
     session = await common.get_session(request, session_id)
-    token = await _control(request, session_id)
-    sent = request.headers.get("X-Screen-Control") or request.POST.get("control", "")
-    # As bytes: compare_digest raises on a str holding non-ASCII characters (a 500, not a refusal).
-    if token is None or not secrets.compare_digest(token.encode(), sent.encode(errors="replace")):
-        return _text("Take control of the screen first (or again: control expires).", 409)
+    token = _sent_token(request)
+    allowed, driver = await control.check(request.membership, session_id, token)
     if session.ended:
+        await control.end(request.org.pk, session_id)
         return _text("The session has ended: it cannot be driven any more.", 409)
+    if not allowed:
+        if driver is not None and not driver.is_member(request.membership):
+            return _text(_driving(driver), 409)
+        return _text("Take control of the screen first (or again: control expires).", 409)
     try:
         action, fields, what = parse_input(request.POST, common.viewport(session))
     except ValueError as exc:
@@ -356,5 +385,5 @@ async def screen_input(request, session_id: str):
         return _text(f"The service refused it: {exc.message}", 400 if isinstance(exc, Invalid) else 409)
     except ServiceError as exc:
         return _text(f"The service did not take it: {exc.message}", 502)
-    await _renew(request, session_id, token)  # renewed while the operator acts, unless released meanwhile
+    await control.renew(request.membership, session_id, token)  # renewed while the operator acts
     return HttpResponse(status=204)
