@@ -223,9 +223,10 @@ def take(out: Path, *, dark: bool = False) -> list[Path]:
     with (
         running_sandbox(SANDBOX_ENGINE="chromium" if CHROMIUM.exists() else "simulated") as sandbox_url,
         tempfile.TemporaryDirectory() as db_dir,
-        running_console(sandbox_url, Path(db_dir)) as base_url,
+        running_console(sandbox_url, Path(db_dir), demo=True) as console,
         sync_playwright() as playwright,
     ):
+        base_url = console.url
         pages = dict(MAIN_PAGES)
         session = first_session_path(sandbox_url)
         if session:

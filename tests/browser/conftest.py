@@ -152,8 +152,9 @@ def wait_until_healthy(base_url: str, process: subprocess.Popen, seconds: float 
 
 
 @contextlib.contextmanager
-def running_console(sandbox_url, db_dir: Path, **settings: str):
-    """A migrated console under uvicorn on a free port, and its seeder; ``settings`` are extra environment."""
+def running_console(sandbox_url, db_dir: Path, *, demo: bool = False, **settings: str):
+    """A migrated console under uvicorn on a free port, and its seeder; ``settings`` are extra environment.
+    ``demo``: with the Demo org and its users (``manage.py demo``), as `make run` has it (the screenshots)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     env = {
@@ -166,9 +167,10 @@ def running_console(sandbox_url, db_dir: Path, **settings: str):
         "DEBUG": "true",
         **settings,
     }
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, capture_output=True
-    )
+    for command in (["migrate", "-v0"], ["demo"]) if demo else (["migrate", "-v0"],):
+        subprocess.run(
+            [sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True
+        )
     server = subprocess.Popen(
         [
             sys.executable,
