@@ -120,7 +120,7 @@ def test_it_trims_the_oldest_rows_beyond_the_bounded_buffer(team, browser_page):
     rows = open_pane(page, team, sid)
     burst = team.control("POST", "telemetry/burst", {"session_id": sid, "count": 1100})
     last = rows.locator(f"li.trow[data-seq='{burst['last_seq']}']")
-    expect(last).to_have_count(1, timeout=20_000)
+    expect(last).to_have_count(1, timeout=60_000)  # 1100 rows drawn by a browser on a loaded machine
     expect(page.locator("[data-telemetry-trimmed]")).to_be_visible()
     assert rows.locator("li.trow").count() == 1000
     expect(rows.locator("#telemetry-older")).to_have_count(0)
