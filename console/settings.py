@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # allauth.mfa's security key list
     "django_htmx",
     # The default app config wraps the template loaders with the partials loader (`template#name`).
     "template_partials",

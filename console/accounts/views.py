@@ -30,6 +30,7 @@ from console.accounts.forms import (
 from console.accounts.models import AuditLog, Invite, Membership, Role, hash_token
 from console.signin import flows as signin_flows
 from console.signin.forms import SsoStartForm
+from console.signin.views import second_factor_users
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -90,6 +91,7 @@ async def members_context(request, **extra) -> dict:
     ]
     return {
         "members": members,
+        "second_factor_users": await second_factor_users(request.org),
         "invites": invites,
         "roles": Role.choices,
         "invite_form": InviteForm(),

@@ -29,7 +29,7 @@ from console.signin import flows, oidc, policy, sessions
 from console.signin.forms import SsoSettingsForm, SsoStartForm, format_mapping
 from console.signin.models import OrgSignIn, SsoDomain
 from console.web.decorators import org_view
-from console.web.render import render, safe_next
+from console.web.render import done, render, safe_next
 
 log = logging.getLogger("console.signin")
 
@@ -360,8 +360,8 @@ async def member_sign_out(request, member_id: int):
     )
     messages.success(request, f"{membership.user.username} was signed out everywhere ({ended} session(s)).")
     if membership.user_id == request.user.pk:
-        return HttpResponseRedirect(reverse("login"))
-    return redirect("members", org_slug=request.org.slug)
+        return done(request, reverse("login"))
+    return done(request, reverse("members", args=[request.org.slug]))
 
 
 async def second_factor_users(org) -> set[int]:
