@@ -16,11 +16,13 @@ audience, expiry and the nonce. This module adds what is ours:
 from __future__ import annotations
 
 import requests
+from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import DjangoOAuth2App
 from authlib.integrations.django_client.integration import DjangoIntegration
 from authlib.integrations.requests_client import OAuth2Session
 from django.conf import settings
+from joserfc.errors import JoseError
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -155,4 +157,8 @@ class OrgProvider(DjangoOAuth2App):
         self.load_server_metadata()
 
 
-__all__ = ["OAuthError", "OrgProvider", "ProviderError", "discovery_url", "issuer_refusal"]
+# What a failed sign-in raises: Authlib's errors (state, token endpoint, ID token claims: its own and
+# joserfc's), ours, and an answer that is not JSON.
+FAILURES = (AuthlibBaseError, JoseError, ProviderError, ValueError)
+
+__all__ = ["FAILURES", "OAuthError", "OrgProvider", "ProviderError", "discovery_url", "issuer_refusal"]

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.shortcuts import redirect
 from django.shortcuts import render as django_render
 from django.urls import reverse
@@ -59,9 +59,11 @@ def _start(request, org: Organization, next_url: str, login_hint: str = ""):
             client_ip=request.META.get("REMOTE_ADDR") or None,
         )
         return _failed(request, f"{org.name}'s identity provider cannot be used: {exc}.", status=502)
-    state = _state_of(response["Location"])
-    request.session[FLOW] = {"state": state, "org": org.pk, "next": next_url}
-    return response
+    url = response["Location"]
+    request.session[FLOW] = {"state": _state_of(url), "org": org.pk, "next": next_url}
+    # A page that moves on (meta refresh), not a 302: the CSP's form-action 'self' also covers a form's
+    # redirects, and Chromium refuses one to the provider's origin.
+    return django_render(request, "signin/sso_redirect.html", {"url": url, "org": org})
 
 
 def _state_of(url: str) -> str:
@@ -117,7 +119,7 @@ def sso_callback(request):
         if not claims:
             raise oidc.OAuthError(description="the provider sent no ID token")
         claims = _with_userinfo(provider, signin, token, dict(claims))
-    except (oidc.OAuthError, oidc.ProviderError, ValueError) as exc:
+    except oidc.FAILURES as exc:
         why = _oauth_sentence(exc)
         flows.audit(org, None, "signin.sso", detail=why, outcome=AuditLog.Outcome.DENIED, client_ip=client_ip)
         return _failed(request, f"Single sign-on with {org.name} failed: {why}.")

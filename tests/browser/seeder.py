@@ -26,6 +26,7 @@ from django.db import transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from console.accounts.models import Membership, Organization  # noqa: E402
+from console.signin.models import OrgSignIn, SsoDomain  # noqa: E402
 
 User = get_user_model()
 # One hash for every user a test makes (the console's own hasher, Argon2): the password is the same, and
@@ -80,7 +81,39 @@ def flush_sessions(username: str) -> dict:
     return {"flushed": len(gone)}
 
 
-COMMANDS = {f.__name__: f for f in (team, sign_in, add_member, remove_membership, set_role, flush_sessions)}
+def sso(slug: str, **values) -> dict:
+    """The organization's sign-in policy and single sign-on (console/signin): ``values`` as the settings
+    page writes them (``client_secret`` in clear, ``domains`` a list, ``break_glass`` a username)."""
+    org = Organization.objects.get(slug=slug)
+    signin = OrgSignIn.objects.filter(org=org).first() or OrgSignIn(org=org)
+    for name, value in values.items():
+        if name == "client_secret":
+            signin.set_client_secret(value)
+        elif name == "domains":
+            SsoDomain.objects.filter(org=org).delete()
+            SsoDomain.objects.bulk_create([SsoDomain(org=org, domain=d) for d in value])
+        elif name == "break_glass":
+            signin.break_glass = User.objects.get(username=value) if value else None
+        else:
+            setattr(signin, name, value)
+    signin.save()
+    return {}
+
+
+def member(slug: str, email: str) -> dict:
+    """The membership of the user with this address in the org: its username and role, or nulls."""
+    row = Membership.objects.filter(org__slug=slug, user__email__iexact=email).select_related("user").first()
+    return {"username": row.user.username, "role": row.role} if row else {"username": None, "role": None}
+
+
+def set_active(username: str, active: bool) -> dict:
+    return {"changed": User.objects.filter(username=username).update(is_active=active)}
+
+
+COMMANDS = {
+    f.__name__: f
+    for f in (team, sign_in, add_member, remove_membership, set_role, flush_sessions, sso, member, set_active)
+}
 
 
 def main() -> None:
