@@ -15,17 +15,7 @@ from console.accounts.models import Membership
 from console.live.guard import Access
 from console.signin import policy
 from console.signin.models import OrgSignIn
-from tests.live.test_revoke import (  # noqa: F401  (fixtures)
-    assert_ended_by_the_guard,
-    assert_still_streams,
-    burst,
-    console_url,
-    live_telemetry,
-    operator_cookies,
-    quiet,
-    session_id,
-    viewer_cookies,
-)
+from tests.live.test_revoke import assert_ended_by_the_guard, assert_still_streams, live_telemetry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
