@@ -157,7 +157,11 @@ BAD_INPUT = {
     "o/<slug:org_slug>/deployments/new/": {"version": ""},
     "o/<slug:org_slug>/members/invite/": {"email": "not an address", "role": "nobody"},
     "o/<slug:org_slug>/settings/": {"name": "", "service_base_url": "not a url"},
-    "o/<slug:org_slug>/settings/sign-in/": {"sso_enabled": "on", "issuer_url": "not a url", "role_mapping": "x"},
+    "o/<slug:org_slug>/settings/sign-in/": {
+        "sso_enabled": "on",
+        "issuer_url": "not a url",
+        "role_mapping": "x",
+    },
 }
 
 
