@@ -161,3 +161,22 @@ def test_it_refuses_the_password_when_single_sign_on_is_required(console_server,
     # The break-glass admin still signs in with the password.
     page.goto(f"{console_server.url}/login/")
     log_in_with_the_form(page, console_server.url, sso_team.user("admin"), then=sso_team.path())
+
+
+def test_it_ends_the_membership_when_the_provider_gives_no_role_any_more(
+    console_server, idp, sso_team, browser
+):
+    console_server.ask("sso", slug=sso_team.slug, default_role="")  # only the mapping gives a role
+    username, email = person(idp, sso_team, groups=["console-operators"])
+    context = browser.new_context()
+    sso_sign_in(context.new_page(), console_server, email, username)
+    assert console_server.ask("member", slug=sso_team.slug, email=email)["role"] == "operator"
+    context.close()
+
+    idp.user(username, groups=[])  # removed from the group in the identity provider
+    context = browser.new_context()
+    page = context.new_page()
+    sso_sign_in(page, console_server, email, username)
+    expect(page.locator("#sso-failed")).to_contain_text("gives")
+    assert console_server.ask("member", slug=sso_team.slug, email=email)["role"] is None
+    context.close()
