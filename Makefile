@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 SANDBOX_PORT ?= 8100
+# The demo identity provider for trying single sign-on (console/demo_idp; make run only, never in production).
+DEMO_IDP_PORT ?= 8200
+export DEMO_IDP_PORT
 export SANDBOX_URL ?= http://127.0.0.1:$(SANDBOX_PORT)
 # The sandbox's saved state (SQLite, 0600, encrypted with .run/sandbox.sqlite3.key or SANDBOX_STATE_KEY; its
 # files beside it in .run/sandbox.sqlite3.files): what an operator creates survives a restart. `make sandbox-reset` starts fresh. Set only for run/sandbox.
@@ -37,13 +40,15 @@ run: install
 	$(BIN)/python -m console.localenv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo --url http://127.0.0.1:$(PORT)/
+	$(BIN)/python manage.py demo_sso
 	@set -m; \
 	SANDBOX_STATE="$(SANDBOX_STATE)" $(BIN)/python manage.py sandbox --port $(SANDBOX_PORT) & sandbox=$$!; \
+	DEMO_IDP_REDIRECT_URIS="http://127.0.0.1:$(PORT)/sso/callback/ http://localhost:$(PORT)/sso/callback/" $(BIN)/python -m console.demo_idp & idp=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --log-level warning \
 	  --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}" & console=$$!; \
 	EMAIL_BACKEND="$${EMAIL_BACKEND:-django.core.mail.backends.console.EmailBackend}" \
 	  $(BIN)/python manage.py worker -v0 & worker=$$!; \
-	trap 'echo; echo "Stopping the console, the worker and the sandbox..."; kill $$console $$worker $$sandbox 2>/dev/null; wait $$console $$worker $$sandbox 2>/dev/null; exit 0' INT TERM; \
+	trap 'echo; echo "Stopping the console, the worker, the sandbox and the identity provider..."; kill $$console $$worker $$sandbox $$idp 2>/dev/null; wait $$console $$worker $$sandbox $$idp 2>/dev/null; exit 0' INT TERM; \
 	for i in $$(seq 1 100); do \
 	  $(BIN)/python -c "import urllib.request as u; [u.urlopen(f'http://127.0.0.1:{p}{q}', timeout=1) for p, q in (($(PORT), '/healthz'), ($(SANDBOX_PORT), '/'))]" 2>/dev/null && break; sleep 0.2; \
 	done; \
@@ -53,9 +58,10 @@ run: install
 	$(BIN)/python -c "import json, urllib.request; s = json.load(urllib.request.urlopen('http://127.0.0.1:$(SANDBOX_PORT)/', timeout=2)); print('  Browsers: ' + ('real Chromium' if s['engine'] == 'chromium' else 'simulated browser') + ' (' + s['engine_reason'] + ')')" 2>/dev/null || true; \
 	echo "  Worker:   alert rules evaluated every $${ALERTS_EVALUATION_SECONDS:-30} s; alert e-mails are printed here"; \
 	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
+	echo "  SSO:      Sign in with SSO as ada@sso.demo.test (also otto, vera), same password: demo identity provider on http://127.0.0.1:$(DEMO_IDP_PORT)/"; \
 	echo "  Ctrl-C stops them all."; \
 	echo; \
-	wait $$console $$worker $$sandbox
+	wait $$console $$worker $$sandbox $$idp
 
 # test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), then
 # runs three tiers and ends with one line for each (docs/testing.md): lint; every test on SQLite; the tests

@@ -28,6 +28,8 @@ GENERATED: dict[str, Callable[[], str]] = {
     "SECRET_KEY": lambda: secrets.token_urlsafe(50),
     "KEY_ENCRYPTION_KEYS": _fernet_key,
     "SANDBOX_DEMO_KEY": lambda: "sk_demo_" + secrets.token_urlsafe(24),
+    # Shared by the demo organization's single sign-on and the local identity provider (console/demo_idp).
+    "DEMO_IDP_CLIENT_SECRET": lambda: secrets.token_urlsafe(32),
 }
 # Values that were published with the code at some point: never a production key.
 PUBLISHED_SECRET_KEYS = {"dev-insecure-secret-key-change-me", "build-only"}

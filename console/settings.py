@@ -100,16 +100,24 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # allauth.mfa's security key list
     "django_htmx",
     # The default app config wraps the template loaders with the partials loader (`template#name`).
     "template_partials",
     "axes",
+    # Sign-in (console/signin/, docs/architecture.md "Sign-in"): allauth's account core (its login stages),
+    # two-factor devices (TOTP, WebAuthn, recovery codes) and each user's list of signed-in sessions.
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "allauth.usersessions",
     "console.accounts",
     # The background worker's queue (django-tasks, database backend) and its clock; alerts.
     "django_tasks",
     "django_tasks_db",
     "console.worker",
     "console.alerts",
+    "console.signin",
 ]
 # The sandbox is its own ASGI app and never imports Django; its app here only adds `manage.py sandbox`. The
 # production image holds neither it nor its packages (requirements/sandbox.txt, .dockerignore).
@@ -134,6 +142,8 @@ MIDDLEWARE = [
     "console.web.inline.CsrfViewMiddleware",
     "console.web.inline.AuthenticationMiddleware",
     "console.web.inline.MessageMiddleware",
+    # allauth's request context and its login stages (async-capable: no thread hop).
+    "allauth.account.middleware.AccountMiddleware",
     "console.web.inline.XFrameOptionsMiddleware",
     # 403/404 (and crashes with DEBUG on) as designed pages in the layout, never Django's debug pages.
     "console.web.errors.ErrorPageMiddleware",
@@ -213,8 +223,35 @@ AXES_LOCKOUT_CALLABLE = "console.accounts.views.lockout_response"
 AXES_USERNAME_FORM_FIELD = "username"
 # Failures count against the account, however it was named (any case, or its e-mail address).
 AXES_USERNAME_CALLABLE = "console.accounts.backends.lockout_username"
-AXES_SENSITIVE_PARAMETERS = ["password", "api_key"]
+AXES_SENSITIVE_PARAMETERS = ["password", "api_key", "code", "client_secret"]
 AXES_VERBOSE = False
+
+# Sign-in (console/signin/). allauth drives the second factor after the console's own login form (and after
+# single sign-on); nobody signs up through it (invites only: AccountAdapter.is_open_for_signup).
+ACCOUNT_ADAPTER = "console.signin.adapters.AccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email", "username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_LOGOUT_ON_GET = False
+ACCOUNT_REAUTHENTICATION_TIMEOUT = 300
+MFA_ADAPTER = "console.signin.adapters.MFAAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_PASSKEY_LOGIN_ENABLED = False
+MFA_TRUST_ENABLED = False
+MFA_TOTP_ISSUER = env.str("MFA_TOTP_ISSUER", default="Operator Console")
+# WebAuthn over plain http only where browsers allow it anyway (localhost, in development).
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = DEBUG
+# The forms that take a code: a wrong code counts towards the login lockout (django-axes), like a password.
+MFA_FORMS = {
+    "authenticate": "console.signin.forms.AuthenticateForm",
+    "reauthenticate": "console.signin.forms.ReauthenticateForm",
+}
+# Sessions are tracked at sign-in and on org pages at most once a minute (console/signin/sessions.py).
+USERSESSIONS_TRACK_ACTIVITY = False
+# The local identity provider `make run` starts for trying single sign-on (console/demo_idp/; never with
+# DEBUG=false): its port, and the client secret the demo organization and it share (generated into .env).
+DEMO_IDP_PORT = env.int("DEMO_IDP_PORT", default=8200)
+DEMO_IDP_CLIENT_SECRET = env.str("DEMO_IDP_CLIENT_SECRET", default="")
 
 # Refusals a member meets (an action their role does not allow) are audited without flooding the log
 # (console/accounts/audit.py, deny): the same refusal (member, action, target) repeated within this many

@@ -9,6 +9,7 @@ from django.urls import include, path
 
 from console.accounts import urls as accounts_urls
 from console.dashboard import views as dashboard_views
+from console.signin import urls as signin_urls
 from console.web import search
 
 org_urlpatterns = [
@@ -16,6 +17,7 @@ org_urlpatterns = [
     path("search/", search.search, name="search"),
     path("browsers/", include("console.browsers.urls")),
     *accounts_urls.org_urlpatterns,
+    *signin_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
     path("proxies/", include("console.proxies.urls")),
     path("extensions/", include("console.extensions.urls")),
@@ -39,6 +41,7 @@ urlpatterns = [
     path("", dashboard_views.home, name="home"),
     path("admin/", admin.site.urls),
     path("", include(accounts_urls.urlpatterns)),
+    path("", include(signin_urls.urlpatterns)),
     path("o/<slug:org_slug>/", include(org_urlpatterns)),
 ]
 

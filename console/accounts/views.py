@@ -28,6 +28,9 @@ from console.accounts.forms import (
     SignupForm,
 )
 from console.accounts.models import AuditLog, Invite, Membership, Role, hash_token
+from console.signin import flows as signin_flows
+from console.signin.forms import SsoStartForm
+from console.signin.views import second_factor_users
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -39,15 +42,30 @@ AUDIT_PAGE_SIZE = 50
 
 
 class LoginView(auth_views.LoginView):
+    """Username or e-mail and password; then allauth's stages ask for a second factor when the user has one
+    (console/signin/flows.py); an account whose every organization requires single sign-on is sent there."""
+
     template_name = "accounts/login.html"
     form_class = LoginForm
     redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "sso_form": SsoStartForm()}
+
+    def form_valid(self, form):
+        user = form.get_user()
+        refused = signin_flows.password_refusal(user)
+        if refused:
+            form.add_error(None, refused)
+            return self.form_invalid(form)
+        return signin_flows.password_login(self.request, user, self.get_success_url())
 
 
 def lockout_response(request, *args, **kwargs):
     """django-axes calls this for a locked-out login: the login page again, saying why, with 429."""
     context = {
         "form": LoginForm(request),
+        "sso_form": SsoStartForm(),
         "locked_out": True,
         "cooloff_minutes": 15,
     }
@@ -73,6 +91,7 @@ async def members_context(request, **extra) -> dict:
     ]
     return {
         "members": members,
+        "second_factor_users": await second_factor_users(request.org),
         "invites": invites,
         "roles": Role.choices,
         "invite_form": InviteForm(),

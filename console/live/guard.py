@@ -8,7 +8,9 @@ the request's member still may watch:
 - the Django session the stream was opened with still exists and has not expired (signing out, "sign out
   everywhere", a flushed or deleted session end it), still names this user, and its auth hash still matches
   the user's password (a password change elsewhere ends it), and the user is still active;
-- the user is still a member of the org, with at least the role the view asked for (``org_view`` records it).
+- the user is still a member of the org, with at least the role the view asked for (``org_view`` records it);
+- the session still meets the org's sign-in policy (console/signin/policy.py: single sign-on or two-factor
+  required since, a session of another org's single sign-on), read in the same query.
 
 When any of that is no longer true, the stream stops reading (its viewer leaves the hub, so an upstream
 nobody else watches closes), sends ``final`` (an event its pane already takes as "ended") and closes. The
@@ -39,6 +41,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from console.accounts.models import Membership, Role
+from console.signin import policy
 
 log = logging.getLogger("console.live")
 
@@ -79,7 +82,9 @@ class Access:
         if not self.session_key:
             return False, "no session"
         store = import_module(settings.SESSION_ENGINE).SessionStore
-        rows = Membership.objects.filter(user_id=self.user_id, org_id=self.org_id)
+        # With the org's sign-in policy and whether the user has a second factor (console/signin/policy.py).
+        rows = policy.with_policy(Membership.objects.filter(user_id=self.user_id, org_id=self.org_id))
+        columns = ("role", "user__is_active", "user__password", *policy.FIELDS)
         database_sessions = hasattr(store, "get_model_class")
         if database_sessions:
             live = store.get_model_class().objects.filter(
@@ -87,9 +92,9 @@ class Access:
             )
             # The session row is not related to the membership: an uncorrelated subquery, still one query.
             rows = rows.annotate(session_data=Subquery(live.values("session_data")[:1]))
-            row = await rows.values_list("role", "user__is_active", "user__password", "session_data").afirst()
+            row = await rows.values_list(*columns, "session_data").afirst()
         else:
-            row = await rows.values_list("role", "user__is_active", "user__password").afirst()
+            row = await rows.values_list(*columns).afirst()
         if row is None:
             return False, "no longer a member"
         role, active, password = row[:3]
@@ -98,7 +103,7 @@ class Access:
         if not Role.at_least(role, self.role):
             return False, f"below the {self.role} role"
         if database_sessions:
-            data = store().decode(row[3]) if row[3] is not None else None
+            data = store().decode(row[-1]) if row[-1] is not None else None
         else:
             data = await store(session_key=self.session_key).aload() or None
         if data is None:
@@ -107,6 +112,12 @@ class Access:
             return False, "the session is another user's"
         if not _hash_matches(data.get(HASH_SESSION_KEY), password):
             return False, "the password changed"
+        org_policy, has_factor = policy.policy_of_row(row[3 : 3 + len(policy.FIELDS)])
+        refused = policy.refusal(
+            org_policy, user_id=self.user_id, org_id=self.org_id, has_second_factor=has_factor, session=data
+        )
+        if refused:
+            return False, policy.REASONS[refused]
         return True, ""
 
 

@@ -3,13 +3,17 @@
 import functools
 
 from asgiref.sync import sync_to_async
+from django.contrib import messages
 from django.contrib.auth import get_user
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.http import urlencode
 
 from console.accounts.models import Membership, Role
+from console.signin import policy, sessions
 
 
 async def load_memberships(request) -> list[Membership]:
@@ -29,16 +33,28 @@ def _user_and_memberships(request) -> tuple:
     # checks, the session flushed when they fail. Kept on the request as AuthenticationMiddleware keeps it.
     user = get_user(request)
     request._cached_user = request._acached_user = user
+    request.has_second_factor = False
     if not user.is_authenticated:
         return user, []
-    return user, list(Membership.objects.filter(user=user).select_related("org").order_by("org__name"))
+    # The org's sign-in policy comes with it (org_view applies it), and whether the user has a second
+    # factor when a policy asks; the session's "last seen" is refreshed at most once a minute.
+    memberships = list(
+        Membership.objects.filter(user=user).select_related("org", "org__signin").order_by("org__name")
+    )
+    if any(policy.Policy.of(m.org).mfa_required for m in memberships):
+        request.has_second_factor = policy.has_second_factor(user)
+    sessions.track(request, user)
+    return user, memberships
 
 
-def org_view(min_role: str = "viewer"):
+def org_view(min_role: str = "viewer", *, enforce_signin: bool = True):
     """Resolve the org from the URL and the member's role; sets request.org, .membership, .service.
 
     Anyone not a member gets 404 (the org's existence is not revealed); a member below `min_role` 403.
-    The view itself does not receive `org_slug`.
+    A member whose session does not meet the org's sign-in policy (console/signin/policy.py: single
+    sign-on required, two-factor required, a session of another org's single sign-on) is sent to sign in
+    that way (a page navigation) or refused with 403 (htmx, streams, forms). ``enforce_signin=False`` only
+    for the page that says so. The view itself does not receive `org_slug`.
     """
     Role(min_role)  # fail at import time on a typo
 
@@ -51,6 +67,10 @@ def org_view(min_role: str = "viewer"):
             membership = next((m for m in memberships if m.org.slug == org_slug), None)
             if membership is None:
                 raise Http404("No such organization")
+            if enforce_signin:
+                refused = signin_refusal(request, membership)
+                if refused:
+                    return policy_response(request, membership.org, refused)
             request.org = membership.org
             request.membership = membership
             # Lazy: building the client is cheap, but pages that never call the service need not do it.
@@ -65,6 +85,37 @@ def org_view(min_role: str = "viewer"):
         return wrapper
 
     return decorator
+
+
+def signin_refusal(request, membership: Membership) -> str:
+    return policy.refusal(
+        policy.Policy.of(membership.org),
+        user_id=request.user.pk,
+        org_id=membership.org_id,
+        has_second_factor=request.has_second_factor,
+        session=request.session,
+    )
+
+
+def policy_response(request, org, refused: str):
+    """A page navigation goes where the member can meet the policy; anything else (htmx, a stream, a
+    form) is refused with 403, which stops polls and panes ("Access ended")."""
+    navigation = (
+        request.method == "GET"
+        and not request.htmx
+        and "text/event-stream" not in request.headers.get("Accept", "")
+    )
+    if not navigation:
+        raise PermissionDenied(f"Not with this session: {policy.REASONS[refused]}.")
+    if refused == policy.MFA:
+        messages.warning(
+            request,
+            f"{org.name} requires two-factor authentication: add an authenticator app or a security key "
+            "to reach its pages.",
+        )
+        return HttpResponseRedirect(reverse("mfa_index"))
+    query = urlencode({"why": refused, "next": request.get_full_path()})
+    return HttpResponseRedirect(f"{reverse('org-sso', args=[org.slug])}?{query}")
 
 
 def require_role(request, needed: str) -> None:

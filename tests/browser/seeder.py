@@ -29,6 +29,7 @@ from console.accounts.models import Membership, Organization  # noqa: E402
 from console.alerts import builtins as alert_builtins  # noqa: E402
 from console.alerts import rounds as alert_rounds  # noqa: E402
 from console.alerts.models import Alert, Rule  # noqa: E402
+from console.signin.models import OrgSignIn, SsoDomain  # noqa: E402
 
 User = get_user_model()
 # One hash for every user a test makes (the console's own hasher, Argon2): the password is the same, and
@@ -102,6 +103,35 @@ def evaluate_alerts(slug: str) -> dict:
     return {"state": record.state, "notes": record.notes, "firing": firing}
 
 
+def sso(slug: str, **values) -> dict:
+    """The organization's sign-in policy and single sign-on (console/signin): ``values`` as the settings
+    page writes them (``client_secret`` in clear, ``domains`` a list, ``break_glass`` a username)."""
+    org = Organization.objects.get(slug=slug)
+    signin = OrgSignIn.objects.filter(org=org).first() or OrgSignIn(org=org)
+    for name, value in values.items():
+        if name == "client_secret":
+            signin.set_client_secret(value)
+        elif name == "domains":
+            SsoDomain.objects.filter(org=org).delete()
+            SsoDomain.objects.bulk_create([SsoDomain(org=org, domain=d) for d in value])
+        elif name == "break_glass":
+            signin.break_glass = User.objects.get(username=value) if value else None
+        else:
+            setattr(signin, name, value)
+    signin.save()
+    return {}
+
+
+def member(slug: str, email: str) -> dict:
+    """The membership of the user with this address in the org: its username and role, or nulls."""
+    row = Membership.objects.filter(org__slug=slug, user__email__iexact=email).select_related("user").first()
+    return {"username": row.user.username, "role": row.role} if row else {"username": None, "role": None}
+
+
+def set_active(username: str, active: bool) -> dict:
+    return {"changed": User.objects.filter(username=username).update(is_active=active)}
+
+
 COMMANDS = {
     f.__name__: f
     for f in (
@@ -113,6 +143,9 @@ COMMANDS = {
         flush_sessions,
         alert_rule,
         evaluate_alerts,
+        sso,
+        member,
+        set_active,
     )
 }
 

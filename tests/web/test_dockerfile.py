@@ -141,7 +141,10 @@ def test_it_trusts_the_proxies_named_in_forwarded_allow_ips(tmp_path):
 
 
 # What the image holds without: the sandbox and its packages (requirements/sandbox.txt).
-SANDBOX_PACKAGES = ("starlette", "playwright", "greenlet", "regex", "multipart", "python_multipart")
+SANDBOX_PACKAGES = (
+    *("starlette", "playwright", "greenlet", "regex", "multipart", "python_multipart"),
+    *("oauth2_provider", "oauthlib", "jwcrypto"),  # the demo identity provider's
+)
 ABSENT = f"""
 import sys
 
@@ -191,6 +194,7 @@ def image_tree(tmp_path) -> Path:
 
 def test_it_ships_the_console_without_the_sandbox_or_its_packages(image_tree, tmp_path):
     assert not (image_tree / "console" / "sandbox").exists() and not (image_tree / "tests").exists()
+    assert not (image_tree / "console" / "demo_idp").exists()
     assert (image_tree / "console" / "live" / "screen.py").exists()
     env = production_env(tmp_path, PYTHONPATH=str(tmp_path / "absent"))
     proof = subprocess.run(

@@ -168,6 +168,11 @@ BAD_INPUT = {
         "kind": "webhook",
         "url": "http://169.254.169.254/",
     },
+    "o/<slug:org_slug>/settings/sign-in/": {
+        "sso_enabled": "on",
+        "issuer_url": "not a url",
+        "role_mapping": "x",
+    },
 }
 
 

@@ -33,7 +33,12 @@ def load_settings(**environ: str) -> subprocess.CompletedProcess:
 
 def test_it_creates_the_local_env_with_random_keys_readable_by_its_owner_only(tmp_path):
     path = tmp_path / ".env"
-    assert localenv.ensure(path, environ={}) == ["SECRET_KEY", "KEY_ENCRYPTION_KEYS", "SANDBOX_DEMO_KEY"]
+    assert localenv.ensure(path, environ={}) == [
+        "SECRET_KEY",
+        "KEY_ENCRYPTION_KEYS",
+        "SANDBOX_DEMO_KEY",
+        "DEMO_IDP_CLIENT_SECRET",
+    ]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     values = localenv.read(path)
     assert localenv.weak_secret_key(values["SECRET_KEY"]) is None
@@ -47,7 +52,9 @@ def test_it_creates_the_local_env_with_random_keys_readable_by_its_owner_only(tm
 
 def test_it_keeps_the_keys_on_the_next_runs_and_adds_only_missing_ones(tmp_path):
     path = tmp_path / ".env"
-    path.write_text("DEBUG=true\nSECRET_KEY=\nSANDBOX_DEMO_KEY=mine-already\n")
+    path.write_text(
+        "DEBUG=true\nSECRET_KEY=\nSANDBOX_DEMO_KEY=mine-already\nDEMO_IDP_CLIENT_SECRET=mine-too\n"
+    )
     added = localenv.ensure(path, environ={"KEY_ENCRYPTION_KEYS": "from-the-environment"})
     assert added == ["SECRET_KEY"]
     first = path.read_text()
