@@ -41,6 +41,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 DEMO_PASSWORD = "demo-browser-pass"
+# expect() waits for a state; its default 5 s is short for a page whose parts load after the frame on a loaded
+# 2-core machine with four workers (CI). A state that comes never fails all the same, only later.
+expect.set_options(timeout=15_000)
 ROLES = ("admin", "operator", "viewer")
 
 

@@ -1,7 +1,5 @@
 """The command palette's search: pages and resources by name or id, org-scoped, never held up by one type."""
 
-import time
-
 from console.web import search
 
 
@@ -47,12 +45,12 @@ async def test_it_serves_the_results_partial_to_htmx(viewer_client):
 
 
 async def test_it_does_not_wait_for_a_slow_resource(viewer_client, tenant, monkeypatch):
-    monkeypatch.setattr(search, "TIMEOUT", 0.5)
+    # Pools answer in two minutes: the results come without them, said so by the palette's own bound (below
+    # the client's 5 s read timeout, whose failure would read "could not be searched"), with the rest found.
+    monkeypatch.setattr(search, "TIMEOUT", 4.0)
     session = tenant.call("POST", "/browsers", json={"name": "slowpoke-session"}).json()
-    tenant.fault(method="GET", path="^/browser_pools$", latency_ms=3000, count=None)
-    started = time.monotonic()
+    tenant.fault(method="GET", path="^/browser_pools$", latency_ms=120_000, count=None)
     body = (await viewer_client.get(url(), {"q": "slowpoke"})).content.decode()
-    assert time.monotonic() - started < 2.5
     assert session["session_id"] in body
     assert "Pools did not answer in time" in body
 
