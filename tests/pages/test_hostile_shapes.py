@@ -98,7 +98,11 @@ async def test_it_shows_a_pool_named_past_any_url_as_a_bad_answer(viewer_client,
     # The pool's page looks its leases up by name (GET /browsers?query=<name>): 100 000 characters made httpx
     # refuse the URL (InvalidURL), uncaught.
     pool = {"id": "pool_1", "name": "p" * 100_000, "browser_pool_config": {"size": 1}}
-    scripted.update({"/browser_pools/pool_1": pool, "/browser_pools": [pool], "/browsers": []})
+    # The list page reads the org's limits beside the pools (at once): answered, so that the one bad answer
+    # is the pool's (a 404 there raced the bad pool to the banner).
+    scripted.update(
+        {"/browser_pools/pool_1": pool, "/browser_pools": [pool], "/browsers": [], "/org/limits": {}}
+    )
     assert_banner(await viewer_client.get("/o/acme/pools/pool_1/"), "name")
     assert_banner(await viewer_client.get("/o/acme/pools/"), "name")
 
