@@ -105,12 +105,17 @@ def outsider_client(outsider) -> AsyncClient:
 
 def pytest_configure(config):
     """Tests hash passwords with a fast hasher: Argon2 is built to be slow, and every fixture user pays it.
+    And they wait longer for the sandbox than operators wait for the service (below).
 
     The console under test in a subprocess (browser tests) keeps its real hashers; the test that checks
     Argon2 is the console's hasher brings it back for itself (tests/accounts/test_login.py)."""
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # A page gives up on a read after SERVICE_READ_TIMEOUT (5 s): on a loaded machine running four workers the
+    # sandbox can take that long, and a test about something else then sees "did not answer". The tests of
+    # that timeout set their own (the ``settings`` fixture).
+    settings.SERVICE_READ_TIMEOUT = 30.0
     config.stash[STARTED] = time.monotonic()
 
 
