@@ -15,9 +15,18 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import cdp_proxy, confine, control, engine, forward_proxy, live_view, store
-from console.sandbox.resources import RESOURCES, browser_files, browser_replays, browser_vm
-from console.sandbox.state import key_digest, registry
+from console.sandbox import control
+from console.sandbox.chromium import confine, engine, forward_proxy
+from console.sandbox.core import store
+from console.sandbox.core.state import key_digest, registry
+from console.sandbox.resources import (
+    RESOURCES,
+    browser_files,
+    browser_replays,
+    browser_vm,
+    cdp_proxy,
+    live_view,
+)
 
 # The demo tenant's key is per install (the local .env, which the console reads too); without one, the
 # sandbox has no demo tenant: tenants are created through the control interface.

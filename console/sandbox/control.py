@@ -43,9 +43,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import (
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import (
     endpoint,
     error_response,
     last_event_id,
@@ -54,7 +54,7 @@ from console.sandbox.http import (
     read_json,
     sse_response,
 )
-from console.sandbox.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
+from console.sandbox.core.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
 
 DEFAULT_MAX_TENANTS = 1000
 DEFAULT_MAX_DEMO_TENANTS = 20  # each takes about 7 MB and 0.2 s of the event loop to seed

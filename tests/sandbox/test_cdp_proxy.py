@@ -13,7 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from console.sandbox.cdp_proxy import MAX_MESSAGE_BYTES
+from console.sandbox.resources.cdp_proxy import MAX_MESSAGE_BYTES
 from tests.sandbox.test_chromium import create
 from tests.sandbox_fixtures import new_tenant
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from console.sandbox import confine, engine
+from console.sandbox.chromium import confine, engine
 from tests.sandbox_fixtures import socket_inodes
 
 pytestmark = pytest.mark.skipif(engine.Display.unavailable() is not None, reason="no Xvfb")

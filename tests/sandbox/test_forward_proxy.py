@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from console.sandbox import forward_proxy
+from console.sandbox.chromium import forward_proxy
 
 
 @pytest.fixture

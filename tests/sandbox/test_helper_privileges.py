@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.sandbox import confine, engine, rooted
-from console.sandbox.errors import ApiError
+from console.sandbox.chromium import confine, engine, rooted
+from console.sandbox.core.errors import ApiError
 from console.sandbox.resources import browser_replays
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg")

@@ -171,8 +171,8 @@ def test_it_soft_deletes_and_keeps_the_record_for_references(tenant):
 
 
 def test_it_keeps_soft_deleted_records_in_the_sandbox_state():
+    from console.sandbox.core.state import Registry
     from console.sandbox.resources import proxies
-    from console.sandbox.state import Registry
 
     sandbox = Registry().create()
     record = proxies.create(sandbox, sandbox.default_project_id, {"type": "isp"})

@@ -4,8 +4,8 @@ The read path is tested on real recordings in ``test_chromium.py``."""
 
 from datetime import timedelta
 
+from console.sandbox.core.state import Registry
 from console.sandbox.resources import browser_replays
-from console.sandbox.state import Registry
 
 DAY = 86400
 

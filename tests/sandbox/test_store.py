@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.sandbox import store
+from console.sandbox.core import store
 from console.sandbox.resources.extensions import demo_zip
 from tests.sandbox.test_deployments import app_zip
 from tests.sandbox_fixtures import (
@@ -744,7 +744,7 @@ def test_it_keeps_no_secret_in_clear_in_the_state_file_and_brings_them_back_with
     assert exposed(state, secrets) == {}
 
     # The values themselves, as the sandbox holds them to use them, from the file with its key.
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     registry = Registry()
     opened = store.Store(state)
@@ -880,7 +880,7 @@ def write_format_1(state: Path, api_key: str, tenant, plaintexts: dict[str, str]
 
 
 def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -> None:
-    from console.sandbox.state import key_digest
+    from console.sandbox.core.state import key_digest
 
     codec = store.Codec()
     dumps = functools.partial(json.dumps, separators=(",", ":"))
@@ -918,8 +918,8 @@ def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -
 
 
 def test_it_migrates_a_state_file_of_format_1_and_leaves_no_secret_in_clear(tmp_path):
+    from console.sandbox.core.state import Registry, key_digest, parse_time
     from console.sandbox.resources import api_keys, credentials
-    from console.sandbox.state import Registry, key_digest, parse_time
 
     # The demo tenant of an install that ran the sandbox before encryption (its key is the demo key the
     # sandbox is given, so it is found, not seeded again), with keys it created.
@@ -970,7 +970,7 @@ def test_it_migrates_a_state_file_of_format_1_and_leaves_no_secret_in_clear(tmp_
 
 def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
     """A row is sealed with its place: one tenant's record copied over another's does not open."""
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     state = tmp_path / "sandbox.sqlite3"
     registry = Registry()
@@ -995,7 +995,7 @@ def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
 
 
 def test_it_finishes_the_rebuild_of_a_migrated_file_after_a_crash(tmp_path, monkeypatch):
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     state = tmp_path / "sandbox.sqlite3"
     api_key = "sk_" + "c" * 32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import httpx
 
+from console.sandbox.core.state import Registry, rfc3339
 from console.sandbox.resources import telemetry
-from console.sandbox.state import Registry, rfc3339
 from tests.sandbox.test_store import created, sandbox
 from tests.sandbox.test_telemetry import ALL_ON, LONG, page, seqs, session
 from tests.sandbox_fixtures import SandboxTenant, new_tenant, stop_sandbox

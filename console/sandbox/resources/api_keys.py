@@ -24,9 +24,9 @@ from datetime import timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, read_json
-from console.sandbox.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
+from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
 
 TABLE = "api_keys"
 NAME_MAX = 255

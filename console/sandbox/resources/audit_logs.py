@@ -31,10 +31,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox.errors import invalid
-from console.sandbox.http import endpoint, int_param, ok
+from console.sandbox.core.errors import invalid
+from console.sandbox.core.http import endpoint, int_param, ok
+from console.sandbox.core.state import Tenant, parse_time, rfc3339
 from console.sandbox.resources import api_keys
-from console.sandbox.state import Tenant, parse_time, rfc3339
 
 MAX_ENTRIES = 20_000
 MAX_WINDOW = timedelta(days=30)
@@ -53,7 +53,7 @@ def _log(tenant: Tenant) -> deque:
 
 
 def record(tenant: Tenant, request: Request, status: int) -> None:
-    """Called for every service request of the tenant (``console.sandbox.http``)."""
+    """Called for every service request of the tenant (``console.sandbox.core.http``)."""
     if request.url.path.startswith(("/_sandbox/", "/_vm/")):
         return
     route = request.scope.get("route")

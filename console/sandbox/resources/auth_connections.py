@@ -40,9 +40,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
-from console.sandbox import login_browser
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import (
     endpoint,
     no_content,
     ok,
@@ -54,9 +53,9 @@ from console.sandbox.http import (
     sse_response,
     text_filter,
 )
-from console.sandbox.resources import projects
-from console.sandbox.resources.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
-from console.sandbox.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.resources import login_browser, projects
+from console.sandbox.sites.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
 
 TABLE = "auth_connections"
 DISCOVER_SECONDS = 0.6

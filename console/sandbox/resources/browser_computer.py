@@ -51,10 +51,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, no_content, ok, read_json
-from console.sandbox.state import Tenant
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import endpoint, no_content, ok, read_json
+from console.sandbox.core.state import Tenant
 
 BUTTONS = ("left", "right", "middle", "back", "forward")
 DRAG_BUTTONS = ("left", "middle", "right")

@@ -72,10 +72,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import confine, rooted, store
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.chromium import confine, rooted
+from console.sandbox.core import store
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # A write lands in a temporary file renamed into place: watches never report those (a poll that caught

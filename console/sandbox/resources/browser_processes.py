@@ -64,11 +64,11 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import confine
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, ok, read_json, sse_response
+from console.sandbox.chromium import confine
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.http import endpoint, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, rfc3339
 from console.sandbox.resources import browser_files
-from console.sandbox.state import Tenant, rfc3339
 
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
 EXEC_TIMEOUT = 30.0

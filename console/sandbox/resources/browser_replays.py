@@ -47,10 +47,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
-from console.sandbox import confine, engine, rooted
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, read_json
-from console.sandbox.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.chromium import confine, engine, rooted
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, read_json
+from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
 
 log = logging.getLogger("console.sandbox")
 

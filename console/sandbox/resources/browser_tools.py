@@ -34,10 +34,10 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, rfc3339
 from console.sandbox.resources import browser_files, extensions
-from console.sandbox.state import Tenant, rfc3339
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 ANSWERING = ("example.com", "example.net", "example.org")

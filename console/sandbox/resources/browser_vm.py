@@ -20,9 +20,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from starlette.responses import JSONResponse
 from starlette.routing import Mount
 
-from console.sandbox.state import Tenant, registry
+from console.sandbox.core.state import Tenant, registry
 
-TENANT_SCOPE = "sandbox.vm_tenant"  # read by console.sandbox.http.tenant_of
+TENANT_SCOPE = "sandbox.vm_tenant"  # read by console.sandbox.core.http.tenant_of
 SUBRESOURCES = ("curl", "telemetry/stream", "computer", "playwright", "process", "fs", "logs/stream")
 _PATH = re.compile(r"/_vm/([^/]+)/(.*)$")
 

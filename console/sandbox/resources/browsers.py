@@ -40,11 +40,11 @@ from datetime import datetime, timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
 from console.sandbox.resources import browser_vm, caps, telemetry_destinations
-from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "browsers"
 REGIONS = ("us-east", "eu-west")

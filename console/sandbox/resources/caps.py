@@ -16,9 +16,9 @@ Each create path calls one function here, so the rule lives in one place.
 
 from __future__ import annotations
 
-from console.sandbox.errors import ApiError
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import Tenant
 from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
-from console.sandbox.state import Tenant
 
 
 def session_cap(tenant: Tenant, project: str) -> tuple[int, str]:

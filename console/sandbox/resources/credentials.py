@@ -29,9 +29,9 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import quotas
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core import quotas
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -43,7 +43,7 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TOTP_DIGITS = 6
 TOTP_PERIOD = 30

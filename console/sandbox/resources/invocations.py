@@ -39,8 +39,9 @@ from urllib.parse import urlparse
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources import caps, deployments
 from console.sandbox.resources.deployments import (
     interrupt,
@@ -50,7 +51,6 @@ from console.sandbox.resources.deployments import (
     state_entry,
     timeline_events,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "invocations"
 BROWSERS = "browsers"

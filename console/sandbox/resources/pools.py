@@ -35,8 +35,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -47,11 +47,11 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources import browsers as sessions
 from console.sandbox.resources import caps
 from console.sandbox.resources import profiles as profile_store
 from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
-from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "pools"
 CATEGORIES = (

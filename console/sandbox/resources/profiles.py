@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import quotas
-from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core import quotas
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -35,7 +35,7 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 FORMATS = {"tar.zst": "application/zstd", "tar": "application/x-tar"}

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import (
     endpoint,
     http_date,
     no_content,
@@ -22,7 +22,7 @@ from console.sandbox.http import (
     read_json,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 SUNSET = datetime(2026, 11, 24, tzinfo=UTC)
 LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")

@@ -41,9 +41,9 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "proxies"
 TYPES = ("isp", "residential", "mobile", "custom")

@@ -44,8 +44,8 @@ from datetime import datetime, timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.http import (
     EventStreamResponse,
     StreamDropped,
     counted,
@@ -54,7 +54,7 @@ from console.sandbox.http import (
     ok,
     read_json,
 )
-from console.sandbox.state import Tenant, parse_time
+from console.sandbox.core.state import Tenant, parse_time
 
 DEFAULT_RATE = 2.0
 DEFAULT_RETENTION = 10_000

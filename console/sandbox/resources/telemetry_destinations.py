@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.http import (
     endpoint,
     no_content,
     ok,
@@ -32,8 +32,8 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources.proxies import _target
-from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "telemetry_destinations"
 NAME_MAX = 255

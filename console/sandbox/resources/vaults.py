@@ -31,9 +31,9 @@ import re
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "vaults"
 FIELD_TYPES = ("text", "email", "password", "totp", "passkey")

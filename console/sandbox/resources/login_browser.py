@@ -3,7 +3,7 @@
 - When a flow starts (``auth_connections.start_flow``) the sandbox creates a browser session for it (the
   flow's ``browser_session_id``, in the tenant's browsers table, tagged ``auth_connection=<id>``, headful as
   the service's login browsers are, so it has a live view) opened on the connection's login site
-  (``sites.login_site``: the connection's domain when it is one of the scripted sites, else the scripted
+  (``demo_sites.login_site``: the connection's domain when it is one of the scripted sites, else the scripted
   site that stands for it). Its telemetry captures the operational categories, ``page`` and ``console``;
   never ``network`` (a login's form posts carry its values) nor ``interaction``.
 - The flow's state machine stays the source of truth (sync and time-driven). One driver task per flow
@@ -36,8 +36,8 @@ import time
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from console.sandbox import engine
-from console.sandbox.state import Tenant
+from console.sandbox.chromium import engine
+from console.sandbox.core.state import Tenant
 
 log = logging.getLogger("console.sandbox.login_browser")
 
@@ -57,11 +57,10 @@ _tasks: set[asyncio.Task] = set()
 
 def login_url(connection: dict) -> str:
     """Where a login browser opens: the connection's login URL or domain on a scripted login site."""
-    from console.sandbox import sites
-    from console.sandbox.resources import auth_sites
+    from console.sandbox.sites import auth_sites, demo_sites
 
     def served(host: str) -> bool:
-        return sites.handler_for(host) is sites.login_site
+        return demo_sites.handler_for(host) is demo_sites.login_site
 
     url = connection.get("login_url")
     if url and served(urlsplit(url).hostname or ""):
@@ -73,8 +72,8 @@ def login_url(connection: dict) -> str:
 
 def open_for_flow(tenant: Tenant, connection: dict, at: datetime, ttl: float, record_session: bool):
     """The flow's browser session (real engine), its driver started; None under the simulated engine."""
+    from console.sandbox.core.state import rfc3339
     from console.sandbox.resources import browsers
-    from console.sandbox.state import rfc3339
 
     if not engine.get().real:
         return None
@@ -302,17 +301,17 @@ class Driver:
 
     async def _show(self, step: str) -> None:
         """Put the page on the site's step ``step`` (the site keeps its step in a cookie)."""
-        from console.sandbox import sites
+        from console.sandbox.sites import demo_sites
 
         live = await self._page()
         await live.context.add_cookies(
-            [{"name": sites.STEP_COOKIE, "value": f"{step}:{time.time():.0f}", "url": self.origin + "/"}]
+            [{"name": demo_sites.STEP_COOKIE, "value": f"{step}:{time.time():.0f}", "url": self.origin + "/"}]
         )
         await live.page.goto(self.origin + "/login", wait_until="domcontentloaded")
         await self._landed(live.page)
 
     async def _mirror(self, step: str, action: tuple) -> None:
-        from console.sandbox import sites
+        from console.sandbox.sites import demo_sites
 
         kind, payload = action
         live = await self._page()
@@ -320,7 +319,7 @@ class Driver:
         if kind == "approve":
             # The phone approved: the site's push page moves on when its step is old enough.
             await live.context.add_cookies(
-                [{"name": sites.STEP_COOKIE, "value": f"{step}:0", "url": self.origin + "/"}]
+                [{"name": demo_sites.STEP_COOKIE, "value": f"{step}:0", "url": self.origin + "/"}]
             )
             await page.goto(self.origin + "/login", wait_until="domcontentloaded")
             await self._landed(page)

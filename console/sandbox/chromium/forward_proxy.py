@@ -51,8 +51,8 @@ import httpx
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import sites
-from console.sandbox.http import endpoint, ok
+from console.sandbox.core.http import endpoint, ok
+from console.sandbox.sites import demo_sites
 
 log = logging.getLogger("console.sandbox.engine")
 HEAD_LIMIT = 64 * 1024
@@ -373,7 +373,7 @@ class Listener:
     async def _forward(self, writer, method: str, url: str, headers: dict, body: bytes, exit_ip: str):
         host = (urlsplit(url).hostname or "").lower()
         direct = False
-        if sites.handler_for(host) is None:
+        if demo_sites.handler_for(host) is None:
             code = "destination_blocked" if _is_ip(host) else "upstream_dns_failure"
             status, out, content = (
                 502,
@@ -511,10 +511,10 @@ async def _demo(method: str, url: str, headers: dict, body: bytes, exit: tuple |
     sent = {k: v for k, v in headers.items() if k not in HOP_BY_HOP}
     if exit is not None:
         client, country = exit
-        sites.GEOLOCATION[client] = country or "ZZ"
-        transport = httpx.ASGITransport(app=sites.app, client=(client, 443))
+        demo_sites.GEOLOCATION[client] = country or "ZZ"
+        transport = httpx.ASGITransport(app=demo_sites.app, client=(client, 443))
     else:
-        transport = sites.direct_transport()
+        transport = demo_sites.direct_transport()
     response = await transport.handle_async_request(httpx.Request(method, url, headers=sent, content=body))
     content = await response.aread()
     out: dict[str, str] = {}

@@ -29,9 +29,9 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError
-from console.sandbox.state import new_id, registry
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import new_id, registry
 
 log = logging.getLogger("console.sandbox.engine")
 POLICY_VIOLATION = 1008

@@ -14,8 +14,8 @@ from email.utils import format_datetime
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from console.sandbox.errors import ApiError, invalid, not_found
-from console.sandbox.state import Tenant, new_id, registry
+from console.sandbox.core.errors import ApiError, invalid, not_found
+from console.sandbox.core.state import Tenant, new_id, registry
 
 log = logging.getLogger("console.sandbox")
 

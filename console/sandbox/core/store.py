@@ -167,8 +167,8 @@ def _parse_key(text: str, source: str, state: Path | None = None) -> bytes:
             else ""
         )
         raise StateError(
-            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as "
-            f"`python -c 'from console.sandbox.store import new_key_text; print(new_key_text())'` makes){fix}"
+            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as `python -c "
+            f"'from console.sandbox.core.store import new_key_text; print(new_key_text())'` makes){fix}"
         )
     return key
 
@@ -494,7 +494,7 @@ class Store:
     def _migrate_from_1(self, db: sqlite3.Connection) -> None:
         """Format 1 (every row in clear, tenants and created API keys by their key) to this one, in one
         transaction; then the file is rebuilt (VACUUM) and its WAL emptied, so no page in clear is left."""
-        from console.sandbox.state import key_digest
+        from console.sandbox.core.state import key_digest
 
         seal = self.cipher.seal
         db.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left with their old rows
@@ -578,7 +578,7 @@ class Store:
 
     def load(self, registry) -> int:
         """Every saved tenant into ``registry`` (same keys, ids and records); how many were loaded."""
-        from console.sandbox.state import Tenant
+        from console.sandbox.core.state import Tenant
 
         codec, unseal = self.codec, self.cipher.open
         where = "the tenants"
@@ -690,7 +690,7 @@ class Store:
 
         ``only``: the digests (``key_digest``) of the API keys of the tenants to save (a request changes its
         own tenant only); None saves every tenant. Rows are compared in clear and sealed when written."""
-        from console.sandbox import engine
+        from console.sandbox.chromium import engine
 
         _remember_browsers(engine.get())
         codec = self.codec
@@ -882,7 +882,7 @@ def _upgraded_from_1(tbl: str, record, api_key: str, tenant_id: str):
     """A record of format 1 with the API keys it held in clear replaced: a created key by its digest (as
     ``api_keys.issue`` keeps it now), the tenant's own key in a session by the tenant's id. In place, so
     the next save finds the same encoding."""
-    from console.sandbox.state import key_digest
+    from console.sandbox.core.state import key_digest
 
     if not isinstance(record, dict):
         return record

@@ -42,9 +42,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError
-from console.sandbox.state import key_digest, registry
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import key_digest, registry
 
 REFUSED = ("Browser.close", "Browser.crash", "Browser.crashGpuProcess")
 POLICY_VIOLATION = 1008

@@ -75,9 +75,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.sandbox import confine, rooted
-from console.sandbox.errors import ApiError
-from console.sandbox.state import Tenant, new_id
+from console.sandbox.chromium import confine, rooted
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import Tenant, new_id
 
 log = logging.getLogger("console.sandbox.engine")
 
@@ -333,7 +333,7 @@ class Engine:
             ) from None
 
     async def _wake(self, live: Live) -> None:
-        from console.sandbox import page_events
+        from console.sandbox.chromium import page_events
 
         await self._make_room(live)
         record = live.record
@@ -422,7 +422,7 @@ class Engine:
 
     async def _egress(self, live: Live):
         """The session's proxy listener (``forward_proxy``), or None for a session without a proxy."""
-        from console.sandbox import forward_proxy
+        from console.sandbox.chromium import forward_proxy
 
         proxy_id = (live.record.get("proxy") or {}).get("id") or live.record.get("proxy_id")
         proxy = live.tenant.table("proxies").get(proxy_id or "")
@@ -437,7 +437,7 @@ class Engine:
             await self.standby(live)
 
     def _flags(self, live: Live | None = None) -> list[str]:
-        from console.sandbox import forward_proxy
+        from console.sandbox.chromium import forward_proxy
 
         flags = [*FLAGS, *forward_proxy.chromium_flags()]
         if live is not None and live.egress is not None:
@@ -460,14 +460,14 @@ class Engine:
         return options
 
     async def _route(self, live: Live) -> None:
-        from console.sandbox import sites
+        from console.sandbox.sites import demo_sites
 
         # A jailed browser's file: URLs show its jail (the system's files), never the host's.
         files = self.confinement() is None
 
         async def handle(route) -> None:
             try:
-                await sites.fulfil(route, files=files)
+                await demo_sites.fulfil(route, files=files)
             except Exception:  # the page went away mid-request, or a demo site failed: the request fails
                 with contextlib.suppress(Exception):
                     await route.abort("failed")
@@ -967,7 +967,7 @@ class Engine:
 
     def root(self) -> Path:
         if self._root is None:
-            from console.sandbox import store
+            from console.sandbox.core import store
 
             kept = store.files_root()  # with SANDBOX_STATE, replays outlive the process
             self._root_kept = kept is not None
