@@ -51,8 +51,10 @@ def run() -> str:
 
 
 def _save_ms() -> list[float]:
+    from console.sandbox.app import assemble
     from console.sandbox.core.state import Registry
 
+    assemble()  # the sandbox's objects, in-process: wired as the app wires them
     directory = Path(tempfile.mkdtemp(prefix="bench-sandbox-save-"))
     state = directory / "sandbox.sqlite3"
     saved = store.Store(state)

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from console.sandbox.app import assemble
 from console.sandbox.core import store
 from console.sandbox.resources.extensions import demo_zip
 from tests.sandbox.test_deployments import app_zip
@@ -36,6 +37,10 @@ from tests.sandbox_fixtures import (
     start_sandbox,
     stop_sandbox,
 )
+
+# These tests use the sandbox's objects in-process (a registry, the store): wired as the app wires them.
+assemble()
+
 
 PROXY_PASSWORD = "proxy-pass-7f3a"
 CREDENTIAL_PASSWORD = "credential-pass-91bc"
@@ -902,12 +907,12 @@ def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -
                 assert digest not in plaintexts or key_digest(record["_secret"]) == digest
             if tbl == "browsers":
                 record["_tenant"] = api_key
-            codec.logs.clear()
+            codec.archives.clear()
             db.execute(
                 "INSERT INTO records VALUES (?, ?, ?, ?)",
                 (api_key, tbl, record_id, codec.record(tbl, record_id, record)),
             )
-            for (t, i), archive in codec.logs.items():
+            for (t, i), archive in codec.archives.items():
                 for event in archive.events:
                     db.execute(
                         "INSERT INTO telemetry VALUES (?, ?, ?, ?, ?)",

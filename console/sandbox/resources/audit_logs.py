@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from console.sandbox.core import store
 from console.sandbox.core.errors import invalid
 from console.sandbox.core.http import endpoint, int_param, ok
 from console.sandbox.core.state import Tenant, parse_time, rfc3339
@@ -45,10 +46,15 @@ DEMO_USERS = [
 ]
 
 
+def new_log() -> deque:
+    """A tenant's empty audit log: its newest ``MAX_ENTRIES`` are kept (the store loads into one)."""
+    return deque(maxlen=MAX_ENTRIES)
+
+
 def _log(tenant: Tenant) -> deque:
-    log = tenant.settings.get("_audit_log")
+    log = tenant.settings.get(store.AUDIT)
     if log is None:
-        log = tenant.settings["_audit_log"] = deque(maxlen=MAX_ENTRIES)
+        log = tenant.settings[store.AUDIT] = new_log()
     return log
 
 

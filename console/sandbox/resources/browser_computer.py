@@ -52,9 +52,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from console.sandbox.chromium import engine
+from console.sandbox.core import store
 from console.sandbox.core.errors import ApiError, invalid
 from console.sandbox.core.http import endpoint, no_content, ok, read_json
 from console.sandbox.core.state import Tenant
+from console.sandbox.resources import sessions, telemetry
 
 BUTTONS = ("left", "right", "middle", "back", "forward")
 DRAG_BUTTONS = ("left", "middle", "right")
@@ -116,6 +118,9 @@ def viewport(record: dict) -> tuple[int, int]:
     return int(size.get("width") or 1920), int(size.get("height") or 1080)
 
 
+STORED = (store.Kind("Screen", Screen),)  # saved with its session (``app.assemble`` registers it)
+
+
 def screen_of(record: dict) -> Screen:
     screen = record.get("_screen")
     if screen is None:
@@ -152,8 +157,6 @@ def _context(record: dict) -> dict:
 
 def emit(tenant: Tenant, record: dict, drafts: list[tuple[str, dict]]) -> None:
     """Append ``(type, data)`` events to the session's telemetry archive, for captured categories only."""
-    from console.sandbox.resources import telemetry
-
     allowed = telemetry._allowed(record)
     if not allowed:
         return
@@ -580,11 +583,9 @@ BATCH_ACTIONS = {
 
 
 def _session(request: Request, *, activity: bool = True) -> dict:
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 

@@ -77,6 +77,7 @@ from console.sandbox.core import store
 from console.sandbox.core.errors import ApiError, conflict, invalid
 from console.sandbox.core.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
 from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import sessions
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # A write lands in a temporary file renamed into place: watches never report those (a poll that caught
@@ -333,11 +334,9 @@ def file_info(path: str, st: os.stat_result) -> dict:
 
 def _session(request: Request, *, activity: bool = True) -> dict:
     """The session of the path; a call that drives it counts as activity, a read does not."""
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 
@@ -1001,6 +1000,12 @@ def watches_of(record: dict) -> dict[str, Watch]:
     return record.setdefault("_watches", {})
 
 
+def after_restart(tenant: Tenant) -> None:
+    """Watches do not outlive the sandbox (``store.after_load``): a client watches again."""
+    for record in tenant.table("browsers").values():
+        record.pop("_watches", None)
+
+
 def snapshot(record: dict, parts: list[str], recursive: bool) -> dict[str, tuple]:
     """Service path → (is_dir, inode, size, mtime_ns) of everything under the directory ``parts``
     names (bounded; empty when it is gone), never through a symlink below it."""
@@ -1066,13 +1071,11 @@ def diff(old: dict[str, tuple], new: dict[str, tuple]) -> list[dict]:
 
 
 async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
-    from console.sandbox.resources.browsers import is_active
-
     try:
         while not watch.closed:
             await asyncio.sleep(WATCH_INTERVAL)
             await watch.room()
-            if not is_active(tenant, record):
+            if not sessions.is_active(tenant, record):
                 watch.close()
                 watches_of(record).pop(watch.id, None)
                 return
@@ -1125,9 +1128,7 @@ def _watch(request: Request, record: dict) -> Watch:
 
 @endpoint
 async def watch_events(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     watch = _watch(request, record)
     reader = WatchReader()
 

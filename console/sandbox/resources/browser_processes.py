@@ -65,10 +65,11 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.chromium import confine
+from console.sandbox.core import store
 from console.sandbox.core.errors import ApiError, conflict, invalid
 from console.sandbox.core.http import endpoint, ok, read_json, sse_response
 from console.sandbox.core.state import Tenant, rfc3339
-from console.sandbox.resources import browser_files
+from console.sandbox.resources import browser_files, sessions
 
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
 EXEC_TIMEOUT = 30.0
@@ -192,17 +193,31 @@ class Proc:
                 os.killpg(group, signum)
 
 
+STORED = (store.Kind("Proc", Proc),)  # saved with its session (``app.assemble`` registers it)
+RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
+
+
+def after_restart(tenant: Tenant) -> None:
+    """A process that ran when the sandbox stopped is not resumed: it comes back exited (code -1) with a
+    line on its output saying so (``store.after_load``)."""
+    note = base64.b64encode(f"\n[sandbox] {RESTART_NOTE}\n".encode()).decode()
+    for record in tenant.table("browsers").values():
+        for proc in (record.get("_processes") or {}).values():
+            if proc.exit_code is None:
+                proc.exit_code = -1
+                proc.publish({"stream": "stderr", "data_b64": note})
+            proc.group, proc.tty = None, None  # host pid and descriptor of the previous process
+
+
 def processes_of(record: dict) -> dict[str, Proc]:
     return record.setdefault("_processes", {})
 
 
 def _session(request: Request, *, activity: bool = True) -> dict:
     """The session of the path; a call that drives it counts as activity, a read does not."""
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 
@@ -487,8 +502,6 @@ async def _tty_reader(master: int) -> asyncio.StreamReader:
 async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: float | None) -> None:
     """Wait for the process (killing it when the session ends or its timeout passes), then publish
     the rest of its output and the exit event."""
-    from console.sandbox.resources.browsers import is_active
-
     loop = asyncio.get_running_loop()
     process = proc.process
     try:
@@ -499,7 +512,7 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
                 break
             except TimeoutError:
                 pass
-            if not is_active(tenant, record) or (deadline is not None and loop.time() >= deadline):
+            if not sessions.is_active(tenant, record) or (deadline is not None and loop.time() >= deadline):
                 proc.signal(signal.SIGKILL)
         # Output still in the pipes arrives before the exit event; a child that kept the pipes open
         # after the process itself exited does not hold the exit event back for long.
@@ -691,9 +704,7 @@ async def resize(request: Request):
 
 @endpoint
 async def stream(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     proc = _proc(request, record)
     reader = Reader()
 

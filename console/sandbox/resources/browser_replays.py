@@ -51,6 +51,7 @@ from console.sandbox.chromium import confine, engine, rooted
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.core.http import endpoint, no_content, ok, read_json
 from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.resources import sessions
 
 log = logging.getLogger("console.sandbox")
 
@@ -102,6 +103,16 @@ def _remove_video(replay: dict) -> None:
         Path(path).unlink(missing_ok=True)
 
 
+def after_restart(tenant: Tenant) -> None:
+    """A recording in progress when the sandbox stopped is finished at the restart, without a video
+    (``store.after_load``)."""
+    now = tenant.now()
+    for record in tenant.table("browsers").values():
+        for replay in (record.get("_replays") or {}).values():
+            if replay.get("finished_at") is None:
+                replay["finished_at"] = now
+
+
 def sweep(tenants) -> int:
     """``expire`` over every session of every tenant (the periodic cleanup); how many replays went."""
     count = 0
@@ -131,9 +142,7 @@ def render(request: Request, record: dict, replay: dict) -> dict:
 
 
 def _session(request: Request, *, active: bool):
-    from console.sandbox.resources.browsers import get_session
-
-    return get_session(request, request.path_params["id"], include_deleted=not active)
+    return sessions.get_session(request, request.path_params["id"], include_deleted=not active)
 
 
 def _replay(request: Request, record: dict) -> dict:
@@ -394,8 +403,6 @@ async def list_replays(request: Request):
 
 @endpoint
 async def start_replay(request: Request):
-    from console.sandbox.resources.browsers import touch
-
     tenant = request.state.tenant
     record = _session(request, active=True)
     body = await read_json(request)
@@ -417,7 +424,7 @@ async def start_replay(request: Request):
         raise conflict("this session is already recording a replay", code="replay_in_progress")
     live = await engine.get().live(tenant, record)
     replay = await begin(tenant, record, live, framerate, duration)
-    touch(tenant, record)
+    sessions.touch(tenant, record)
     return ok(render(request, record, replay), status=201)
 
 

@@ -41,12 +41,11 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.chromium import engine
-from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.errors import conflict, invalid
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
-from console.sandbox.resources import browser_vm, caps, telemetry_destinations
+from console.sandbox.resources import caps, sessions, telemetry, telemetry_destinations
 
-TABLE = "browsers"
 REGIONS = ("us-east", "eu-west")
 MEMORY = ("8GiB", "16GiB")
 STATUSES = ("active", "deleted", "all")
@@ -121,8 +120,6 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
     ``profile_save_changes``, ``proxy`` (``{id?, name?, mode?}``), ``extensions`` (``[{id, name}]``),
     ``pool`` (``{id, name}``), ``telemetry`` (a set of enabled categories, or None for no capture).
     """
-    from console.sandbox.resources import telemetry
-
     now = tenant.now()
     session_id = new_id(length=24)
     headless = bool(config.get("headless", False))
@@ -170,7 +167,7 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
     record["_categories"] = set(config["telemetry"]) if config.get("telemetry") is not None else None
     record["cdp_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/cdp?jwt={record['_jwt']}"
     record["webdriver_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/session?jwt={record['_jwt']}"
-    tenant.table(TABLE)[session_id] = record
+    tenant.table(sessions.TABLE)[session_id] = record
     telemetry.start(tenant, record)
     return record
 
@@ -183,63 +180,17 @@ def _profile_ref(profile: dict) -> dict:
     return ref
 
 
-def ended_at(tenant: Tenant, record: dict) -> datetime | None:
-    """When the session ended (deleted, ended, or timed out on the tenant clock), else None."""
-    if record.get("_ended_at") is not None:
-        return record["_ended_at"]
-    if record.get("_deleted"):
-        return parse_time(record.get("deleted_at") or record["created_at"])
-    deadline = record.get("_last_activity", parse_time(record["created_at"])) + timedelta(
-        seconds=record["timeout_seconds"]
-    )
-    if tenant.now() >= deadline:
-        end(tenant, record, "timeout", at=deadline)
-        return deadline
-    return None
-
-
-def is_active(tenant: Tenant, record: dict) -> bool:
-    return ended_at(tenant, record) is None
-
-
-def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None) -> None:
-    """Mark the session ended (a soft delete) and close its telemetry streams."""
-    from console.sandbox.resources import browser_replays, telemetry
-
-    if record.get("_ended_at") is not None:
-        return
-    moment = at or tenant.now()
-    record["_ended_at"] = moment
-    record["_ended_reason"] = reason
-    record["_deleted"] = True
-    record["deleted_at"] = rfc3339(moment)
-    telemetry.finish(tenant, record)
-    browser_replays.stop_all(tenant, record)
-    engine.get().discard(record)
-
-
-def touch(tenant: Tenant, record: dict) -> None:
-    """Count a call that drives the session as activity (resets the inactivity timeout)."""
-    if is_active(tenant, record):
-        record["_last_activity"] = tenant.now()
-
-
-def categories(record: dict) -> set[str] | None:
-    """The enabled telemetry categories, or None when capture is off."""
-    return record.get("_categories")
-
-
 def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     """The BrowserSession record as the service sends it (private keys dropped, usage computed)."""
     body = {k: v for k, v in record.items() if not k.startswith("_")}
-    end_moment = ended_at(tenant, record)
+    end_moment = sessions.ended_at(tenant, record)
     created = parse_time(record["created_at"])
     until = end_moment or tenant.now()
     body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
     if base:
         # Where the SDK sends the session's sub-resources directly, with ?jwt= (browser_vm.py).
-        body["base_url"] = browser_vm.base_url(base, record["session_id"])
-    cats = categories(record)
+        body["base_url"] = f"{base.rstrip('/')}/_vm/{record['session_id']}"
+    cats = sessions.categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
     if record.get("_otlp_export"):
@@ -263,31 +214,6 @@ def render(record: dict, tenant: Tenant, base: str = "") -> dict:
 
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
-
-
-# Lookup -------------------------------------------------------------------------------------------
-
-
-def _in_project(request: Request) -> list[dict]:
-    project = project_of(request)
-    return [r for r in request.state.tenant.table(TABLE).values() if r.get("_project") == project]
-
-
-def get_session(request: Request, id_or_name: str, *, include_deleted: bool = False) -> dict:
-    """A session of the request's project by id or (active) name; 404 when absent or ended."""
-    tenant = request.state.tenant
-    records = _in_project(request)
-    for record in records:
-        if record["session_id"] == id_or_name and (include_deleted or is_active(tenant, record)):
-            return record
-    for record in records:
-        if record.get("name") == id_or_name and is_active(tenant, record):
-            return record
-    if include_deleted:
-        for record in sorted(records, key=lambda r: r["created_at"], reverse=True):
-            if record.get("name") == id_or_name:
-                return record
-    raise not_found("browser session", id_or_name)
 
 
 # Validation ---------------------------------------------------------------------------------------
@@ -542,8 +468,12 @@ def _unique_name(request: Request, name: str | None, *, except_id: str | None = 
     if not name:
         return
     tenant = request.state.tenant
-    for record in _in_project(request):
-        if record.get("name") == name and record["session_id"] != except_id and is_active(tenant, record):
+    for record in sessions.in_project(request):
+        if (
+            record.get("name") == name
+            and record["session_id"] != except_id
+            and sessions.is_active(tenant, record)
+        ):
             raise conflict(
                 f"an active browser session named {name!r} already exists", code="browser_name_taken"
             )
@@ -615,14 +545,14 @@ async def create_browser(request: Request):
 @endpoint
 async def get_browser(request: Request):
     include_deleted = request.query_params.get("include_deleted", "").lower() == "true"
-    record = get_session(request, request.path_params["id_or_name"], include_deleted=include_deleted)
+    record = sessions.get_session(request, request.path_params["id_or_name"], include_deleted=include_deleted)
     return ok(render(record, request.state.tenant, _base(request)))
 
 
 @endpoint
 async def update_browser(request: Request):
     tenant = request.state.tenant
-    record = get_session(request, request.path_params["id_or_name"])
+    record = sessions.get_session(request, request.path_params["id_or_name"])
     body = await read_json(request)
     errors: dict[str, str] = {}
     for key in sorted(set(body) - UPDATE_FIELDS):
@@ -670,15 +600,13 @@ async def update_browser(request: Request):
     if proxy is not None or body.get("proxy_id") == "":
         await engine.get().proxy_changed(record)
     if new_categories is not _UNCHANGED:
-        from console.sandbox.resources import telemetry
-
         # Events due so far were captured under the old categories; the new ones apply from now.
         telemetry.catch_up(tenant, record)
         record["_categories"] = new_categories
         live = engine.get().lives.get(record["session_id"])
         if live is not None and live.events is not None:
             await live.events.apply()
-    touch(tenant, record)
+    sessions.touch(tenant, record)
     return ok(render(record, tenant, _base(request)))
 
 
@@ -704,7 +632,7 @@ def _updated_categories(record: dict, value, errors: dict):
     if enabled is True:
         chosen = set(OPERATIONAL)
     elif browser:
-        chosen = set(categories(record) or OPERATIONAL)
+        chosen = set(sessions.categories(record) or OPERATIONAL)
     else:
         return _UNCHANGED
     for name, on in overrides.items():
@@ -730,8 +658,8 @@ def _listed(request: Request) -> list[dict]:
             wanted_tags[match.group(1)] = value
     query = (params.get("query") or "").strip().casefold()
     items = []
-    for record in _in_project(request):
-        active = is_active(tenant, record)
+    for record in sessions.in_project(request):
+        active = sessions.is_active(tenant, record)
         if (status == "active" and not active) or (status == "deleted" and active):
             continue
         if region and record["region"] != region:
@@ -767,8 +695,8 @@ async def list_browsers(request: Request):
 
 @endpoint
 async def delete_browser(request: Request):
-    record = get_session(request, request.path_params["id_or_name"])
-    end(request.state.tenant, record, "deleted")
+    record = sessions.get_session(request, request.path_params["id_or_name"])
+    sessions.end(request.state.tenant, record, "deleted")
     await engine.get().close(record)
     return no_content()
 
@@ -776,9 +704,17 @@ async def delete_browser(request: Request):
 @endpoint
 async def control_end(request: Request):
     """``POST /_sandbox/browsers/{id}/end``: the session ends as if its VM went away (reason ``ended``)."""
-    record = get_session(request, request.path_params["id_or_name"])
-    end(request.state.tenant, record, "ended")
+    record = sessions.get_session(request, request.path_params["id_or_name"])
+    sessions.end(request.state.tenant, record, "ended")
     return ok({"session_id": record["session_id"], "deleted_at": record["deleted_at"]})
+
+
+@endpoint
+async def control_egress(request: Request):
+    """``GET /_sandbox/browsers/{id}/egress``: the requests the session's proxy served, oldest first
+    (``forward_proxy``: tests and operators see the path)."""
+    record = sessions.get_session(request, request.path_params["id_or_name"], include_deleted=True)
+    return ok(list(record.get("_egress") or []))
 
 
 # Demo data ----------------------------------------------------------------------------------------
@@ -786,8 +722,6 @@ async def control_end(request: Request):
 
 def seed(tenant: Tenant) -> None:
     """Several sessions with telemetry history: headful, headless, pooled, one deleted; tags to filter."""
-    from console.sandbox.resources import telemetry
-
     project = tenant.default_project_id
     now = tenant.now()
     profiles = [p for p in tenant.table("profiles").values() if p.get("_project") == project]
@@ -839,7 +773,7 @@ def seed(tenant: Tenant) -> None:
             _age=timedelta(minutes=6),
         ),
     ]
-    if pools and not any(r.get("pool") for r in tenant.table(TABLE).values()):
+    if pools and not any(r.get("pool") for r in tenant.table(sessions.TABLE).values()):
         pool = pools[0]
         specs.append(
             dict(
@@ -865,12 +799,10 @@ def seed(tenant: Tenant) -> None:
     )
     _backdate(tenant, gone, now - timedelta(hours=5))
     telemetry.catch_up(tenant, gone, until=now - timedelta(hours=4, minutes=50))
-    end(tenant, gone, "deleted", at=now - timedelta(hours=4, minutes=50))
+    sessions.end(tenant, gone, "deleted", at=now - timedelta(hours=4, minutes=50))
 
 
 def _backdate(tenant: Tenant, record: dict, created: datetime) -> None:
-    from console.sandbox.resources import telemetry
-
     record["created_at"] = rfc3339(created)
     record["_last_activity"] = created
     # Demo history is generated up to now even for a real session, whose own events follow it.
@@ -885,4 +817,5 @@ routes = [
     Route("/browsers/{id_or_name}", update_browser, methods=["PATCH"]),
     Route("/browsers/{id_or_name}", delete_browser, methods=["DELETE"]),
     Route("/_sandbox/browsers/{id_or_name}/end", control_end, methods=["POST"]),
+    Route("/_sandbox/browsers/{id_or_name}/egress", control_egress, methods=["GET"]),
 ]

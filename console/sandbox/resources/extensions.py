@@ -140,6 +140,12 @@ def store(tenant: Tenant, project: str, content: bytes, name: str | None) -> dic
     return record
 
 
+def archive_of(tenant: Tenant, extension_id: str) -> bytes | None:
+    """The uploaded zip of an extension of the tenant (the engine unpacks it for a session), if any."""
+    record = tenant.table(TABLE).get(extension_id)
+    return record["_content"] if record is not None else None
+
+
 def mark_used(tenant: Tenant, extension_id: str) -> None:
     """Called by resources that load an extension into a browser."""
     record = tenant.table(TABLE).get(extension_id)

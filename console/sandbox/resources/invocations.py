@@ -42,7 +42,7 @@ from starlette.routing import Route
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.core.state import Tenant, new_id, rfc3339
-from console.sandbox.resources import caps, deployments
+from console.sandbox.resources import browsers, caps, deployments, sessions
 from console.sandbox.resources.deployments import (
     interrupt,
     last_state,
@@ -53,7 +53,6 @@ from console.sandbox.resources.deployments import (
 )
 
 TABLE = "invocations"
-BROWSERS = "browsers"
 STATUSES = ("queued", "running", "succeeded", "failed")
 TERMINAL = ("succeeded", "failed")
 QUEUE_SECONDS = 0.5
@@ -206,70 +205,40 @@ def create(
     return record
 
 
-def _browsers():
-    """The browsers resource module once it is registered (else invocations keep minimal records)."""
-    from console.sandbox.resources import RESOURCES
-
-    module = next((m for m in RESOURCES if m.__name__.endswith(".browsers")), None)
-    return module if hasattr(module, "new_browser_record") else None
-
-
 def new_browser(tenant: Tenant, project: str, invocation_id: str, at: datetime, timeout: int) -> dict:
     """A browser session an invocation created (notes §2 record; ``_invocation`` links it back)."""
-    module = _browsers()
-    if module is not None:
-        record = module.new_browser_record(
-            tenant, project, invocation_id=invocation_id, stealth=True, timeout_seconds=timeout
-        )
-        record["_invocation"] = invocation_id
-        return record
-    session_id = new_id(length=24)
-    record = {
-        "session_id": session_id,
-        "cdp_ws_url": f"wss://{session_id}.sandbox.invalid/cdp?jwt=sandbox",
-        "webdriver_ws_url": f"wss://{session_id}.sandbox.invalid/webdriver?jwt=sandbox",
-        "base_url": f"https://{session_id}.sandbox.invalid",
-        "created_at": rfc3339(at),
-        "headless": False,
-        "stealth": True,
-        "memory": "8GiB",
-        "region": "us-east",
-        "timeout_seconds": timeout,
-        "invocation_id": invocation_id,
-        "_project": project,
-        "_invocation": invocation_id,
-    }
-    tenant.table(BROWSERS)[session_id] = record
+    record = browsers.new_browser_record(
+        tenant, project, invocation_id=invocation_id, stealth=True, timeout_seconds=timeout
+    )
+    record["_invocation"] = invocation_id
     return record
 
 
 def _browsers_of(tenant: Tenant, invocation_id: str) -> list[dict]:
     """The invocation's browsers that are still active."""
-    module = _browsers()
-    found = []
-    for browser in tenant.table(BROWSERS).values():
-        if browser.get("_invocation") != invocation_id:
-            continue
-        active = module.is_active(tenant, browser) if module else not browser.get("_deleted")
-        if active:
-            found.append(browser)
-    return found
+    return [
+        browser
+        for browser in tenant.table(sessions.TABLE).values()
+        if browser.get("_invocation") == invocation_id and sessions.is_active(tenant, browser)
+    ]
 
 
 def _end_browser(tenant: Tenant, browser: dict, reason: str, at: datetime | None = None) -> None:
-    module = _browsers()
-    if module is not None:
-        module.end(tenant, browser, reason, at=at)
-    else:
-        browser["_deleted"] = True
-        browser["deleted_at"] = rfc3339(at or tenant.now())
+    sessions.end(tenant, browser, reason, at=at)
 
 
 def _render_browser(request: Request, browser: dict) -> dict:
-    module = _browsers()
-    if module is not None:
-        return module.render(browser, request.state.tenant, str(request.base_url))
-    return {k: v for k, v in browser.items() if not k.startswith("_")}
+    return browsers.render(browser, request.state.tenant, str(request.base_url))
+
+
+def _in_flight(tenant: Tenant, project: str) -> int:
+    """The project's queued and running invocations (``caps.check_invocations``)."""
+    now = tenant.now()
+    return sum(
+        1
+        for r in tenant.table(TABLE).values()
+        if r["_scope"] == project and last_state(r, now)["status"] not in TERMINAL
+    )
 
 
 def _get(request: Request, invocation_id: str) -> dict:
@@ -344,7 +313,7 @@ async def create_invocation(request: Request):
             f"{app_name}@{version} has no action {action!r}",
             action_name=f"not an action of {app_name}@{version} (actions: {', '.join(names)})",
         )
-    caps.check_invocations(tenant, project_of(request))
+    caps.check_invocations(tenant, project_of(request), lambda: _in_flight(tenant, project_of(request)))
     record = create(
         tenant, project_of(request), deployment, action, payload_text or None, timeout_seconds=timeout
     )

@@ -48,10 +48,9 @@ from console.sandbox.core.http import (
     text_filter,
 )
 from console.sandbox.core.state import Tenant, new_id, rfc3339
-from console.sandbox.resources import browsers as sessions
-from console.sandbox.resources import caps
+from console.sandbox.resources import browsers, caps, extensions, sessions
 from console.sandbox.resources import profiles as profile_store
-from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
+from console.sandbox.resources.caps import ORG_MAX_CONCURRENT_SESSIONS
 
 TABLE = "pools"
 CATEGORIES = (
@@ -99,7 +98,7 @@ def _end_session(tenant: Tenant, session: dict, reason: str) -> None:
 
 
 def render_session(request: Request, session: dict) -> dict:
-    return sessions.render(session, request.state.tenant, str(request.base_url))
+    return browsers.render(session, request.state.tenant, str(request.base_url))
 
 
 def _pool_of(session: dict) -> str | None:
@@ -392,7 +391,7 @@ def validate(tenant: Tenant, project: str, body: dict, *, current: dict | None) 
         policy = body["chrome_policy"]
         if policy in (None, {}):
             changes["chrome_policy"] = None
-        elif problem := sessions.chrome_policy_problem(policy):
+        elif problem := browsers.chrome_policy_problem(policy):
             errors["chrome_policy"] = problem
         else:
             changes["chrome_policy"] = policy
@@ -606,7 +605,7 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
             "name": (tenant.table("proxies").get(config["proxy_id"]) or {}).get("name"),
         }
     telemetry = overrides.get("telemetry") or config["telemetry"]
-    session = sessions.new_browser_record(
+    session = browsers.new_browser_record(
         tenant,
         project,
         headless=config["headless"],
@@ -638,8 +637,6 @@ def _enabled_categories(telemetry: dict) -> set[str] | None:
 
 
 def _mark_extensions_used(tenant: Tenant, ids: list[str]) -> None:
-    from console.sandbox.resources import extensions
-
     for extension_id in ids:
         extensions.mark_used(tenant, extension_id)
 

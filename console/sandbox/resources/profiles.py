@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from console.sandbox.core import quotas
 from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.hooks import Listeners
 from console.sandbox.core.http import (
     endpoint,
     find,
@@ -186,12 +187,14 @@ async def download_profile(request: Request):
     return StreamingResponse(chunks(), media_type=FORMATS[fmt], headers=headers)
 
 
+# Handed in by ``app.assemble``: who follows a profile's changes (pools that refresh on them, notes §7).
+updated = Listeners("profiles.updated(tenant, profile)")
+
+
 def mark_updated(tenant: Tenant, profile: dict) -> None:
     """A session saved changes into the profile: bump it, and refresh pools that follow it (notes §7)."""
-    from console.sandbox.resources import pools
-
     profile["updated_at"] = rfc3339(tenant.now())
-    pools.profile_updated(tenant, profile)
+    updated(tenant, profile)
 
 
 @endpoint

@@ -23,11 +23,12 @@ from console.sandbox.core.http import (
     text_filter,
 )
 from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import caps
+from console.sandbox.resources.caps import ORG_MAX_CONCURRENT_SESSIONS
 
 SUNSET = datetime(2026, 11, 24, tzinfo=UTC)
 LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
 MAX_CAP = 100_000
-ORG_MAX_CONCURRENT_SESSIONS = 500
 ORG_MAX_CONCURRENT_INVOCATIONS = 50
 
 
@@ -243,8 +244,6 @@ MAX_VAULTS = 20
 
 
 def org_limits(tenant: Tenant) -> dict:
-    from console.sandbox.resources import caps
-
     managed = tenant.table("auth_connections").values()
     used = caps.sessions_used(tenant, None)
     return {

@@ -32,7 +32,6 @@ Choices where the notes leave room (written down in docs by the lead from the mo
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
 from datetime import timedelta
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
+from console.sandbox.chromium.forward_proxy import UNREACHABLE_SUFFIX, exit_ip, reachable
 from console.sandbox.core.errors import ApiError, invalid
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
 from console.sandbox.core.state import Tenant, new_id, rfc3339
@@ -61,15 +61,6 @@ CONFIG_FIELDS = {
 }
 MANAGED_DEFAULT_COUNTRY = "US"
 PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
-UNREACHABLE_SUFFIX = ".invalid"
-# Public first octets per type, so exit IPs look like what each kind of provider hands out.
-EXIT_PREFIXES = {
-    "datacenter": (45, 104, 138, 167),
-    "isp": (69, 98, 173, 204),
-    "residential": (24, 73, 86, 92),
-    "mobile": (100, 172, 174, 188),
-    "custom": (62, 81, 146, 185),
-}
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9-]{1,63})*$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _STATE = re.compile(r"^[A-Za-z]{2}$")
@@ -246,39 +237,16 @@ def _target(value) -> str | None:
 # Health check -------------------------------------------------------------------------------------
 
 
-def _digest(*parts: object) -> bytes:
-    return hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-
-
-def _exit_ip(record: dict, attempt: int) -> str:
-    kind = record["type"]
-    host = record["config"].get("host", "")
-    if kind == "custom" and _is_ip(host) and ipaddress.ip_address(host).is_global:
-        return host
-    # Residential and mobile exit nodes rotate: each check sees another one.
-    salt = attempt if kind in ("residential", "mobile") else 0
-    digest = _digest(record["id"], salt)
-    first = EXIT_PREFIXES[kind][digest[0] % len(EXIT_PREFIXES[kind])]
-    return f"{first}.{digest[1]}.{digest[2]}.{max(digest[3], 1) % 254 + 1}"
-
-
-def _reachable(record: dict) -> bool:
-    config = record["config"]
-    if record["type"] != "custom":
-        return True
-    return not (str(config.get("host", "")).lower().endswith(UNREACHABLE_SUFFIX) or config.get("port") == 1)
-
-
 def _check(tenant: Tenant, record: dict, target: str | None) -> dict:
     """The outcome of one check, as the fields it sets on the record."""
     record["_checks"] = record.get("_checks", 0) + 1
-    available = _reachable(record)
+    available = reachable(record)
     if available and target and record["type"] in ("datacenter", "isp", "custom"):
         host = (urlsplit(target).hostname or "").lower()
         available = not host.endswith(UNREACHABLE_SUFFIX)
     return {
         "status": "available" if available else "unavailable",
-        "ip_address": _exit_ip(record, record["_checks"]) if _reachable(record) else None,
+        "ip_address": exit_ip(record, record["_checks"]) if reachable(record) else None,
         "last_checked": rfc3339(tenant.now()),
     }
 

@@ -44,6 +44,7 @@ from datetime import datetime, timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
+from console.sandbox.core import store
 from console.sandbox.core.errors import conflict, invalid
 from console.sandbox.core.http import (
     EventStreamResponse,
@@ -55,6 +56,7 @@ from console.sandbox.core.http import (
     read_json,
 )
 from console.sandbox.core.state import Tenant, parse_time
+from console.sandbox.resources import sessions
 
 DEFAULT_RATE = 2.0
 DEFAULT_RETENTION = 10_000
@@ -238,9 +240,7 @@ def _micros(moment: datetime) -> int:
 
 
 def _allowed(record: dict) -> set[str] | None:
-    from console.sandbox.resources.browsers import categories
-
-    chosen = categories(record)
+    chosen = sessions.categories(record)
     if chosen is None:
         return None
     allowed = set(chosen)
@@ -249,12 +249,25 @@ def _allowed(record: dict) -> set[str] | None:
     return allowed
 
 
+def captured(record: dict) -> set[str]:
+    """The categories the session captures (``monitor`` with any CDP one); empty when capture is off."""
+    return _allowed(record) or set()
+
+
+def from_page(tenant: Tenant, record: dict, kind: str, data: dict) -> None:
+    """An event a real page reported (``page_events``): archived when the session captures its category
+    and is still active."""
+    if TYPES[kind][0] not in captured(record):
+        return
+    if not sessions.is_active(tenant, record):
+        return
+    append(tenant, record, [(tenant.now(), kind, data)])
+
+
 def catch_up(tenant: Tenant, record: dict, *, until: datetime | None = None) -> None:
     """Append the generated events due between the last generation and ``until`` (default: now/end)."""
-    from console.sandbox.resources.browsers import ended_at
-
     log = log_of(record)
-    limit = until or ended_at(tenant, record) or tenant.now()
+    limit = until or sessions.ended_at(tenant, record) or tenant.now()
     if record.get("_ended_at") is not None:
         limit = min(limit, record["_ended_at"])  # an ended session generates up to its end, once
     if record.get("_engine") == "chromium":
@@ -443,6 +456,31 @@ def restore_spans(record: dict) -> None:
     log.events.sort(key=_seq)
 
 
+def after_restart(tenant: Tenant) -> None:
+    """The sessions' spans rebuilt among their saved events (``store.after_load``)."""
+    for record in tenant.table("browsers").values():
+        restore_spans(record)
+
+
+def _saved(log: Log) -> dict:
+    """What the state file keeps of an archive besides its events (rows of their own)."""
+    fields = ("cursor_base", "rng", "next_seq", "generated_until", "spans", "ended")
+    return {name: getattr(log, name) for name in fields}
+
+
+def _restore_event(log: Log, seq: int, body: dict) -> None:
+    """A saved event back at the end of its archive (rows come oldest first)."""
+    frame = f"id: {seq}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+    event = body["event"]
+    log.events.append(
+        Event(seq=seq, ts=event["ts"], category=event["category"], type=event["type"], frame=frame, body=body)
+    )
+
+
+# A session's archive in the state file (``app.assemble`` registers it): its events are rows of their own.
+STORED = (store.Kind("Log", Log, dump=_saved, restore=_restore_event),)
+
+
 def _event(seq: int, ts: int, kind: str, category: str, data: dict) -> Event:
     _, source_kind, source_event = TYPES.get(kind, (category, "kernel_api", None))
     source: dict = {"kind": source_kind}
@@ -569,10 +607,8 @@ def read_page(tenant: Tenant, record: dict, request: Request) -> tuple[list[dict
 
 @endpoint
 async def list_events(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
     tenant = request.state.tenant
-    record = get_session(request, request.path_params["id"], include_deleted=True)
+    record = sessions.get_session(request, request.path_params["id"], include_deleted=True)
     items, next_cursor = read_page(tenant, record, request)
     headers = {"X-Has-More": "true" if next_cursor is not None else "false"}
     if next_cursor is not None:
@@ -596,10 +632,8 @@ def _tick(tenant: Tenant, record: dict) -> float:
 
 @endpoint
 async def stream_events(request: Request):
-    from console.sandbox.resources.browsers import get_session, is_active
-
     tenant: Tenant = request.state.tenant
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     log = log_of(record)
     catch_up(tenant, record)
     resume = last_event_id(request)
@@ -630,7 +664,7 @@ async def stream_events(request: Request):
                 cursor, sent = batch[-1].seq, sent + len(batch)
                 quiet_since = loop.time()
                 continue
-            if log.ended or not is_active(tenant, record):
+            if log.ended or not sessions.is_active(tenant, record):
                 return
             keepalive_in = tenant.keepalive_seconds - (loop.time() - quiet_since)
             if keepalive_in <= 0:
@@ -649,12 +683,10 @@ async def stream_events(request: Request):
 
 
 def _control_session(request: Request, body: dict) -> dict:
-    from console.sandbox.resources.browsers import get_session
-
     session_id = body.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         raise invalid("session_id is required", session_id="the browser session to emit into")
-    record = get_session(request, session_id)
+    record = sessions.get_session(request, session_id)
     if _allowed(record) is None:
         raise conflict(
             "telemetry is not enabled on this session, so it has no events", code="telemetry_disabled"

@@ -33,6 +33,7 @@ from console.sandbox.core.http import (
     text_filter,
 )
 from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import sessions
 from console.sandbox.resources.proxies import _target
 
 TABLE = "telemetry_destinations"
@@ -137,13 +138,11 @@ def export_of(request: Request, telemetry) -> dict | None:
 
 
 def _in_use(tenant: Tenant, record: dict) -> int:
-    from console.sandbox.resources import browsers
-
     return sum(
         1
         for session in list(tenant.table("browsers").values())
         if (session.get("_otlp_export") or {}).get("destination") == record["id"]
-        and browsers.is_active(tenant, session)
+        and sessions.is_active(tenant, session)
     )
 
 
