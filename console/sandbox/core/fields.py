@@ -16,8 +16,11 @@ next to its form fields). A field says, declaratively, what a body may do with i
 - ``key`` names the answer's entry (the field's name by default), and ``apply`` turns a kept value into
   several entries.
 
-``Body(refused={name: why})`` lists fields the body must not carry, and ``unknown`` the message for
-fields the table does not have (else they are ignored, as the service ignores them).
+``Body(refused={name: why})`` lists fields the body must not carry, and ``unknown`` the message (or a
+function of the field's name giving it) for fields the table does not have, ``also`` excepted (fields
+another's check reads, or that are accepted and ignored); without ``unknown`` they are ignored, as the
+service ignores them. A ``complete`` body runs every check, absent fields included (each gives its
+default), so the answer holds every field.
 """
 
 from __future__ import annotations
@@ -87,15 +90,20 @@ class Body:
     message: str  # the 400's message when anything is refused
     fields: tuple[Field, ...]
     refused: dict[str, str] = field(default_factory=dict)  # fields it must not carry, and why
-    unknown: str | None = None  # the message for a field not in the table (None: ignored)
+    unknown: str | Callable[[str], str] | None = None  # why a field not in the table is refused
+    also: frozenset[str] = frozenset()  # fields it may carry that no field of its own checks
+    complete: bool = False  # every check runs, absent fields included
+
+    def names(self) -> frozenset[str]:
+        """Every field the body may carry."""
+        return frozenset(f.name for f in self.fields) | self.also
 
     def validate(self, body: dict, *, creating: bool = True, **extra) -> dict:
         """The values to keep (``Field.key`` → value); ``invalid`` (400) naming every offending field."""
         errors: dict[str, str] = {}
         if self.unknown is not None:
-            known = {f.name for f in self.fields} | set(self.refused)
-            for name in sorted(set(body) - known):
-                errors[name] = self.unknown
+            for name in sorted(set(body) - self.names() - set(self.refused)):
+                errors[name] = self.unknown(name) if callable(self.unknown) else self.unknown
         for name, why in self.refused.items():
             if name in body:
                 errors[name] = why
@@ -111,7 +119,7 @@ class Body:
             if creating and spec.required is not None and (value is ABSENT or value is None):
                 errors[spec.name] = spec.required
                 continue
-            if value is ABSENT and not spec.always:
+            if value is ABSENT and not (spec.always or self.complete):
                 if creating and spec.default is not ABSENT:
                     spec.keep(spec.default, context.kept)
                 continue
