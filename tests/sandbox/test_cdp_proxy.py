@@ -1,5 +1,5 @@
-"""The CDP proxy of real sessions (console/sandbox/cdp_proxy.py): what a client's messages may cost the
-sandbox every tenant shares.
+"""The CDP proxy of real sessions (console/sandbox/resources/cdp_proxy.py): what a client's messages may cost
+the sandbox every tenant shares.
 """
 
 from __future__ import annotations

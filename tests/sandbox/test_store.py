@@ -1,4 +1,4 @@
-"""The sandbox's state file (``SANDBOX_STATE``, console/sandbox/store.py): a restart loses nothing.
+"""The sandbox's state file (``SANDBOX_STATE``, console/sandbox/core/store.py): a restart loses nothing.
 
 Each test starts real sandbox processes over loopback HTTP on one state file in a temporary directory,
 stops them (gracefully, or with SIGKILL where an answered change must already be on disk) and starts new
@@ -834,7 +834,7 @@ def test_it_takes_the_key_from_the_environment_and_writes_no_key_file(tmp_path):
     assert missing.returncode == 2 and "is missing" in missing.stderr
 
 
-# Format 1 (before encryption), as console/sandbox/store.py wrote it: every row in clear, tenants and the
+# Format 1 (before encryption), as console/sandbox/core/store.py wrote it: every row in clear, tenants and the
 # rows of their records by the tenant's API key, created API keys in clear in their records (``_secret``),
 # sessions naming their tenant by its key (``_tenant``).
 FORMAT_1_SCHEMA = """

@@ -17,7 +17,7 @@ How a real session lives:
   browser process of its own (see ``cdp_proxy``): a browser-level CDP client could otherwise reach every
   other session's targets.
 - Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
-  sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
+  sites (``demo_sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
   request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
   A session with a proxy record has no routes: its context's proxy (Chromium's proxy settings) is a
   loopback listener of the sandbox's forward proxy (``forward_proxy``), which serves the demo sites as
@@ -262,7 +262,7 @@ class Engine:
         live = self.lives.get(record["session_id"])
         if live is None:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
-            # After a restart (console/sandbox/store.py): the URL and storage kept at the last save.
+            # After a restart (console/sandbox/core/store.py): the URL and storage kept at the last save.
             live.url = record.get("_kept_url") or record.get("start_url")
             live.storage = record.get("_kept_storage") or _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.

@@ -2,7 +2,7 @@
 that has a proxy record, set as that session's proxy in Chromium (Playwright's per-context ``proxy``).
 
 Nothing leaves the machine: the proxy plays the proxy provider and the internet behind it, and serves the
-demo sites (``sites``) only.
+demo sites (``demo_sites``) only.
 
 - It speaks what Chromium sends a proxy: ``CONNECT host:443`` (answered ``200``, then TLS with a
   certificate for that host from the sandbox's own certificate authority, which Chromium accepts through

@@ -1,15 +1,15 @@
 """Computer actions on a browser session (notes §3): mouse, keyboard, scroll, drag, cursor, clipboard,
 batches and screenshots.
 
-Under the Chromium engine (``console/sandbox/engine.py``) every action, once its body is checked, is real
-input to the session's page through Playwright's mouse and keyboard (``back``/``forward`` buttons through
+Under the Chromium engine (``console/sandbox/chromium/engine.py``) every action, once its body is checked, is
+real input to the session's page through Playwright's mouse and keyboard (``back``/``forward`` buttons through
 CDP ``Input.dispatchMouseEvent``): xdotool key names (``Return``, ``Ctrl+t``, ``Page_Down``) are mapped to
 Playwright's, ``num_clicks`` is a real multi-click (2 is a double click), a wheel unit scrolls 100 px,
-``hold_keys`` are held down around the action. The page itself reports clicks, keys and scrolls as
-interaction telemetry (``page_events``), so nothing is synthesized. ``screenshot`` is the page's PNG at
-the viewport size (or of ``region``). The pointer position is the last one sent; the clipboard stays the
-sandbox's own (a headless browser has no system clipboard). A key Chromium does not know is 400 like any
-other bad field; a page that fails or does not answer in time is 503 ``browser_unavailable``.
+``hold_keys`` are held down around the action. The page itself reports clicks, keys and scrolls as interaction
+telemetry (``page_events``), so nothing is synthesized. ``screenshot`` is the page's PNG at the viewport size
+(or of ``region``). The pointer position is the last one sent; the clipboard stays the sandbox's own (a
+headless browser has no system clipboard). A key Chromium does not know is 400 like any other bad field; a
+page that fails or does not answer in time is 503 ``browser_unavailable``.
 
 Under the simulated engine the sandbox has no real screen. It keeps what an operator can observe: the
 pointer position (the middle of the viewport at first), the scroll offset, the cursor visibility, the

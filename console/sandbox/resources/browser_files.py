@@ -10,18 +10,18 @@ Choices where the contract and the notes are silent (the lead copies them into t
 - Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal). A path never
   reaches the host's own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
 - Symlinks (the session's commands make them; the API never does): every operation walks its path from a
-  descriptor of the session's directory (``console/sandbox/rooted.py``), never by name from the host's
-  ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when it
-  runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
-  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the
-  path "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
-  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it
-  the same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
+  descriptor of the session's directory (``console/sandbox/chromium/rooted.py``), never by name from the
+  host's ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when
+  it runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
+  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the path
+  "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
+  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it the
+  same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
   ``write_file`` and ``upload`` replace it with the file; ``delete_directory`` refuses it (400). Directory
-  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip
-  extraction refuses an archive that would write through one (400). ``read_file`` of something that is
-  not a regular file (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and
-  ``create_directory /`` leaves it alone: it is the host directory guarding the session.
+  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip extraction
+  refuses an archive that would write through one (400). ``read_file`` of something that is not a regular file
+  (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and ``create_directory /`` leaves it
+  alone: it is the host directory guarding the session.
 - Missing files and directories are 404 ``file_not_found``; a file where a directory is needed (or the
   reverse) is 400 with a field detail. ``write_file`` and ``upload`` create missing parent directories;
   ``move`` needs the destination's directory to exist (404 otherwise) and replaces an existing file;

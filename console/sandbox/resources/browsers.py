@@ -21,14 +21,14 @@ Choices where the notes leave room (the lead copies them into the docs):
   ``enabled``; ``{}``, null or omitted means no capture; ``enabled: false`` with categories is refused. The
   record echoes all nine configurable categories with their ``enabled`` flag.
 - Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
-  (``/_sandbox/live/{session_id}``, see ``console/sandbox/live_view.py``), so the console can link to or
-  embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
-- Engine (``console/sandbox/engine.py``): a session runs in the engine the sandbox ran when it was created.
-  Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
+  (``/_sandbox/live/{session_id}``, see ``console/sandbox/resources/live_view.py``), so the console can link
+  to or embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
+- Engine (``console/sandbox/chromium/engine.py``): a session runs in the engine the sandbox ran when it was
+  created. Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
   (``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``, see ``cdp_proxy``); the record carries a sandbox-only
-  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or
-  ``simulated``), which the service's record does not have. Create waits for the browser to start and
-  navigate (best effort); delete waits for it to close.
+  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or ``simulated``),
+  which the service's record does not have. Create waits for the browser to start and navigate (best effort);
+  delete waits for it to close.
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ def profile_archive(profile: dict) -> bytes:
         "Default/Bookmarks": json.dumps({"roots": {"bookmark_bar": {"children": []}}, "version": 1}),
     }
     if profile.get("_storage_state"):
-        # What real sessions saved into the profile (console/sandbox/engine.py): cookies and local storage.
+        # What real sessions saved into the profile (console/sandbox/chromium/engine.py): cookies and local
+        # storage.
         files["storage_state.json"] = json.dumps(profile["_storage_state"])
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
