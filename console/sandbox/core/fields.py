@@ -10,9 +10,9 @@ next to its form fields). A field says, declaratively, what a body may do with i
 - ``required``: a create body must give it (absent or null is that message); ``fixed``: an update body
   may not give it at all (it is set at creation);
 - ``clear``: values that clear the setting (the answer holds None); ``skip``: values taken as absent;
-- ``default``: what a create answer holds for an absent field (otherwise absent stays absent: an update
-  changes only what it names); ``always``: the check runs even when the field is absent (it reads
-  other fields of the body through ``context.body``);
+- ``default``: what a create answer holds for an absent field (unchecked; otherwise absent stays absent:
+  an update changes only what it names); ``always``: the check runs even when the field is absent (with
+  None: it gives its own default, or reads other fields of the body through ``context.body``);
 - ``key`` names the answer's entry (the field's name by default), and ``apply`` turns a kept value into
   several entries.
 
@@ -20,7 +20,8 @@ next to its form fields). A field says, declaratively, what a body may do with i
 function of the field's name giving it) for fields the table does not have, ``also`` excepted (fields
 another's check reads, or that are accepted and ignored); without ``unknown`` they are ignored, as the
 service ignores them. A ``complete`` body runs every check, absent fields included (each gives its
-default), so the answer holds every field.
+default), so the answer holds every field. ``prefix`` is put before every detail code (the fields of a
+nested object: ``config.host``), and ``clip`` cuts an unknown field's name in its detail code.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.sandbox.core.errors import invalid
+from console.sandbox.core.errors import ApiError
 
 ABSENT = object()  # a field the body does not carry (``Field.default`` unset)
 
@@ -93,6 +94,8 @@ class Body:
     unknown: str | Callable[[str], str] | None = None  # why a field not in the table is refused
     also: frozenset[str] = frozenset()  # fields it may carry that no field of its own checks
     complete: bool = False  # every check runs, absent fields included
+    clip: int | None = None  # an unknown field's detail code is cut to this (a client's name, any size)
+    prefix: str = ""  # before every field's detail code (a nested object's: ``config.``)
 
     def names(self) -> frozenset[str]:
         """Every field the body may carry."""
@@ -103,10 +106,11 @@ class Body:
         errors: dict[str, str] = {}
         if self.unknown is not None:
             for name in sorted(set(body) - self.names() - set(self.refused)):
-                errors[name] = self.unknown(name) if callable(self.unknown) else self.unknown
+                why = self.unknown(name) if callable(self.unknown) else self.unknown
+                errors[self.prefix + name[: self.clip]] = why
         for name, why in self.refused.items():
             if name in body:
-                errors[name] = why
+                errors[self.prefix + name] = why
         context = Context(body=body, kept={}, creating=creating, extra=extra)
         for spec in self.fields:
             value = body.get(spec.name, ABSENT)
@@ -114,14 +118,15 @@ class Body:
                 value = ABSENT
             if not creating and spec.fixed is not None:
                 if value is not ABSENT:
-                    errors[spec.name] = spec.fixed
+                    errors[self.prefix + spec.name] = spec.fixed
                 continue
             if creating and spec.required is not None and (value is ABSENT or value is None):
-                errors[spec.name] = spec.required
+                errors[self.prefix + spec.name] = spec.required
+                continue
+            if value is ABSENT and creating and spec.default is not ABSENT:
+                spec.keep(spec.default, context.kept)
                 continue
             if value is ABSENT and not (spec.always or self.complete):
-                if creating and spec.default is not ABSENT:
-                    spec.keep(spec.default, context.kept)
                 continue
             if value is not ABSENT and value in spec.clear:
                 spec.keep(None, context.kept)
@@ -129,11 +134,13 @@ class Body:
             try:
                 kept = spec.check(None if value is ABSENT else value, context)
             except Bad as bad:
-                errors.update(bad.why if isinstance(bad.why, dict) else {spec.name: bad.why})
+                errors.update(bad.why if isinstance(bad.why, dict) else {self.prefix + spec.name: bad.why})
                 continue
             spec.keep(kept, context.kept)
         if errors:
-            raise invalid(self.message, **errors)
+            # As ``errors.invalid`` builds it; a field may be called anything (``message`` too).
+            details = [{"code": name, "message": why} for name, why in errors.items()]
+            raise ApiError(400, "invalid_request", self.message, details=details)
         return context.kept
 
 
