@@ -36,11 +36,15 @@ ABSENT = object()  # a field the body does not carry (``Field.default`` unset)
 
 
 class Bad(Exception):
-    """Why a value is refused: a message for the field, or ``{detail code: message}`` for its parts."""
+    """Why a value is refused: a message for the field, or ``{detail code: message}`` for its parts.
 
-    def __init__(self, why: str | dict[str, str]) -> None:
+    ``alone``: this refusal answers at once, by itself, with that message as the 400's (a body whose first
+    problem is the only one told, as some of the service's are)."""
+
+    def __init__(self, why: str | dict[str, str], *, alone: str | None = None) -> None:
         super().__init__(why)
         self.why = why
+        self.alone = alone
 
 
 @dataclass
@@ -90,8 +94,9 @@ class Body:
 
     message: str  # the 400's message when anything is refused
     fields: tuple[Field, ...]
-    refused: dict[str, str] = field(default_factory=dict)  # fields it must not carry, and why
+    refused: dict[str, str | Bad] = field(default_factory=dict)  # fields it must not carry, and why
     unknown: str | Callable[[str], str] | None = None  # why a field not in the table is refused
+    unknown_alone: str | None = None  # unknown fields answer at once, together, with this message
     also: frozenset[str] = frozenset()  # fields it may carry that no field of its own checks
     complete: bool = False  # every check runs, absent fields included
     clip: int | None = None  # an unknown field's detail code is cut to this (a client's name, any size)
@@ -104,13 +109,18 @@ class Body:
     def validate(self, body: dict, *, creating: bool = True, **extra) -> dict:
         """The values to keep (``Field.key`` → value); ``invalid`` (400) naming every offending field."""
         errors: dict[str, str] = {}
+        for name, why in self.refused.items():
+            if name in body:
+                if isinstance(why, Bad):
+                    self._refuse(name, why, errors)
+                else:
+                    errors[self.prefix + name] = why
         if self.unknown is not None:
             for name in sorted(set(body) - self.names() - set(self.refused)):
                 why = self.unknown(name) if callable(self.unknown) else self.unknown
                 errors[self.prefix + name[: self.clip]] = why
-        for name, why in self.refused.items():
-            if name in body:
-                errors[self.prefix + name] = why
+            if errors and self.unknown_alone is not None:
+                raise _invalid(self.unknown_alone, errors)
         context = Context(body=body, kept={}, creating=creating, extra=extra)
         for spec in self.fields:
             value = body.get(spec.name, ABSENT)
@@ -134,14 +144,29 @@ class Body:
             try:
                 kept = spec.check(None if value is ABSENT else value, context)
             except Bad as bad:
-                errors.update(bad.why if isinstance(bad.why, dict) else {self.prefix + spec.name: bad.why})
+                self._refuse(spec.name, bad, errors)
                 continue
             spec.keep(kept, context.kept)
         if errors:
-            # As ``errors.invalid`` builds it; a field may be called anything (``message`` too).
-            details = [{"code": name, "message": why} for name, why in errors.items()]
-            raise ApiError(400, "invalid_request", self.message, details=details)
+            raise _invalid(self.message, errors)
         return context.kept
+
+    def _refuse(self, name: str, bad: Bad, errors: dict[str, str]) -> None:
+        found = bad.why if isinstance(bad.why, dict) else {self.prefix + name: bad.why}
+        if bad.alone is not None:
+            raise _invalid(bad.alone, found)
+        errors.update(found)
+
+
+def _invalid(message: str, errors: dict[str, str]) -> ApiError:
+    """400 ``invalid_request`` as ``errors.invalid`` builds it (a field may be called anything here,
+    ``message`` too)."""
+    return ApiError(
+        400,
+        "invalid_request",
+        message,
+        details=[{"code": name, "message": why} for name, why in errors.items()],
+    )
 
 
 # Checks that several bodies share ------------------------------------------------------------------
