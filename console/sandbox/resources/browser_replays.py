@@ -48,7 +48,8 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from console.sandbox.chromium import confine, engine, rooted
-from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.errors import ApiError, conflict, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
 from console.sandbox.core.http import endpoint, no_content, ok, read_json
 from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
 from console.sandbox.resources import sessions
@@ -60,7 +61,6 @@ DEFAULT_FRAMERATE, MAX_FRAMERATE = 10, 20
 DEFAULT_DURATION, MAX_DURATION = 300, 3600
 RETENTION = timedelta(days=30)
 ENCODE_TIMEOUT = 300
-FIELDS = {"framerate", "max_duration_in_seconds", "record_audio"}
 
 
 SWEEP_SECONDS = 600
@@ -153,14 +153,36 @@ def _replay(request: Request, record: dict) -> dict:
     return replay
 
 
-def _int(body: dict, key: str, default: int, high: int, errors: dict, why: str = "") -> int:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        errors[key] = f"must be an integer from 1 to {high}{why}"
-        return default
+def _int(default: int, high: int, why: str = ""):
+    """An integer from 1 to ``high``; ``default`` when null."""
+
+    def check(value, context: Context) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise Bad(f"must be an integer from 1 to {high}{why}")
+        return value
+
+    return check
+
+
+def _audio(value, context: Context) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise Bad("must be true or false")
     return value
+
+
+# ``POST /browsers/{id}/replays``: the recording's frame rate and longest duration.
+START = Body(
+    message="the replay settings are not valid",
+    unknown="not a replay field",
+    complete=True,
+    fields=(
+        Field("framerate", _int(DEFAULT_FRAMERATE, MAX_FRAMERATE, " (above 20 needs a GPU)")),
+        Field("max_duration_in_seconds", _int(DEFAULT_DURATION, MAX_DURATION)),
+        Field("record_audio", _audio),
+    ),
+)
 
 
 # Recording -----------------------------------------------------------------------------------------
@@ -405,16 +427,8 @@ async def list_replays(request: Request):
 async def start_replay(request: Request):
     tenant = request.state.tenant
     record = _session(request, active=True)
-    body = await read_json(request)
-    errors: dict[str, str] = {}
-    for key in sorted(set(body) - FIELDS):
-        errors[key] = "not a replay field"
-    framerate = _int(body, "framerate", DEFAULT_FRAMERATE, MAX_FRAMERATE, errors, " (above 20 needs a GPU)")
-    duration = _int(body, "max_duration_in_seconds", DEFAULT_DURATION, MAX_DURATION, errors)
-    if body.get("record_audio") is not None and not isinstance(body["record_audio"], bool):
-        errors["record_audio"] = "must be true or false"
-    if errors:
-        raise invalid("the replay settings are not valid", **errors)
+    fields = START.validate(await read_json(request))
+    framerate, duration = fields["framerate"], fields["max_duration_in_seconds"]
     if not available(record):
         raise conflict(
             "replays need a real browser and ffmpeg; this session is simulated or ffmpeg is missing",

@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources import browsers, caps, deployments, sessions
@@ -271,41 +272,58 @@ def _created_body(record: dict, moment: datetime) -> dict:
 # Endpoints ---------------------------------------------------------------------------------------
 
 
-def _required_string(body: dict, name: str, errors: dict) -> str:
-    value = body.get(name)
+def _required_string(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        errors[name] = "required (a non-empty string)"
-        return ""
+        raise Bad("required (a non-empty string)")
     return value.strip()
+
+
+def _payload(value, context: Context) -> str | None:
+    if value is not None:
+        if not isinstance(value, str):
+            raise Bad('must be a JSON-encoded string, e.g. "{\\"url\\": \\"...\\"}"')
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise Bad(f"is not valid JSON: {exc}") from None
+    return value
+
+
+def _async(value, context: Context) -> bool:
+    if not isinstance(value, bool):
+        raise Bad("must be true or false")
+    return value
+
+
+def _timeout(value, context: Context) -> int | None:
+    if value is not None and (
+        not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 3600
+    ):
+        raise Bad("an integer from 10 to 3600")
+    return value
+
+
+# ``POST /invocations`` (notes §13): which action of which deployed app, its payload, sync or async.
+INVOKE = Body(
+    message="the invocation request is not valid",
+    complete=True,
+    fields=(
+        Field("app_name", _required_string),
+        Field("action_name", _required_string),
+        Field("version", _required_string),
+        Field("payload", _payload),
+        Field("async", _async, default=False),
+        Field("async_timeout_seconds", _timeout),
+    ),
+)
 
 
 @endpoint
 async def create_invocation(request: Request):
     tenant: Tenant = request.state.tenant
-    body = await read_json(request)
-    errors: dict[str, str] = {}
-    app_name = _required_string(body, "app_name", errors)
-    action = _required_string(body, "action_name", errors)
-    version = _required_string(body, "version", errors)
-    payload_text = body.get("payload")
-    if payload_text is not None:
-        if not isinstance(payload_text, str):
-            errors["payload"] = 'must be a JSON-encoded string, e.g. "{\\"url\\": \\"...\\"}"'
-        else:
-            try:
-                json.loads(payload_text)
-            except ValueError as exc:
-                errors["payload"] = f"is not valid JSON: {exc}"
-    run_async = body.get("async", False)
-    if not isinstance(run_async, bool):
-        errors["async"] = "must be true or false"
-    timeout = body.get("async_timeout_seconds")
-    if timeout is not None and (
-        not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600
-    ):
-        errors["async_timeout_seconds"] = "an integer from 10 to 3600"
-    if errors:
-        raise invalid("the invocation request is not valid", **errors)
+    fields = INVOKE.validate(await read_json(request))
+    app_name, action, version = fields["app_name"], fields["action_name"], fields["version"]
+    payload_text, run_async, timeout = fields["payload"], fields["async"], fields["async_timeout_seconds"]
     deployment = _served(request, app_name, version)
     names = [a["name"] for a in deployment["_actions"]]
     if action not in names:
