@@ -1,12 +1,13 @@
 """What a browser sent or received, without its secrets: the one set of rules for telemetry.
 
 Two sides use it. The sandbox applies ``headers`` and ``post_data`` when it records a real page's traffic
-(``console/sandbox/page_events.py``), as the service would. The console applies ``event`` (and ``walk``
-to the rest of an envelope) to every telemetry envelope it reads, from a page or from the stream, as the
-record is built (``console/service/telemetry.py``): nothing after that holds the secret. It must, because
-whatever the service sends reaches every viewer's browser: an ``Authorization`` header, a cookie or the
-``password=`` of a form an automation typed must not. It keeps what an operator debugs with: the method,
-the URL's path and parameter names, the status, every header name, the fields that are not secrets.
+(``console/sandbox/chromium/page_events.py``), as the service would. The console applies ``event`` (and
+``walk`` to the rest of an envelope) to every telemetry envelope it reads, from a page or from the stream,
+as the record is built (``console/service/telemetry.py``): nothing after that holds the secret. It must,
+because whatever the service sends reaches every viewer's browser: an ``Authorization`` header, a cookie
+or the ``password=`` of a form an automation typed must not. It keeps what an operator debugs with: the
+method, the URL's path and parameter names, the status, every header name, the fields that are not
+secrets.
 
 The rules:
 - headers: ``Authorization``, ``Cookie``, ``Set-Cookie``, ``Proxy-Authorization``, ``X-Api-Key`` and every

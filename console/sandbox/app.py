@@ -1,4 +1,9 @@
-"""The sandbox: a local, faithful implementation of the service's HTTP interface (its own ASGI app)."""
+"""The sandbox: a local, faithful implementation of the service's HTTP interface (its own ASGI app).
+
+This module assembles the wings (docs/architecture.md, "The sandbox in wings"): the resources' routes,
+the control interface, the CDP proxy and live view, and ``assemble``, which hands the resources' functions
+to the wings below them (core and chromium never import a resource).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +20,65 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from console import localenv
-from console.sandbox import cdp_proxy, confine, control, engine, forward_proxy, live_view, store
-from console.sandbox.resources import RESOURCES, browser_files, browser_replays, browser_vm
-from console.sandbox.state import key_digest, registry
+from console.sandbox import control, demo
+from console.sandbox.chromium import confine, engine, page_events
+from console.sandbox.core import http, state, store
+from console.sandbox.core.state import Tenant, key_digest, registry
+from console.sandbox.resources import (
+    RESOURCES,
+    api_keys,
+    audit_logs,
+    browser_computer,
+    browser_files,
+    browser_processes,
+    browser_replays,
+    cdp_proxy,
+    extensions,
+    live_view,
+    pools,
+    profiles,
+    projects,
+    sessions,
+    telemetry,
+)
 
 # The demo tenant's key is per install (the local .env, which the console reads too); without one, the
 # sandbox has no demo tenant: tenants are created through the control interface.
 DEMO_KEY = os.environ.get("SANDBOX_DEMO_KEY") or localenv.read().get("SANDBOX_DEMO_KEY") or None
+
+
+def assemble() -> None:
+    """Hand the resources' functions to the wings below them, which name what they need as hooks
+    (``core.hooks``). Runs again harmlessly; ``build_app`` runs it first, and so must anything that uses
+    the sandbox's objects in-process (a test, a benchmark)."""
+    state.tenant_setup.hand_in(_set_up_tenant)
+    http.key_refused.hand_in(api_keys.is_refused)
+    http.request_logged.hand_in(audit_logs.record)
+    store.register(*browser_computer.STORED, *browser_processes.STORED, *telemetry.STORED)
+    store.before_save.hand_in(lambda: engine.get().remember())
+    store.after_load.hand_in(
+        browser_processes.after_restart,
+        browser_replays.after_restart,
+        browser_files.after_restart,
+        telemetry.after_restart,
+    )
+    store.new_audit_log.hand_in(audit_logs.new_log)
+    engine.on_download.hand_in(browser_files.save_download)
+    engine.on_profile_saved.hand_in(profiles.mark_updated)
+    engine.extension_archive.hand_in(extensions.archive_of)
+    engine.check_extension.hand_in(extensions.validate_archive)
+    engine.on_extension_used.hand_in(extensions.mark_used)
+    page_events.captured.hand_in(telemetry.captured)
+    page_events.recorded.hand_in(telemetry.from_page)
+    sessions.ended.hand_in(telemetry.finish, browser_replays.stop_all)
+    profiles.updated.hand_in(pools.profile_updated)
+
+
+def _set_up_tenant(tenant: Tenant, with_demo: bool) -> None:
+    """A new tenant's default project, and its demo data when asked."""
+    projects.create_default(tenant)
+    if with_demo:
+        demo.seed(tenant)
 
 
 async def http_error(request: Request, exc: HTTPException):
@@ -88,7 +145,7 @@ async def _save_periodically() -> None:
 def _key_of(scope) -> str | None:
     """The digest of the request's API key: a request changes its own tenant only (tenant creation has
     none; a session's VM route acts as the session's tenant)."""
-    routed = scope.get(browser_vm.TENANT_SCOPE)
+    routed = scope.get(http.TENANT_SCOPE)
     if routed is not None:
         return routed.key_sha256
     for name, value in scope.get("headers") or ():
@@ -152,13 +209,13 @@ async def lifespan(app: Starlette):
 
 
 def build_app(*, demo_key: str | None = DEMO_KEY) -> Starlette:
+    assemble()
     # With SANDBOX_STATE, what the last run saved comes back first: the demo tenant is seeded only once.
     store.open_configured(registry)
     if demo_key and registry.get(demo_key) is None:
         registry.create(demo_key, demo=True)
         _save()
     routes = [Route("/", index, methods=["GET"]), *control.routes, *cdp_proxy.routes, *live_view.routes]
-    routes += forward_proxy.routes
     for module in RESOURCES:
         routes.extend(module.routes)
     # Capability URLs a browser opens (the live view the console frames, a replay's page, a CDP client):

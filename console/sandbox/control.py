@@ -43,9 +43,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import (
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import (
     endpoint,
     error_response,
     last_event_id,
@@ -54,7 +55,7 @@ from console.sandbox.http import (
     read_json,
     sse_response,
 )
-from console.sandbox.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
+from console.sandbox.core.state import Fault, new_api_key, new_id, parse_time, registry, rfc3339
 
 DEFAULT_MAX_TENANTS = 1000
 DEFAULT_MAX_DEMO_TENANTS = 20  # each takes about 7 MB and 0.2 s of the event loop to seed
@@ -271,90 +272,99 @@ def compile_path(pattern) -> regex.Pattern:
         raise invalid("path is not a valid regular expression", path=str(exc)[:200]) from None
 
 
-def _invalid(message: str, errors: dict[str, str]) -> ApiError:
-    """``invalid`` for field names that may be anything (``message`` is a fault's field too)."""
-    details = [{"code": name, "message": why} for name, why in errors.items()]
-    return ApiError(400, "invalid_request", message, details=details)
+def _text(high: int):
+    """A string of at most ``high`` characters, or null."""
+
+    def check(value, context: Context) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise Bad("a string")
+        if len(value) > high:
+            raise Bad(f"at most {high} characters")
+        return value
+
+    return check
 
 
-def _text(body: dict, name: str, high: int, errors: dict) -> str | None:
-    value = body.get(name)
+def _bounded(low: float, high: float, *, default=None, integer: bool = True):
+    """A number (an integer when ``integer``) from ``low`` to ``high``; ``default`` when null."""
+    kind = "an integer" if integer else "a number"
+
+    def check(value, context: Context):
+        if value is None:
+            return default
+        if not (_is_integer(value) if integer else _is_number(value)) or not low <= value <= high:
+            raise Bad(f"{kind} from {low:g} to {high:g}")
+        return value
+
+    return check
+
+
+def _method(value, context: Context) -> str:
+    if not isinstance(value, str) or value.upper() not in METHODS:
+        raise Bad(f"one of {', '.join(METHODS)}")
+    return value.upper()
+
+
+def _path(value, context: Context) -> regex.Pattern:
+    try:
+        return compile_path(value)
+    except ApiError as error:
+        raise Bad(error.details[0]["message"]) from None
+
+
+def _fields(value, context: Context) -> dict | None:
     if value is None:
         return None
-    if not isinstance(value, str):
-        errors[name] = "a string"
-    elif len(value) > high:
-        errors[name] = f"at most {high} characters"
+    if not isinstance(value, dict):
+        raise Bad("an object")
+    if len(json.dumps(value)) > MAX_FIELDS:
+        raise Bad(f"at most {MAX_FIELDS} characters as JSON")
     return value
 
 
-def _bounded(
-    body: dict, name: str, low: float, high: float, errors: dict, *, default=None, integer: bool = True
-):
-    """``body[name]`` if it is a number (an integer when ``integer``) from ``low`` to ``high``, else an
-    entry in ``errors``; ``default`` when absent or null."""
-    value = body.get(name)
-    if value is None:
-        return default
-    ok_type = _is_integer(value) if integer else _is_number(value)
-    if not ok_type or not low <= value <= high:
-        kind = "an integer" if integer else "a number"
-        errors[name] = f"{kind} from {low:g} to {high:g}"
-        return default
+def _drop_response(value, context: Context) -> bool:
+    if not isinstance(value, bool):
+        raise Bad("a boolean")
     return value
+
+
+def _count(value, context: Context) -> int | None:
+    if value is not None and (not _is_integer(value) or not 1 <= value <= MAX_COUNT):
+        raise Bad(f"an integer from 1 to {MAX_COUNT}, or null for every request until cleared")
+    return value
+
+
+# ``POST /_sandbox/faults``: every field checked and bounded (a ``Fault``'s fields, its ``body`` as text).
+FAULT = Body(
+    message="the fault has invalid fields",
+    unknown="not a field of a fault",
+    clip=100,
+    complete=True,
+    fields=(
+        Field("method", _method, default="*"),
+        Field("path", _path, default=compile_path(".*")),
+        Field("status", _bounded(200, 599)),  # 1xx is no final answer
+        Field("retry_after", _bounded(0, MAX_RETRY_AFTER, integer=False)),
+        Field("code", _text(MAX_CODE)),
+        Field("message", _text(MAX_MESSAGE)),
+        Field("body", _text(MAX_BODY)),
+        Field("fields", _fields),
+        Field("drop_response", _drop_response, default=False),
+        Field("count", _count, default=1),
+        Field("latency_ms", _bounded(0, MAX_DELAY_MS, default=0)),
+        Field("drop_after_events", _bounded(0, MAX_CHUNKS)),
+        Field("stall_seconds", _bounded(0, MAX_STALL_SECONDS, default=0, integer=False)),
+        Field("stall_after_chunks", _bounded(1, MAX_CHUNKS, default=1)),
+        Field("delay_response_ms", _bounded(0, MAX_DELAY_MS, default=0)),
+    ),
+)
 
 
 def parse_fault(body: dict) -> Fault:
     """A fault from its request body, every field checked (400 with a detail per bad field)."""
-    errors: dict[str, str] = {}
-    for name in sorted(set(body) - FAULT_KEYS):
-        errors[name[:100]] = "not a field of a fault"
-    method = body.get("method", "*")
-    if not isinstance(method, str) or method.upper() not in METHODS:
-        errors["method"] = f"one of {', '.join(METHODS)}"
-        method = "*"
-    path = None
-    try:
-        path = compile_path(body.get("path", ".*"))
-    except ApiError as error:
-        errors["path"] = error.details[0]["message"]
-    status = _bounded(body, "status", 200, 599, errors)  # 1xx is no final answer
-    retry_after = _bounded(body, "retry_after", 0, MAX_RETRY_AFTER, errors, integer=False)
-    code = _text(body, "code", MAX_CODE, errors)
-    message = _text(body, "message", MAX_MESSAGE, errors)
-    text = _text(body, "body", MAX_BODY, errors)
-    fields = body.get("fields")
-    if fields is not None:
-        if not isinstance(fields, dict):
-            errors["fields"] = "an object"
-        elif len(json.dumps(fields)) > MAX_FIELDS:
-            errors["fields"] = f"at most {MAX_FIELDS} characters as JSON"
-    drop_response = body.get("drop_response", False)
-    if not isinstance(drop_response, bool):
-        errors["drop_response"] = "a boolean"
-    count = body.get("count", 1)
-    if count is not None and (not _is_integer(count) or not 1 <= count <= MAX_COUNT):
-        errors["count"] = f"an integer from 1 to {MAX_COUNT}, or null for every request until cleared"
-    fault = Fault(
-        method=method.upper() if isinstance(method, str) else "*",
-        path=path,
-        status=status,
-        code=code,
-        message=message,
-        body=text,
-        retry_after=retry_after,
-        latency_ms=_bounded(body, "latency_ms", 0, MAX_DELAY_MS, errors, default=0),
-        drop_after_events=_bounded(body, "drop_after_events", 0, MAX_CHUNKS, errors),
-        fields=fields,
-        stall_seconds=_bounded(body, "stall_seconds", 0, MAX_STALL_SECONDS, errors, default=0, integer=False),
-        stall_after_chunks=_bounded(body, "stall_after_chunks", 1, MAX_CHUNKS, errors, default=1),
-        delay_response_ms=_bounded(body, "delay_response_ms", 0, MAX_DELAY_MS, errors, default=0),
-        drop_response=drop_response is True,
-        count=count,
-    )
-    if errors:
-        raise _invalid("the fault has invalid fields", errors)
-    return fault
+    return Fault(**FAULT.validate(body))
 
 
 @endpoint
@@ -393,43 +403,56 @@ async def list_streams(request: Request):
 async def update_settings(request: Request):
     """Per-tenant knobs, e.g. ``keepalive_seconds`` so tests need not wait 15 s for a keepalive."""
     tenant = request.state.tenant
-    body = await read_control_json(request)
-    errors: dict[str, str] = {}
-    for name in sorted(set(body) - set(SETTINGS) - {"keepalive_seconds"}):
-        errors[name[:100]] = f"not a setting: one of keepalive_seconds, {', '.join(SETTINGS)}"
-    keepalive = body.get("keepalive_seconds")
-    if "keepalive_seconds" in body and (
-        not _is_number(keepalive) or not 0 < keepalive <= MAX_KEEPALIVE_SECONDS
-    ):
-        errors["keepalive_seconds"] = f"a number above 0 and at most {MAX_KEEPALIVE_SECONDS:g}"
-    changes = {}
-    for name, (check, why) in SETTINGS.items():
-        if name in body:
-            if check(body[name]):
-                changes[name] = body[name]
-            else:
-                errors[name] = why
-    if errors:
-        raise _invalid("the settings have invalid values", errors)
-    if "keepalive_seconds" in body:
+    changes = SETTINGS.validate(await read_control_json(request))
+    keepalive = changes.pop("keepalive_seconds", None)
+    if keepalive is not None:
         tenant.keepalive_seconds = float(keepalive)
     tenant.settings.update(changes)
     return ok({"keepalive_seconds": tenant.keepalive_seconds})
 
 
-# The tenant settings other code reads (``tenant.settings``), each with its check: nothing else may be
-# set (the audit log and the org limits live there too, and a value there is saved with the state).
-SETTINGS = {
-    "telemetry_rate_per_second": (
-        lambda v: _is_number(v) and 0 <= v <= MAX_TELEMETRY_RATE,
-        f"a number from 0 to {MAX_TELEMETRY_RATE:g}",
+def _setting(accepts, why: str):
+    def check(value, context: Context):
+        if not accepts(value):
+            raise Bad(why)
+        return value
+
+    return check
+
+
+# ``POST /_sandbox/settings``: the keepalive, and the tenant settings other code reads (``tenant.settings``),
+# each with its check; nothing else may be set (the audit log and the org limits live there too, and a
+# value there is saved with the state).
+SETTINGS = Body(
+    message="the settings have invalid values",
+    unknown="not a setting: one of keepalive_seconds, telemetry_rate_per_second, telemetry_retention, "
+    "exec_enabled",
+    clip=100,
+    fields=(
+        Field(
+            "keepalive_seconds",
+            _setting(
+                lambda v: _is_number(v) and 0 < v <= MAX_KEEPALIVE_SECONDS,
+                f"a number above 0 and at most {MAX_KEEPALIVE_SECONDS:g}",
+            ),
+        ),
+        Field(
+            "telemetry_rate_per_second",
+            _setting(
+                lambda v: _is_number(v) and 0 <= v <= MAX_TELEMETRY_RATE,
+                f"a number from 0 to {MAX_TELEMETRY_RATE:g}",
+            ),
+        ),
+        Field(
+            "telemetry_retention",
+            _setting(
+                lambda v: _is_integer(v) and 1 <= v <= MAX_TELEMETRY_RETENTION,
+                f"an integer from 1 to {MAX_TELEMETRY_RETENTION}",
+            ),
+        ),
+        Field("exec_enabled", _setting(lambda v: isinstance(v, bool), "a boolean")),
     ),
-    "telemetry_retention": (
-        lambda v: _is_integer(v) and 1 <= v <= MAX_TELEMETRY_RETENTION,
-        f"an integer from 1 to {MAX_TELEMETRY_RETENTION}",
-    ),
-    "exec_enabled": (lambda v: isinstance(v, bool), "a boolean"),
-}
+)
 
 
 @endpoint

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from console.sandbox.core.state import Tenant
 from console.sandbox.resources import RESOURCES
-from console.sandbox.state import Tenant
 
 
 def seed(tenant: Tenant) -> None:

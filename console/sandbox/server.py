@@ -10,9 +10,10 @@ import sys
 
 import uvicorn
 
-from console.sandbox import cdp_proxy, store
 from console.sandbox.app import build_app
-from console.sandbox.http import StreamDropped
+from console.sandbox.core import store
+from console.sandbox.core.http import StreamDropped
+from console.sandbox.resources import cdp_proxy
 
 
 class _QuietDrops(logging.Filter):

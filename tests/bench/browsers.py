@@ -36,7 +36,7 @@ import httpx
 import websockets
 from playwright.async_api import async_playwright
 
-from console.sandbox.engine import chromium_path
+from console.sandbox.chromium.engine import chromium_path
 from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
 
 N = 4

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from console.sandbox import store
+from console.sandbox.core import store
 from tests.sandbox_fixtures import TEST_DEMO_KEY, start_sandbox, stop_sandbox
 
 REQUESTS = 300
@@ -51,8 +51,10 @@ def run() -> str:
 
 
 def _save_ms() -> list[float]:
-    from console.sandbox.state import Registry
+    from console.sandbox.app import assemble
+    from console.sandbox.core.state import Registry
 
+    assemble()  # the sandbox's objects, in-process: wired as the app wires them
     directory = Path(tempfile.mkdtemp(prefix="bench-sandbox-save-"))
     state = directory / "sandbox.sqlite3"
     saved = store.Store(state)

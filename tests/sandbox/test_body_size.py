@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from console.sandbox.http import MAX_JSON_BYTES
+from console.sandbox.core.http import MAX_JSON_BYTES
 
 LONG = 259_200
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from console.sandbox import browser_jail, confine
+from console.sandbox.chromium import browser_jail, confine
 
 NOBODY = 65534
 
@@ -62,7 +62,7 @@ def test_it_keeps_a_port_of_the_browsers_network_namespace_for_whoever_joins_it(
             [
                 sys.executable,
                 "-c",
-                "import socket, sys; from console.sandbox import browser_jail; "
+                "import socket, sys; from console.sandbox.chromium import browser_jail; "
                 "browser_jail.join_network(sys.argv[1]); "
                 "socket.create_connection(('127.0.0.1', int(sys.argv[2])), timeout=5).close(); "
                 "print(open('/proc/net/dev').read().count(':'))",

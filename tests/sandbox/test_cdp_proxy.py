@@ -1,5 +1,5 @@
-"""The CDP proxy of real sessions (console/sandbox/cdp_proxy.py): what a client's messages may cost the
-sandbox every tenant shares.
+"""The CDP proxy of real sessions (console/sandbox/resources/cdp_proxy.py): what a client's messages may cost
+the sandbox every tenant shares.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from console.sandbox.cdp_proxy import MAX_MESSAGE_BYTES
+from console.sandbox.resources.cdp_proxy import MAX_MESSAGE_BYTES
 from tests.sandbox.test_chromium import create
 from tests.sandbox_fixtures import new_tenant
 

@@ -1,4 +1,4 @@
-"""Real browsers: sessions of a sandbox running the Chromium engine (console/sandbox/engine.py).
+"""Real browsers: sessions of a sandbox running the Chromium engine (console/sandbox/chromium/engine.py).
 
 One sandbox with at most two running browsers serves these tests (``chromium_sandbox``); each test deletes
 the sessions it creates.

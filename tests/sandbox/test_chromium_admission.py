@@ -1,4 +1,5 @@
-"""Real browsers: the wake admission of the Chromium engine (console/sandbox/engine.py ``Engine.live``).
+"""Real browsers: the wake admission of the Chromium engine (console/sandbox/chromium/engine.py
+``Engine.live``).
 
 Wakes are admitted one at a time; a wake waits for its turn up to ``SANDBOX_ADMISSION_TIMEOUT_SECONDS``
 without that wait counting against its own launch, and past it the call gets a busy 503 (with a

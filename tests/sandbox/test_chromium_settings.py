@@ -1,5 +1,5 @@
 """Real browsers, configured for real: the jail and user of the browser process, managed policies,
-headful and kiosk windows, and the session's proxy (console/sandbox/engine.py, browser_jail.py,
+headful and kiosk windows, and the session's proxy (console/sandbox/chromium/engine.py, browser_jail.py,
 forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each test deletes its sessions.
 """
 

@@ -10,11 +10,11 @@ import json
 import httpx
 import pytest
 
-from console.sandbox.cdp_proxy import _refusal
 from console.sandbox.control import MAX_CONTROL_BODY, MAX_FAULTS
-from console.sandbox.http import REQUEST_TEXT
+from console.sandbox.core.http import REQUEST_TEXT
+from console.sandbox.core.state import MATCH_BUDGET, MATCH_TIMEOUT
+from console.sandbox.resources.cdp_proxy import _refusal
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
-from console.sandbox.state import MATCH_BUDGET, MATCH_TIMEOUT
 from tests.sandbox_fixtures import new_tenant, running_sandbox
 
 # 2**n ways to split n a's for Python's re, which tries them all before "!" fails the match: about a

@@ -7,7 +7,7 @@ import zipfile
 
 import httpx
 
-from console.sandbox.http import MAX_DEPTH
+from console.sandbox.core.http import MAX_DEPTH
 from tests.sandbox.test_deployments import build_failure
 
 APP = 'from kernel import App\n\napp = App("deep")\n'

@@ -1,4 +1,5 @@
-"""The Xvfb displays of headful sessions (console/sandbox/engine.py ``Display``) as another jail meets them.
+"""The Xvfb displays of headful sessions (console/sandbox/chromium/displays.py ``Display``) as another jail
+meets them.
 
 A display listens on its socket file alone: never on TCP, and never on the abstract Unix socket
 (``@/tmp/.X11-unix/X<n>``), which every process of the host's network namespace (the shared browsers'
@@ -17,15 +18,15 @@ import signal
 import socket
 import stat
 import struct
-import types
 from pathlib import Path
 
 import pytest
 
-from console.sandbox import confine, engine
+from console.sandbox.chromium import confine, displays
 from tests.sandbox_fixtures import socket_inodes
 
-pytestmark = pytest.mark.skipif(engine.Display.unavailable() is not None, reason="no Xvfb")
+pytestmark = pytest.mark.skipif(displays.Display.unavailable() is not None, reason="no Xvfb")
+OWNER = "sandbox-test-displays"  # the SANDBOX_BROWSER_OWNER its Xvfb servers carry
 
 
 def unix_sockets(pid: int) -> list[str]:
@@ -126,17 +127,16 @@ def abstract_x_sockets() -> set[str]:
     return found
 
 
-async def test_it_refuses_a_client_without_the_displays_cookie(monkeypatch):
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    first = await engine.Display.start({"width": 64, "height": 48})
-    second = await engine.Display.start({"width": 64, "height": 48})
+async def test_it_refuses_a_client_without_the_displays_cookie():
+    first = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
+    second = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
     folders = [first.authority.parent, second.authority.parent]
     try:
         cookie = cookie_of(first.authority)
         assert len(cookie) == 16 and cookie != cookie_of(second.authority)
         # Xvfb's copy is its user's alone, the browser's copy the browser's user's, in a directory of
         # the sandbox's own that nobody else lists.
-        server = engine.server_authority(first.authority)
+        server = displays.server_authority(first.authority)
         assert cookie_of(server) == cookie
         browser_uid = (confine.identity() or (os.getuid(),))[0]
         for path, mode, owner in (
@@ -164,12 +164,11 @@ def status_of(pid: int) -> dict[str, str]:
     return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
-async def test_it_runs_xvfb_as_the_helpers_user_without_groups_or_capabilities(monkeypatch):
+async def test_it_runs_xvfb_as_the_helpers_user_without_groups_or_capabilities():
     """A root sandbox's Xvfb (which parses what a jailed browser sends it) runs neither as root nor as
     the browsers' user: as ``SANDBOX_HELPER_USER``, without groups or capabilities, killed with its
     parent; its files are that user's, and another user (a browser's) still connects with the cookie."""
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    display = await engine.Display.start({"width": 64, "height": 48})
+    display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
     try:
         status = status_of(display.process.pid)
         assert status["Name"] == "Xvfb"
@@ -215,9 +214,8 @@ async def test_it_runs_xvfb_as_the_helpers_user_without_groups_or_capabilities(m
         await display.stop()
 
 
-async def test_it_listens_on_its_socket_file_and_never_on_tcp_nor_an_abstract_socket(monkeypatch):
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    display = await engine.Display.start({"width": 64, "height": 48})
+async def test_it_listens_on_its_socket_file_and_never_on_tcp_nor_an_abstract_socket():
+    display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
     try:
         listening = unix_sockets(display.process.pid)
         number = display.name.lstrip(":")
@@ -237,16 +235,17 @@ async def test_it_listens_on_its_socket_file_and_never_on_tcp_nor_an_abstract_so
     assert not lock.exists()  # noqa: ASYNC240
 
 
-async def test_it_never_takes_the_socket_file_of_a_running_display(monkeypatch):
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    first = await engine.Display.start({"width": 64, "height": 48})
-    made = engine._stamp(first.socket_file)
-    started = await asyncio.gather(*(engine.Display.start({"width": 64, "height": 48}) for _ in range(2)))
+async def test_it_never_takes_the_socket_file_of_a_running_display():
+    first = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
+    made = displays._stamp(first.socket_file)
+    started = await asyncio.gather(
+        *(displays.Display.start({"width": 64, "height": 48}, owner=OWNER) for _ in range(2))
+    )
     try:
         numbers = {first.number, *(display.number for display in started)}
         assert len(numbers) == 3
         # The first display keeps its socket file, and it still answers its own cookie there.
-        assert engine._stamp(first.socket_file) == made
+        assert displays._stamp(first.socket_file) == made
         assert x11_setup(str(first.socket_file), b"MIT-MAGIC-COOKIE-1", cookie_of(first.authority)) == 1
         for display in started:
             assert unix_sockets(display.process.pid) == [str(display.socket_file)]
@@ -257,8 +256,7 @@ async def test_it_never_takes_the_socket_file_of_a_running_display(monkeypatch):
 
 async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatch):
     """Between the look at a number and Xvfb's start, another server may lock it: the next one is taken."""
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    free = engine._free_displays(set())
+    free = displays._free_displays(set())
     taken = next(free)
     lock = Path(f"/tmp/.X{taken}-lock")
     # A live process holds it (this test's), written as an X server writes its lock file.
@@ -266,9 +264,9 @@ async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatc
     with os.fdopen(fd, "w") as handle:
         handle.write(f"{os.getpid():10d}\n")
     offered = iter([taken, *free])
-    monkeypatch.setattr(engine, "_free_displays", lambda starting: offered)
+    monkeypatch.setattr(displays, "_free_displays", lambda starting: offered)
     try:
-        display = await engine.Display.start({"width": 64, "height": 48})
+        display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
         try:
             assert display.number != taken
             assert not Path(f"/tmp/.X11-unix/X{taken}").exists()  # noqa: ASYNC240
@@ -279,22 +277,20 @@ async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatc
         lock.unlink()  # noqa: ASYNC240
 
 
-async def test_it_removes_what_a_display_it_had_to_kill_left_behind(monkeypatch):
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    display = await engine.Display.start({"width": 64, "height": 48})
+async def test_it_removes_what_a_display_it_had_to_kill_left_behind():
+    display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
     assert f"/tmp/.X11-unix/X{display.number}" in unix_sockets(display.process.pid)
     os.kill(display.process.pid, signal.SIGSTOP)  # deaf to SIGTERM: stop() has to kill it
     await display.stop()
     assert display.process.returncode == -signal.SIGKILL
-    assert engine._stamp(display.socket_file) is None  # its number is free to take again
+    assert displays._stamp(display.socket_file) is None  # its number is free to take again
     assert not Path(f"/tmp/.X{display.number}-lock").exists()  # noqa: ASYNC240
 
 
-async def test_it_takes_a_number_a_killed_server_left_its_files_on(monkeypatch):
+async def test_it_takes_a_number_a_killed_server_left_its_files_on():
     """A killed sandbox's displays leave their lock and socket files: the number is free again (Xvfb
     replaces a dead process's lock, then the socket file nothing listens on)."""
-    monkeypatch.setattr(engine, "get", lambda: types.SimpleNamespace(owner="sandbox-test-displays"))
-    number = next(engine._free_displays(set()))
+    number = next(displays._free_displays(set()))
     ended = await asyncio.create_subprocess_exec("true")
     await ended.wait()
     lock = Path(f"/tmp/.X{number}-lock")
@@ -308,7 +304,7 @@ async def test_it_takes_a_number_a_killed_server_left_its_files_on(monkeypatch):
         for path in (lock, left):  # as Xvfb's user left them (/tmp is sticky: only their owner removes them)
             os.chown(path, *ids)
     try:
-        display = await engine.Display.start({"width": 64, "height": 48})
+        display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
         try:
             assert display.number == number
             assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240

@@ -1,5 +1,5 @@
-"""The sessions' forward proxy (console/sandbox/forward_proxy.py) as any local process meets it: a raw
-TCP client on its loopback port, before any credential."""
+"""The sessions' forward proxy (console/sandbox/chromium/forward_proxy.py) as any local process meets it: a
+raw TCP client on its loopback port, before any credential."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from console.sandbox import forward_proxy
+from console.sandbox.chromium import forward_proxy
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.sandbox import confine, engine, rooted
-from console.sandbox.errors import ApiError
+from console.sandbox.chromium import confine, displays, rooted
+from console.sandbox.core.errors import ApiError
 from console.sandbox.resources import browser_replays
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg")
@@ -174,7 +174,7 @@ def test_it_refuses_root_or_the_browsers_user_as_the_helpers(monkeypatch, value)
         with pytest.raises(LookupError):
             confine.helper_identity()
         assert confine.helper_user().startswith("none: SANDBOX_HELPER_USER=")
-        assert "never run as root" in engine.Display.unavailable()
+        assert "never run as root" in displays.Display.unavailable()
     finally:
         monkeypatch.undo()
         confine.identity.cache_clear()

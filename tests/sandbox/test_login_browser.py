@@ -1,7 +1,7 @@
-"""Managed-auth logins in a real browser (console/sandbox/login_browser.py): under the Chromium engine a
-login flow runs in a session of its own, mirrored into the real login site, shown by the live view,
-recorded from the page's screencast. These flows move in real time (the driver settles them), so the
-tests wait on the flow's state rather than moving the tenant clock."""
+"""Managed-auth logins in a real browser (console/sandbox/resources/login_browser.py): under the Chromium
+engine a login flow runs in a session of its own, mirrored into the real login site, shown by the live view,
+recorded from the page's screencast. These flows move in real time (the driver settles them), so the tests
+wait on the flow's state rather than moving the tenant clock."""
 
 from __future__ import annotations
 

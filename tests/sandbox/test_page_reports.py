@@ -40,7 +40,7 @@ def test_it_keeps_only_bounded_plain_values_of_a_pages_report(real):  # noqa: F8
 
 
 def test_it_keeps_a_bounded_part_of_what_a_page_logs(real):  # noqa: F811
-    from console.sandbox.page_events import TEXT_LIMIT
+    from console.sandbox.chromium.page_events import TEXT_LIMIT
 
     session = create(
         real,

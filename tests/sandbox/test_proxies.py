@@ -171,9 +171,11 @@ def test_it_soft_deletes_and_keeps_the_record_for_references(tenant):
 
 
 def test_it_keeps_soft_deleted_records_in_the_sandbox_state():
+    from console.sandbox.app import assemble
+    from console.sandbox.core.state import Registry
     from console.sandbox.resources import proxies
-    from console.sandbox.state import Registry
 
+    assemble()  # the sandbox's objects, in-process: wired as the app wires them
     sandbox = Registry().create()
     record = proxies.create(sandbox, sandbox.default_project_id, {"type": "isp"})
     record["_deleted"] = True

@@ -1,4 +1,4 @@
-"""What one tenant may store (``console/sandbox/quotas.py``): extensions by count and bytes, profiles and
+"""What one tenant may store (``console/sandbox/core/quotas.py``): extensions by count and bytes, profiles and
 credentials by count. A tenant uploaded any number of 100 MiB extensions, each kept in memory and in the
 state file; past a bound the create is 403 ``insufficient_plan`` and nothing is stored."""
 

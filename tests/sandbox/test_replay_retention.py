@@ -4,8 +4,13 @@ The read path is tested on real recordings in ``test_chromium.py``."""
 
 from datetime import timedelta
 
+from console.sandbox.app import assemble
+from console.sandbox.core.state import Registry
 from console.sandbox.resources import browser_replays
-from console.sandbox.state import Registry
+
+# These tests use the sandbox's objects in-process (a registry, the store): wired as the app wires them.
+assemble()
+
 
 DAY = 86400
 

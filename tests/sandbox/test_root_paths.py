@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.sandbox import engine, rooted
-from console.sandbox.errors import ApiError
+from console.sandbox.chromium import engine, rooted
+from console.sandbox.core.errors import ApiError
 from console.sandbox.resources import browser_files
 from tests.sandbox.test_chromium import create, pixel
 from tests.sandbox_fixtures import new_tenant, start_sandbox, stop_sandbox, temporary_folder

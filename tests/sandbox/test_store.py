@@ -1,4 +1,4 @@
-"""The sandbox's state file (``SANDBOX_STATE``, console/sandbox/store.py): a restart loses nothing.
+"""The sandbox's state file (``SANDBOX_STATE``, console/sandbox/core/store.py): a restart loses nothing.
 
 Each test starts real sandbox processes over loopback HTTP on one state file in a temporary directory,
 stops them (gracefully, or with SIGKILL where an answered change must already be on disk) and starts new
@@ -24,7 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.sandbox import store
+from console.sandbox.app import assemble
+from console.sandbox.core import store
 from console.sandbox.resources.extensions import demo_zip
 from tests.sandbox.test_deployments import app_zip
 from tests.sandbox_fixtures import (
@@ -36,6 +37,10 @@ from tests.sandbox_fixtures import (
     start_sandbox,
     stop_sandbox,
 )
+
+# These tests use the sandbox's objects in-process (a registry, the store): wired as the app wires them.
+assemble()
+
 
 PROXY_PASSWORD = "proxy-pass-7f3a"
 CREDENTIAL_PASSWORD = "credential-pass-91bc"
@@ -744,7 +749,7 @@ def test_it_keeps_no_secret_in_clear_in_the_state_file_and_brings_them_back_with
     assert exposed(state, secrets) == {}
 
     # The values themselves, as the sandbox holds them to use them, from the file with its key.
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     registry = Registry()
     opened = store.Store(state)
@@ -829,7 +834,7 @@ def test_it_takes_the_key_from_the_environment_and_writes_no_key_file(tmp_path):
     assert missing.returncode == 2 and "is missing" in missing.stderr
 
 
-# Format 1 (before encryption), as console/sandbox/store.py wrote it: every row in clear, tenants and the
+# Format 1 (before encryption), as console/sandbox/core/store.py wrote it: every row in clear, tenants and the
 # rows of their records by the tenant's API key, created API keys in clear in their records (``_secret``),
 # sessions naming their tenant by its key (``_tenant``).
 FORMAT_1_SCHEMA = """
@@ -880,7 +885,7 @@ def write_format_1(state: Path, api_key: str, tenant, plaintexts: dict[str, str]
 
 
 def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -> None:
-    from console.sandbox.state import key_digest
+    from console.sandbox.core.state import key_digest
 
     codec = store.Codec()
     dumps = functools.partial(json.dumps, separators=(",", ":"))
@@ -902,12 +907,12 @@ def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -
                 assert digest not in plaintexts or key_digest(record["_secret"]) == digest
             if tbl == "browsers":
                 record["_tenant"] = api_key
-            codec.logs.clear()
+            codec.archives.clear()
             db.execute(
                 "INSERT INTO records VALUES (?, ?, ?, ?)",
                 (api_key, tbl, record_id, codec.record(tbl, record_id, record)),
             )
-            for (t, i), archive in codec.logs.items():
+            for (t, i), archive in codec.archives.items():
                 for event in archive.events:
                     db.execute(
                         "INSERT INTO telemetry VALUES (?, ?, ?, ?, ?)",
@@ -918,8 +923,8 @@ def _write_format_1_rows(db, api_key: str, tenant, plaintexts: dict[str, str]) -
 
 
 def test_it_migrates_a_state_file_of_format_1_and_leaves_no_secret_in_clear(tmp_path):
+    from console.sandbox.core.state import Registry, key_digest, parse_time
     from console.sandbox.resources import api_keys, credentials
-    from console.sandbox.state import Registry, key_digest, parse_time
 
     # The demo tenant of an install that ran the sandbox before encryption (its key is the demo key the
     # sandbox is given, so it is found, not seeded again), with keys it created.
@@ -970,7 +975,7 @@ def test_it_migrates_a_state_file_of_format_1_and_leaves_no_secret_in_clear(tmp_
 
 def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
     """A row is sealed with its place: one tenant's record copied over another's does not open."""
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     state = tmp_path / "sandbox.sqlite3"
     registry = Registry()
@@ -995,7 +1000,7 @@ def test_it_refuses_a_sealed_row_moved_to_another_place(tmp_path):
 
 
 def test_it_finishes_the_rebuild_of_a_migrated_file_after_a_crash(tmp_path, monkeypatch):
-    from console.sandbox.state import Registry
+    from console.sandbox.core.state import Registry
 
     state = tmp_path / "sandbox.sqlite3"
     api_key = "sk_" + "c" * 32

@@ -423,3 +423,16 @@ async def test_it_closes_the_stream_when_the_session_ends(quiet, ending):
                 received.append(int(frame["id"]))
     assert received == emitted
     assert quiet.call("GET", f"/browsers/{sid}/telemetry/stream").status_code == 404
+
+
+def test_it_draws_the_data_of_every_event_type_from_one_table():
+    """The generator's table (``telemetry.SAMPLES``) covers the 31 types, and nothing else has data."""
+    import random
+
+    from console.sandbox.resources import telemetry
+
+    assert set(telemetry.SAMPLES) == set(telemetry.TYPES) and len(telemetry.TYPES) == 31
+    ctx = telemetry._context(random.Random(1), {"session_id": "s"}, "https://shop.example.com/cart", 1)
+    data = telemetry.sample("network_response", random.Random(2), ctx)
+    assert data["url"].startswith("https://shop.example.com/") and data["status_text"]
+    assert telemetry.sample("page_crashed", random.Random(2), ctx) == {}

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import httpx
 
+from console.sandbox.app import assemble
+from console.sandbox.core.state import Registry, rfc3339
 from console.sandbox.resources import telemetry
-from console.sandbox.state import Registry, rfc3339
 from tests.sandbox.test_store import created, sandbox
 from tests.sandbox.test_telemetry import ALL_ON, LONG, page, seqs, session
 from tests.sandbox_fixtures import SandboxTenant, new_tenant, stop_sandbox
+
+# These tests use the sandbox's objects in-process (a registry, the store): wired as the app wires them.
+assemble()
+
 
 YEAR = 365 * 86400
 
@@ -68,7 +73,7 @@ def test_it_builds_the_same_events_whenever_they_are_read_and_after_a_restart():
 
 
 def test_it_generates_nothing_while_a_listing_notices_sessions_that_timed_out():
-    from console.sandbox.resources.browsers import ended_at
+    from console.sandbox.resources.sessions import ended_at
 
     tenant = Registry().create()
     records = [simulated(tenant, timeout_seconds=60) for _ in range(20)]

@@ -1,4 +1,11 @@
-"""One module per resource of the service. Each exposes ``routes`` and ``seed(tenant)``.
+"""The resources wing: one module per resource of the service, each exposing ``routes`` and
+``seed(tenant)``, and what serves sessions beside them (``cdp_proxy``, ``live_view``, ``login_browser``;
+their routes are added by the app), on ``sessions`` (a session's record and life, which every module that
+starts, drives or ends one shares) and ``caps``.
+
+Resources import core and chromium, and each other downwards (a session's sub-resources import
+``sessions``, never the reverse); what a lower module needs from a higher one is handed in by
+``app.assemble`` (docs/architecture.md, "The sandbox in wings").
 
 Adding a resource: write ``resources/<name>.py`` like its siblings and add it to RESOURCES (demo data is
 seeded in this order, so a resource that references another comes after it).

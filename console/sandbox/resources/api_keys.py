@@ -24,9 +24,10 @@ from datetime import timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, read_json
-from console.sandbox.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
+from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
 
 TABLE = "api_keys"
 NAME_MAX = 255
@@ -62,30 +63,85 @@ def is_refused(tenant: Tenant, token: str) -> bool:
     return bool(expires) and parse_time(expires) <= tenant.now()
 
 
-def _project(tenant: Tenant, value) -> tuple[str | None, str | None]:
+def _project(value, context: Context) -> tuple[str | None, str | None]:
+    """The key's project, (id, name), or (None, None) for the whole organization."""
     if value in (None, ""):
         return None, None
-    project = tenant.table("projects").get(value) if isinstance(value, str) else None
+    project = context.tenant.table("projects").get(value) if isinstance(value, str) else None
     if project is None or project.get("_deleted"):
-        raise invalid("project_id does not name a project", project_id=f"no project {value!r}")
+        raise Bad(f"no project {value!r}", alone="project_id does not name a project")
     return project["id"], project["name"]
 
 
-def _days(body: dict, name: str, *, low: int) -> int | None:
-    value = body.get(name)
-    if value is None:
+def _days(name: str, *, low: int):
+    """A number of days from ``low`` to ``MAX_DAYS``, or null."""
+
+    def check(value, context: Context) -> int | None:
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_DAYS
+        ):
+            raise Bad(f"an integer from {low} to {MAX_DAYS}, or null", alone=f"{name} is not valid")
+        return value
+
+    return check
+
+
+def _expires_at(value, context: Context) -> str | None:
+    """When the key expires: ``days_to_expire`` from now if given, else ``expires_at`` (the future)."""
+    days = context.kept["days_to_expire"]
+    if days is not None:
+        return rfc3339(context.tenant.now() + timedelta(days=days))
+    if value in (None, ""):
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_DAYS:
-        raise invalid(f"{name} is not valid", **{name: f"an integer from {low} to {MAX_DAYS}, or null"})
-    return value
+    try:
+        moment = parse_time(str(value))
+    except ValueError:
+        raise Bad("an RFC 3339 time", alone="expires_at is not a time") from None
+    if moment <= context.tenant.now():
+        raise Bad("must be in the future", alone="expires_at is in the past")
+    return rfc3339(moment)
 
 
-def _name(value) -> str:
+def _name(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise invalid("name is required", name="give the key a name")
+        raise Bad("give the key a name", alone="name is required")
     if len(value.strip()) > NAME_MAX:
-        raise invalid("name is too long", name=f"at most {NAME_MAX} characters")
+        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
     return value.strip()
+
+
+# A key's create body (its first problem answers alone), and its PATCH: the name and nothing else.
+CREATE = Body(
+    message="the API key is not valid",
+    unknown="not an API key field",
+    unknown_alone="unknown fields",
+    complete=True,
+    fields=(
+        Field("name", _name),
+        Field("days_to_expire", _days("days_to_expire", low=1)),
+        Field("expires_at", _expires_at),
+        Field("project_id", _project, key="project"),
+        Field("policy", lambda value, context: value if isinstance(value, dict) else None),
+    ),
+)
+UPDATE = Body(
+    message="only the name of a key can change",
+    unknown="cannot be changed",
+    unknown_alone="only the name of a key can change",
+    complete=True,
+    fields=(Field("name", _name),),
+)
+# A rotation: the new key's lifetime, and how long the old one keeps working.
+ROTATE = Body(
+    message="the rotation is not valid",
+    unknown="not a rotate field",
+    unknown_alone="unknown fields",
+    complete=True,
+    fields=(
+        Field("days_to_expire", _days("days_to_expire", low=1)),
+        Field("expire_in_days", _days("expire_in_days", low=0)),
+    ),
+)
 
 
 def issue(
@@ -111,22 +167,6 @@ def issue(
     return record, secret
 
 
-def _expiry(tenant: Tenant, body: dict) -> str | None:
-    days = _days(body, "days_to_expire", low=1)
-    if days is not None:
-        return rfc3339(tenant.now() + timedelta(days=days))
-    raw = body.get("expires_at")
-    if raw in (None, ""):
-        return None
-    try:
-        moment = parse_time(str(raw))
-    except ValueError:
-        raise invalid("expires_at is not a time", expires_at="an RFC 3339 time") from None
-    if moment <= tenant.now():
-        raise invalid("expires_at is in the past", expires_at="must be in the future")
-    return rfc3339(moment)
-
-
 def _get(request: Request, *, include_deleted: bool = False) -> dict:
     key_id = request.path_params["id"]
     record = request.state.tenant.table(TABLE).get(key_id)
@@ -138,15 +178,10 @@ def _get(request: Request, *, include_deleted: bool = False) -> dict:
 @endpoint
 async def create_api_key(request: Request):
     tenant = request.state.tenant
-    body = await read_json(request)
-    unknown = sorted(set(body) - {"name", "days_to_expire", "expires_at", "project_id", "policy"})
-    if unknown:
-        raise invalid("unknown fields", **{k: "not an API key field" for k in unknown})
-    name = _name(body.get("name"))
-    expires_at = _expiry(tenant, body)
-    record, secret = issue(tenant, name, _project(tenant, body.get("project_id")), expires_at)
-    if isinstance(body.get("policy"), dict):
-        record["policy"] = body["policy"]
+    fields = CREATE.validate(await read_json(request), tenant=tenant)
+    record, secret = issue(tenant, fields["name"], fields["project"], fields["expires_at"])
+    if fields["policy"] is not None:
+        record["policy"] = fields["policy"]
     return ok({**render(record), "key": secret}, status=201)
 
 
@@ -189,11 +224,7 @@ async def get_api_key(request: Request):
 @endpoint
 async def update_api_key(request: Request):
     record = _get(request)
-    body = await read_json(request)
-    others = sorted(set(body) - {"name"})
-    if others:
-        raise invalid("only the name of a key can change", **{k: "cannot be changed" for k in others})
-    record["name"] = _name(body.get("name"))
+    record["name"] = UPDATE.validate(await read_json(request))["name"]
     return ok(render(record))
 
 
@@ -213,12 +244,8 @@ async def delete_api_key(request: Request):
 async def rotate_api_key(request: Request):
     tenant = request.state.tenant
     old = _get(request)
-    body = await read_json(request)
-    unknown = sorted(set(body) - {"days_to_expire", "expire_in_days"})
-    if unknown:
-        raise invalid("unknown fields", **{k: "not a rotate field" for k in unknown})
-    days = _days(body, "days_to_expire", low=1)
-    grace = _days(body, "expire_in_days", low=0)
+    fields = ROTATE.validate(await read_json(request))
+    days, grace = fields["days_to_expire"], fields["expire_in_days"]
     grace = DEFAULT_GRACE_DAYS if grace is None else grace
     if days is not None:
         expires_at = rfc3339(tenant.now() + timedelta(days=days))

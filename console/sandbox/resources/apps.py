@@ -13,9 +13,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.http import endpoint, paginate, project_of
+from console.sandbox.core.http import endpoint, paginate, project_of
+from console.sandbox.core.state import Tenant
 from console.sandbox.resources import deployments
-from console.sandbox.state import Tenant
 
 
 @endpoint

@@ -31,10 +31,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox.errors import invalid
-from console.sandbox.http import endpoint, int_param, ok
+from console.sandbox.core import store
+from console.sandbox.core.errors import invalid
+from console.sandbox.core.http import endpoint, int_param, ok
+from console.sandbox.core.state import Tenant, parse_time, rfc3339
 from console.sandbox.resources import api_keys
-from console.sandbox.state import Tenant, parse_time, rfc3339
 
 MAX_ENTRIES = 20_000
 MAX_WINDOW = timedelta(days=30)
@@ -45,15 +46,20 @@ DEMO_USERS = [
 ]
 
 
+def new_log() -> deque:
+    """A tenant's empty audit log: its newest ``MAX_ENTRIES`` are kept (the store loads into one)."""
+    return deque(maxlen=MAX_ENTRIES)
+
+
 def _log(tenant: Tenant) -> deque:
-    log = tenant.settings.get("_audit_log")
+    log = tenant.settings.get(store.AUDIT)
     if log is None:
-        log = tenant.settings["_audit_log"] = deque(maxlen=MAX_ENTRIES)
+        log = tenant.settings[store.AUDIT] = new_log()
     return log
 
 
 def record(tenant: Tenant, request: Request, status: int) -> None:
-    """Called for every service request of the tenant (``console.sandbox.http``)."""
+    """Called for every service request of the tenant (``console.sandbox.core.http``)."""
     if request.url.path.startswith(("/_sandbox/", "/_vm/")):
         return
     route = request.scope.get("route")

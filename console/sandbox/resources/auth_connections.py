@@ -28,21 +28,16 @@ Choices the notes leave open (documented in docs/sandbox-sites.md):
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import html
 import re
-import struct
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
-from console.sandbox import login_browser
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import (
     endpoint,
     no_content,
     ok,
@@ -54,9 +49,9 @@ from console.sandbox.http import (
     sse_response,
     text_filter,
 )
-from console.sandbox.resources import projects
-from console.sandbox.resources.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
-from console.sandbox.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.resources import credentials, login_browser, projects, sessions
+from console.sandbox.sites.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
 
 TABLE = "auth_connections"
 DISCOVER_SECONDS = 0.6
@@ -149,18 +144,8 @@ EXTERNAL_TOTP = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 
 
 def totp(secret: str, at: datetime) -> str:
-    """The current code of a base32 secret: the credential vault's function when present, else ours."""
-    try:
-        from console.sandbox.resources.credentials import totp_code
-    except ImportError:
-        totp_code = None
-    if totp_code is not None:
-        result = totp_code(secret, at)
-        return result[0] if isinstance(result, tuple) else result
-    key = base64.b32decode(secret.upper() + "=" * (-len(secret) % 8))
-    digest = hmac.new(key, struct.pack(">Q", int(at.timestamp() // 30)), hashlib.sha1).digest()
-    offset = digest[-1] & 0x0F
-    return str((struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF) % 1_000_000).zfill(6)
+    """The current code of a base32 secret (the credential vault's RFC 6238)."""
+    return credentials.totp_code(secret, at)[0]
 
 
 # Lookups -----------------------------------------------------------------------------------------
@@ -371,7 +356,7 @@ def start_flow(
         _finish(tenant, record, at, "CANCELED", "superseded", "A newer login replaced this flow.")
     recording = record["record_session"] if record_session is None else record_session
     # A real browser session under the Chromium engine (login_browser); none under the simulated one.
-    session = login_browser.open_for_flow(tenant, record, at, ttl, recording)
+    session = login_browser.open_for_flow(tenant, record, at, ttl, recording, _settle_and_publish)
     session_id = session["session_id"] if session is not None else new_id("bs")
     entry = _add_timeline(
         record,
@@ -621,7 +606,10 @@ def _publish(tenant: Tenant, record: dict) -> None:
     tenant.topic(f"auth:{record['id']}").publish(state_frame(None, record, tenant.now()))
 
 
-publish = _publish  # for the login browser's driver, which settles its flow as time passes
+def _settle_and_publish(tenant: Tenant, record: dict) -> None:
+    """The login browser's driver settles its flow as time passes (``login_browser.open_for_flow``)."""
+    if settle(tenant, record):
+        _publish(tenant, record)
 
 
 # Validation --------------------------------------------------------------------------------------
@@ -1116,10 +1104,8 @@ def _sandbox_page(title: str, lines: list[str], *, frame: str | None = None) -> 
 
 def _session_of(tenant: Tenant, record: dict) -> dict | None:
     """The flow's real browser session, while it runs (Chromium engine only)."""
-    from console.sandbox.resources import browsers
-
-    session = tenant.table(browsers.TABLE).get(record.get("browser_session_id") or "")
-    if session is None or session.get("_engine") != "chromium" or not browsers.is_active(tenant, session):
+    session = tenant.table(sessions.TABLE).get(record.get("browser_session_id") or "")
+    if session is None or session.get("_engine") != "chromium" or not sessions.is_active(tenant, session):
         return None
     return session
 

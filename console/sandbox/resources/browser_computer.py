@@ -1,15 +1,15 @@
 """Computer actions on a browser session (notes §3): mouse, keyboard, scroll, drag, cursor, clipboard,
 batches and screenshots.
 
-Under the Chromium engine (``console/sandbox/engine.py``) every action, once its body is checked, is real
-input to the session's page through Playwright's mouse and keyboard (``back``/``forward`` buttons through
+Under the Chromium engine (``console/sandbox/chromium/engine.py``) every action, once its body is checked, is
+real input to the session's page through Playwright's mouse and keyboard (``back``/``forward`` buttons through
 CDP ``Input.dispatchMouseEvent``): xdotool key names (``Return``, ``Ctrl+t``, ``Page_Down``) are mapped to
 Playwright's, ``num_clicks`` is a real multi-click (2 is a double click), a wheel unit scrolls 100 px,
-``hold_keys`` are held down around the action. The page itself reports clicks, keys and scrolls as
-interaction telemetry (``page_events``), so nothing is synthesized. ``screenshot`` is the page's PNG at
-the viewport size (or of ``region``). The pointer position is the last one sent; the clipboard stays the
-sandbox's own (a headless browser has no system clipboard). A key Chromium does not know is 400 like any
-other bad field; a page that fails or does not answer in time is 503 ``browser_unavailable``.
+``hold_keys`` are held down around the action. The page itself reports clicks, keys and scrolls as interaction
+telemetry (``page_events``), so nothing is synthesized. ``screenshot`` is the page's PNG at the viewport size
+(or of ``region``). The pointer position is the last one sent; the clipboard stays the sandbox's own (a
+headless browser has no system clipboard). A key Chromium does not know is 400 like any other bad field; a
+page that fails or does not answer in time is 503 ``browser_unavailable``.
 
 Under the simulated engine the sandbox has no real screen. It keeps what an operator can observe: the
 pointer position (the middle of the viewport at first), the scroll offset, the cursor visibility, the
@@ -51,10 +51,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, no_content, ok, read_json
-from console.sandbox.state import Tenant
+from console.sandbox.chromium import engine
+from console.sandbox.core import store
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import endpoint, no_content, ok, read_json
+from console.sandbox.core.state import Tenant
+from console.sandbox.resources import sessions, telemetry
 
 BUTTONS = ("left", "right", "middle", "back", "forward")
 DRAG_BUTTONS = ("left", "middle", "right")
@@ -116,6 +118,9 @@ def viewport(record: dict) -> tuple[int, int]:
     return int(size.get("width") or 1920), int(size.get("height") or 1080)
 
 
+STORED = (store.Kind("Screen", Screen),)  # saved with its session (``app.assemble`` registers it)
+
+
 def screen_of(record: dict) -> Screen:
     screen = record.get("_screen")
     if screen is None:
@@ -152,8 +157,6 @@ def _context(record: dict) -> dict:
 
 def emit(tenant: Tenant, record: dict, drafts: list[tuple[str, dict]]) -> None:
     """Append ``(type, data)`` events to the session's telemetry archive, for captured categories only."""
-    from console.sandbox.resources import telemetry
-
     allowed = telemetry._allowed(record)
     if not allowed:
         return
@@ -580,11 +583,9 @@ BATCH_ACTIONS = {
 
 
 def _session(request: Request, *, activity: bool = True) -> dict:
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 

@@ -10,18 +10,18 @@ Choices where the contract and the notes are silent (the lead copies them into t
 - Paths must be absolute (400 otherwise); a ``..`` segment is refused (400, path traversal). A path never
   reaches the host's own filesystem: ``/etc/passwd`` is the session's (absent) ``/etc/passwd``.
 - Symlinks (the session's commands make them; the API never does): every operation walks its path from a
-  descriptor of the session's directory (``console/sandbox/rooted.py``), never by name from the host's
-  ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when it
-  runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
-  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the
-  path "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
-  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it
-  the same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
+  descriptor of the session's directory (``console/sandbox/chromium/rooted.py``), never by name from the
+  host's ``/``, so a command swapping a component for a link mid-request cannot lead the sandbox (root, when
+  it runs as root) anywhere else. A relative link that stays inside the session is followed on the way; an
+  absolute one (its text names the host in the sandbox's view) or one climbing above ``/`` is 400, the path
+  "resolves outside". The last component: ``read_file``, ``list_files``, ``create_directory``,
+  ``set_file_permissions``, ``upload_zip``'s ``dest_path``, ``download_dir_zip`` and watches follow it the
+  same way; ``file_info`` describes the link itself; ``delete_file`` and ``move`` act on the link;
   ``write_file`` and ``upload`` replace it with the file; ``delete_directory`` refuses it (400). Directory
-  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip
-  extraction refuses an archive that would write through one (400). ``read_file`` of something that is
-  not a regular file (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and
-  ``create_directory /`` leaves it alone: it is the host directory guarding the session.
+  zips, watches and ``delete_directory`` never descend into a link (a zip leaves it out), and zip extraction
+  refuses an archive that would write through one (400). ``read_file`` of something that is not a regular file
+  (a FIFO) is 400; the mode of ``/`` itself cannot be changed (400) and ``create_directory /`` leaves it
+  alone: it is the host directory guarding the session.
 - Missing files and directories are 404 ``file_not_found``; a file where a directory is needed (or the
   reverse) is 400 with a field detail. ``write_file`` and ``upload`` create missing parent directories;
   ``move`` needs the destination's directory to exist (404 otherwise) and replaces an existing file;
@@ -72,10 +72,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import confine, rooted, store
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.chromium import confine, rooted
+from console.sandbox.core import store
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import sessions
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # A write lands in a temporary file renamed into place: watches never report those (a poll that caught
@@ -332,11 +334,9 @@ def file_info(path: str, st: os.stat_result) -> dict:
 
 def _session(request: Request, *, activity: bool = True) -> dict:
     """The session of the path; a call that drives it counts as activity, a read does not."""
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 
@@ -1000,6 +1000,12 @@ def watches_of(record: dict) -> dict[str, Watch]:
     return record.setdefault("_watches", {})
 
 
+def after_restart(tenant: Tenant) -> None:
+    """Watches do not outlive the sandbox (``store.after_load``): a client watches again."""
+    for record in tenant.table("browsers").values():
+        record.pop("_watches", None)
+
+
 def snapshot(record: dict, parts: list[str], recursive: bool) -> dict[str, tuple]:
     """Service path → (is_dir, inode, size, mtime_ns) of everything under the directory ``parts``
     names (bounded; empty when it is gone), never through a symlink below it."""
@@ -1065,13 +1071,11 @@ def diff(old: dict[str, tuple], new: dict[str, tuple]) -> list[dict]:
 
 
 async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
-    from console.sandbox.resources.browsers import is_active
-
     try:
         while not watch.closed:
             await asyncio.sleep(WATCH_INTERVAL)
             await watch.room()
-            if not is_active(tenant, record):
+            if not sessions.is_active(tenant, record):
                 watch.close()
                 watches_of(record).pop(watch.id, None)
                 return
@@ -1124,9 +1128,7 @@ def _watch(request: Request, record: dict) -> Watch:
 
 @endpoint
 async def watch_events(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     watch = _watch(request, record)
     reader = WatchReader()
 

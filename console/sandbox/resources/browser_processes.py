@@ -64,11 +64,13 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import confine
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, ok, read_json, sse_response
-from console.sandbox.resources import browser_files
-from console.sandbox.state import Tenant, rfc3339
+from console.sandbox.chromium import confine
+from console.sandbox.core import store
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, rfc3339
+from console.sandbox.resources import browser_files, sessions
 
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
 EXEC_TIMEOUT = 30.0
@@ -192,17 +194,31 @@ class Proc:
                 os.killpg(group, signum)
 
 
+STORED = (store.Kind("Proc", Proc),)  # saved with its session (``app.assemble`` registers it)
+RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
+
+
+def after_restart(tenant: Tenant) -> None:
+    """A process that ran when the sandbox stopped is not resumed: it comes back exited (code -1) with a
+    line on its output saying so (``store.after_load``)."""
+    note = base64.b64encode(f"\n[sandbox] {RESTART_NOTE}\n".encode()).decode()
+    for record in tenant.table("browsers").values():
+        for proc in (record.get("_processes") or {}).values():
+            if proc.exit_code is None:
+                proc.exit_code = -1
+                proc.publish({"stream": "stderr", "data_b64": note})
+            proc.group, proc.tty = None, None  # host pid and descriptor of the previous process
+
+
 def processes_of(record: dict) -> dict[str, Proc]:
     return record.setdefault("_processes", {})
 
 
 def _session(request: Request, *, activity: bool = True) -> dict:
     """The session of the path; a call that drives it counts as activity, a read does not."""
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 
@@ -218,59 +234,95 @@ def _proc(request: Request, record: dict) -> Proc:
 # Validation ----------------------------------------------------------------------------------------
 
 
+def _program(value, context: Context) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Bad("the program to run is required")
+    return value
+
+
+def _args(value, context: Context) -> list[str]:
+    value = value or []
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise Bad("must be a list of strings")
+    return value
+
+
+def _env(value, context: Context) -> dict[str, str]:
+    value = value or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise Bad("must map strings to strings")
+    if any(not k or "=" in k or "\x00" in k + v for k, v in value.items()):
+        raise Bad("names must be non-empty, without = or NUL")
+    return value
+
+
+def _timeout(value, context: Context) -> float | None:
+    high = MAX_SPAWN_TIMEOUT if context.spawn else MAX_TIMEOUT
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high
+    ):
+        raise Bad(f"must be a number of seconds above 0 and at most {high:g}")
+    return float(value) if value is not None else None
+
+
+def _optional_flag(value, context: Context) -> bool:
+    if value is not None and not isinstance(value, bool):
+        raise Bad("must be true or false")
+    return bool(value)
+
+
+def _user(value, context: Context) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise Bad("must be a user name")
+    return value
+
+
+def _terminal_size(value, context: Context) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise Bad("must be an integer from 1 to 1000")
+    return value
+
+
+# An ``exec`` or ``spawn`` body (notes §4); ``cwd`` is then found in the session's files (``_command``).
+COMMAND = Body(
+    message="the command is not valid",
+    complete=True,
+    fields=(
+        Field("command", _program),
+        Field("args", _args),
+        Field("env", _env),
+        Field("timeout_sec", _timeout, key="timeout"),
+        Field("as_root", _optional_flag),
+        Field("allocate_tty", _optional_flag),
+        Field("as_user", _user),
+        Field("cols", _terminal_size, default=80),
+        Field("rows", _terminal_size, default=24),
+    ),
+)
+
+
 def _command(record: dict, body: dict, *, spawn: bool) -> dict:
-    errors: dict[str, str] = {}
-    command = body.get("command")
-    if not isinstance(command, str) or not command.strip():
-        errors["command"] = "the program to run is required"
-    args = body.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        errors["args"] = "must be a list of strings"
-        args = []
-    env = body.get("env") or {}
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
-    ):
-        errors["env"] = "must map strings to strings"
-        env = {}
-    elif any(not k or "=" in k or "\x00" in k + v for k, v in env.items()):
-        errors["env"] = "names must be non-empty, without = or NUL"
-    high = MAX_SPAWN_TIMEOUT if spawn else MAX_TIMEOUT
-    timeout = body.get("timeout_sec")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= high
-    ):
-        errors["timeout_sec"] = f"must be a number of seconds above 0 and at most {high:g}"
-    for key in ("as_root", "allocate_tty"):
-        if body.get(key) is not None and not isinstance(body[key], bool):
-            errors[key] = "must be true or false"
-    if body.get("as_user") is not None and not isinstance(body["as_user"], str):
-        errors["as_user"] = "must be a user name"
-    cols, rows = body.get("cols", 80), body.get("rows", 24)
-    for key, value in (("cols", cols), ("rows", rows)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-            errors[key] = "must be an integer from 1 to 1000"
-    cwd = None
-    if not errors:
-        raw_cwd = body.get("cwd") or browser_files.HOME
-        try:
-            cwd = browser_files.resolve(record, raw_cwd, "cwd")
-        except ApiError as exc:
-            errors["cwd"] = exc.details[0]["message"] if exc.details else exc.message
-        else:
-            if not cwd.is_dir():
-                errors["cwd"] = f"{raw_cwd} is not a directory of the session"
-    if errors:
-        raise invalid("the command is not valid", **errors)
+    spec = COMMAND.validate(body, spawn=spawn)
+    raw_cwd = body.get("cwd") or browser_files.HOME
+    try:
+        cwd = browser_files.resolve(record, raw_cwd, "cwd")
+    except ApiError as exc:
+        raise invalid(
+            "the command is not valid", cwd=exc.details[0]["message"] if exc.details else exc.message
+        ) from None
+    if not cwd.is_dir():
+        raise invalid("the command is not valid", cwd=f"{raw_cwd} is not a directory of the session")
     return {
-        "command": command,
-        "args": args,
-        "env": env,
+        "command": spec["command"],
+        "args": spec["args"],
+        "env": spec["env"],
         "cwd": cwd,
-        "timeout": float(timeout) if timeout is not None else None,
-        "tty": bool(body.get("allocate_tty")) and spawn,
-        "cols": cols,
-        "rows": rows,
+        "timeout": spec["timeout"],
+        "tty": spec["allocate_tty"] and spawn,
+        "cols": spec["cols"],
+        "rows": spec["rows"],
     }
 
 
@@ -487,8 +539,6 @@ async def _tty_reader(master: int) -> asyncio.StreamReader:
 async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: float | None) -> None:
     """Wait for the process (killing it when the session ends or its timeout passes), then publish
     the rest of its output and the exit event."""
-    from console.sandbox.resources.browsers import is_active
-
     loop = asyncio.get_running_loop()
     process = proc.process
     try:
@@ -499,7 +549,7 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
                 break
             except TimeoutError:
                 pass
-            if not is_active(tenant, record) or (deadline is not None and loop.time() >= deadline):
+            if not sessions.is_active(tenant, record) or (deadline is not None and loop.time() >= deadline):
                 proc.signal(signal.SIGKILL)
         # Output still in the pipes arrives before the exit event; a child that kept the pipes open
         # after the process itself exited does not hold the exit event back for long.
@@ -691,9 +741,7 @@ async def resize(request: Request):
 
 @endpoint
 async def stream(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     proc = _proc(request, record)
     reader = Reader()
 

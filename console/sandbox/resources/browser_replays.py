@@ -47,10 +47,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
-from console.sandbox import confine, engine, rooted
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, read_json
-from console.sandbox.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.chromium import confine, engine, rooted
+from console.sandbox.core.errors import ApiError, conflict, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, no_content, ok, read_json
+from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
+from console.sandbox.resources import sessions
 
 log = logging.getLogger("console.sandbox")
 
@@ -59,7 +61,6 @@ DEFAULT_FRAMERATE, MAX_FRAMERATE = 10, 20
 DEFAULT_DURATION, MAX_DURATION = 300, 3600
 RETENTION = timedelta(days=30)
 ENCODE_TIMEOUT = 300
-FIELDS = {"framerate", "max_duration_in_seconds", "record_audio"}
 
 
 SWEEP_SECONDS = 600
@@ -102,6 +103,16 @@ def _remove_video(replay: dict) -> None:
         Path(path).unlink(missing_ok=True)
 
 
+def after_restart(tenant: Tenant) -> None:
+    """A recording in progress when the sandbox stopped is finished at the restart, without a video
+    (``store.after_load``)."""
+    now = tenant.now()
+    for record in tenant.table("browsers").values():
+        for replay in (record.get("_replays") or {}).values():
+            if replay.get("finished_at") is None:
+                replay["finished_at"] = now
+
+
 def sweep(tenants) -> int:
     """``expire`` over every session of every tenant (the periodic cleanup); how many replays went."""
     count = 0
@@ -131,9 +142,7 @@ def render(request: Request, record: dict, replay: dict) -> dict:
 
 
 def _session(request: Request, *, active: bool):
-    from console.sandbox.resources.browsers import get_session
-
-    return get_session(request, request.path_params["id"], include_deleted=not active)
+    return sessions.get_session(request, request.path_params["id"], include_deleted=not active)
 
 
 def _replay(request: Request, record: dict) -> dict:
@@ -144,14 +153,36 @@ def _replay(request: Request, record: dict) -> dict:
     return replay
 
 
-def _int(body: dict, key: str, default: int, high: int, errors: dict, why: str = "") -> int:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        errors[key] = f"must be an integer from 1 to {high}{why}"
-        return default
+def _int(default: int, high: int, why: str = ""):
+    """An integer from 1 to ``high``; ``default`` when null."""
+
+    def check(value, context: Context) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise Bad(f"must be an integer from 1 to {high}{why}")
+        return value
+
+    return check
+
+
+def _audio(value, context: Context) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise Bad("must be true or false")
     return value
+
+
+# ``POST /browsers/{id}/replays``: the recording's frame rate and longest duration.
+START = Body(
+    message="the replay settings are not valid",
+    unknown="not a replay field",
+    complete=True,
+    fields=(
+        Field("framerate", _int(DEFAULT_FRAMERATE, MAX_FRAMERATE, " (above 20 needs a GPU)")),
+        Field("max_duration_in_seconds", _int(DEFAULT_DURATION, MAX_DURATION)),
+        Field("record_audio", _audio),
+    ),
+)
 
 
 # Recording -----------------------------------------------------------------------------------------
@@ -394,20 +425,10 @@ async def list_replays(request: Request):
 
 @endpoint
 async def start_replay(request: Request):
-    from console.sandbox.resources.browsers import touch
-
     tenant = request.state.tenant
     record = _session(request, active=True)
-    body = await read_json(request)
-    errors: dict[str, str] = {}
-    for key in sorted(set(body) - FIELDS):
-        errors[key] = "not a replay field"
-    framerate = _int(body, "framerate", DEFAULT_FRAMERATE, MAX_FRAMERATE, errors, " (above 20 needs a GPU)")
-    duration = _int(body, "max_duration_in_seconds", DEFAULT_DURATION, MAX_DURATION, errors)
-    if body.get("record_audio") is not None and not isinstance(body["record_audio"], bool):
-        errors["record_audio"] = "must be true or false"
-    if errors:
-        raise invalid("the replay settings are not valid", **errors)
+    fields = START.validate(await read_json(request))
+    framerate, duration = fields["framerate"], fields["max_duration_in_seconds"]
     if not available(record):
         raise conflict(
             "replays need a real browser and ffmpeg; this session is simulated or ffmpeg is missing",
@@ -417,7 +438,7 @@ async def start_replay(request: Request):
         raise conflict("this session is already recording a replay", code="replay_in_progress")
     live = await engine.get().live(tenant, record)
     replay = await begin(tenant, record, live, framerate, duration)
-    touch(tenant, record)
+    sessions.touch(tenant, record)
     return ok(render(request, record, replay), status=201)
 
 

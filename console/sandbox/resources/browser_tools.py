@@ -34,10 +34,10 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
-from console.sandbox.resources import browser_files, extensions
-from console.sandbox.state import Tenant, rfc3339
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.http import endpoint, multipart_array, no_content, ok, read_json, sse_response
+from console.sandbox.core.state import Tenant, rfc3339
+from console.sandbox.resources import browser_files, extensions, sessions
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 ANSWERING = ("example.com", "example.net", "example.org")
@@ -50,11 +50,9 @@ MAX_LOG_LINES = 2000
 
 
 def _session(request: Request, *, activity: bool = True) -> dict:
-    from console.sandbox.resources.browsers import get_session, touch
-
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     if activity:
-        touch(request.state.tenant, record)
+        sessions.touch(request.state.tenant, record)
     return record
 
 
@@ -218,8 +216,6 @@ async def load_extensions(request: Request):
 
 @endpoint
 async def logs_stream(request: Request):
-    from console.sandbox.resources.browsers import is_active
-
     tenant: Tenant = request.state.tenant
     record = _session(request, activity=False)
     params = request.query_params
@@ -274,7 +270,7 @@ async def logs_stream(request: Request):
                         yield frame(rfc3339(tenant.now()), line)
                     if full:
                         continue
-                if not follow or not is_active(tenant, record):
+                if not follow or not sessions.is_active(tenant, record):
                     return
                 try:
                     async with asyncio.timeout(POLL_SECONDS):

@@ -20,9 +20,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from starlette.responses import JSONResponse
 from starlette.routing import Mount
 
-from console.sandbox.state import Tenant, registry
+from console.sandbox.core.http import TENANT_SCOPE
+from console.sandbox.core.state import Tenant, registry
+from console.sandbox.resources import sessions
 
-TENANT_SCOPE = "sandbox.vm_tenant"  # read by console.sandbox.http.tenant_of
 SUBRESOURCES = ("curl", "telemetry/stream", "computer", "playwright", "process", "fs", "logs/stream")
 _PATH = re.compile(r"/_vm/([^/]+)/(.*)$")
 
@@ -58,8 +59,6 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 
 async def vm_app(scope, receive, send) -> None:
-    from console.sandbox.resources.browsers import is_active
-
     match = _PATH.search(scope["path"])
     if scope["type"] != "http" or match is None:
         await _error(404, "not_found", "no such VM route")(scope, receive, send)
@@ -77,7 +76,7 @@ async def vm_app(scope, receive, send) -> None:
         await _error(401, "invalid_jwt", "the jwt does not open this session's VM")(scope, receive, send)
         return
     tenant, record = found
-    if not is_active(tenant, record):
+    if not sessions.is_active(tenant, record):
         await _error(404, "not_found", f"browser session {session_id!r} has ended")(scope, receive, send)
         return
     headers = [

@@ -21,14 +21,14 @@ Choices where the notes leave room (the lead copies them into the docs):
   ``enabled``; ``{}``, null or omitted means no capture; ``enabled: false`` with categories is refused. The
   record echoes all nine configurable categories with their ``enabled`` flag.
 - Live view: headful sessions get ``browser_live_view_url`` served by the sandbox itself
-  (``/_sandbox/live/{session_id}``, see ``console/sandbox/live_view.py``), so the console can link to or
-  embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
-- Engine (``console/sandbox/engine.py``): a session runs in the engine the sandbox ran when it was created.
-  Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
+  (``/_sandbox/live/{session_id}``, see ``console/sandbox/resources/live_view.py``), so the console can link
+  to or embed it offline, and a view-only link in ``sandbox.read_only_live_view_url``.
+- Engine (``console/sandbox/chromium/engine.py``): a session runs in the engine the sandbox ran when it was
+  created. Under Chromium its ``cdp_ws_url`` is the sandbox's guarded CDP proxy
   (``ws://<sandbox>/_sandbox/cdp/{session_id}?jwt=…``, see ``cdp_proxy``); the record carries a sandbox-only
-  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or
-  ``simulated``), which the service's record does not have. Create waits for the browser to start and
-  navigate (best effort); delete waits for it to close.
+  ``sandbox: {engine, browser}`` field (``browser``: ``running``, ``standby``, ``crashed`` or ``simulated``),
+  which the service's record does not have. Create waits for the browser to start and navigate (best effort);
+  delete waits for it to close.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from datetime import datetime, timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import engine
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.resources import browser_vm, caps, telemetry_destinations
-from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.fields import Bad, Body, Context, Field, is_int
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
+from console.sandbox.resources import caps, sessions, telemetry, telemetry_destinations
 
-TABLE = "browsers"
 REGIONS = ("us-east", "eu-west")
 MEMORY = ("8GiB", "16GiB")
 STATUSES = ("active", "deleted", "all")
@@ -76,39 +76,6 @@ BLOCKED_POLICIES = (
 OPERATIONAL = ("control", "connection", "system", "captcha")
 OPT_IN = ("console", "network", "page", "interaction", "screenshot")
 CATEGORIES = OPERATIONAL + OPT_IN
-CREATE_FIELDS = {
-    "name",
-    "tags",
-    "headless",
-    "stealth",
-    "kiosk_mode",
-    "gpu",
-    "memory",
-    "region",
-    "timeout_seconds",
-    "viewport",
-    "profile",
-    "extensions",
-    "proxy",
-    "proxy_id",
-    "network",
-    "chrome_policy",
-    "start_url",
-    "invocation_id",
-    "telemetry",
-}
-UPDATE_FIELDS = {
-    "name",
-    "tags",
-    "profile",
-    "proxy",
-    "proxy_id",
-    "disable_default_proxy",
-    "telemetry",
-    "viewport",
-}
-
-
 # Records ------------------------------------------------------------------------------------------
 
 
@@ -121,8 +88,6 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
     ``profile_save_changes``, ``proxy`` (``{id?, name?, mode?}``), ``extensions`` (``[{id, name}]``),
     ``pool`` (``{id, name}``), ``telemetry`` (a set of enabled categories, or None for no capture).
     """
-    from console.sandbox.resources import telemetry
-
     now = tenant.now()
     session_id = new_id(length=24)
     headless = bool(config.get("headless", False))
@@ -170,7 +135,7 @@ def new_browser_record(tenant: Tenant, project: str, **config) -> dict:
     record["_categories"] = set(config["telemetry"]) if config.get("telemetry") is not None else None
     record["cdp_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/cdp?jwt={record['_jwt']}"
     record["webdriver_ws_url"] = f"wss://{session_id}.vm.sandbox.invalid/session?jwt={record['_jwt']}"
-    tenant.table(TABLE)[session_id] = record
+    tenant.table(sessions.TABLE)[session_id] = record
     telemetry.start(tenant, record)
     return record
 
@@ -183,63 +148,17 @@ def _profile_ref(profile: dict) -> dict:
     return ref
 
 
-def ended_at(tenant: Tenant, record: dict) -> datetime | None:
-    """When the session ended (deleted, ended, or timed out on the tenant clock), else None."""
-    if record.get("_ended_at") is not None:
-        return record["_ended_at"]
-    if record.get("_deleted"):
-        return parse_time(record.get("deleted_at") or record["created_at"])
-    deadline = record.get("_last_activity", parse_time(record["created_at"])) + timedelta(
-        seconds=record["timeout_seconds"]
-    )
-    if tenant.now() >= deadline:
-        end(tenant, record, "timeout", at=deadline)
-        return deadline
-    return None
-
-
-def is_active(tenant: Tenant, record: dict) -> bool:
-    return ended_at(tenant, record) is None
-
-
-def end(tenant: Tenant, record: dict, reason: str, *, at: datetime | None = None) -> None:
-    """Mark the session ended (a soft delete) and close its telemetry streams."""
-    from console.sandbox.resources import browser_replays, telemetry
-
-    if record.get("_ended_at") is not None:
-        return
-    moment = at or tenant.now()
-    record["_ended_at"] = moment
-    record["_ended_reason"] = reason
-    record["_deleted"] = True
-    record["deleted_at"] = rfc3339(moment)
-    telemetry.finish(tenant, record)
-    browser_replays.stop_all(tenant, record)
-    engine.get().discard(record)
-
-
-def touch(tenant: Tenant, record: dict) -> None:
-    """Count a call that drives the session as activity (resets the inactivity timeout)."""
-    if is_active(tenant, record):
-        record["_last_activity"] = tenant.now()
-
-
-def categories(record: dict) -> set[str] | None:
-    """The enabled telemetry categories, or None when capture is off."""
-    return record.get("_categories")
-
-
 def render(record: dict, tenant: Tenant, base: str = "") -> dict:
     """The BrowserSession record as the service sends it (private keys dropped, usage computed)."""
     body = {k: v for k, v in record.items() if not k.startswith("_")}
-    end_moment = ended_at(tenant, record)
+    end_moment = sessions.ended_at(tenant, record)
     created = parse_time(record["created_at"])
     until = end_moment or tenant.now()
     body["usage"] = {"uptime_ms": max(0, int((until - created).total_seconds() * 1000))}
     if base:
         # Where the SDK sends the session's sub-resources directly, with ?jwt= (browser_vm.py).
-        body["base_url"] = browser_vm.base_url(base, record["session_id"])
-    cats = categories(record)
+        body["base_url"] = f"{base.rstrip('/')}/_vm/{record['session_id']}"
+    cats = sessions.categories(record)
     if cats is not None:
         body["telemetry"] = {"browser": {name: {"enabled": name in cats} for name in CATEGORIES}}
     if record.get("_otlp_export"):
@@ -265,103 +184,67 @@ def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
-# Lookup -------------------------------------------------------------------------------------------
-
-
-def _in_project(request: Request) -> list[dict]:
-    project = project_of(request)
-    return [r for r in request.state.tenant.table(TABLE).values() if r.get("_project") == project]
-
-
-def get_session(request: Request, id_or_name: str, *, include_deleted: bool = False) -> dict:
-    """A session of the request's project by id or (active) name; 404 when absent or ended."""
-    tenant = request.state.tenant
-    records = _in_project(request)
-    for record in records:
-        if record["session_id"] == id_or_name and (include_deleted or is_active(tenant, record)):
-            return record
-    for record in records:
-        if record.get("name") == id_or_name and is_active(tenant, record):
-            return record
-    if include_deleted:
-        for record in sorted(records, key=lambda r: r["created_at"], reverse=True):
-            if record.get("name") == id_or_name:
-                return record
-    raise not_found("browser session", id_or_name)
-
-
 # Validation ---------------------------------------------------------------------------------------
+# Each check takes a field's value (None when absent) and answers what the configuration keeps, or
+# raises ``Bad`` with why; ``CREATE`` and ``UPDATE`` below are the two bodies as tables.
+
+_UNCHANGED = object()  # an update that leaves the setting as it is
 
 
-def _bool(body: dict, key: str, errors: dict, default: bool = False) -> bool:
-    value = body.get(key, default)
+def _flag(value, context: Context) -> bool:
     if value is None:
-        return default
+        return False
     if not isinstance(value, bool):
-        errors[key] = "must be true or false"
-        return default
+        raise Bad("must be true or false")
     return value
 
 
-def _int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _name(value, errors: dict) -> str | None:
+def _name(value, context: Context) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or not value.strip():
-        errors["name"] = "must be a non-empty string"
-        return None
+        raise Bad("must be a non-empty string")
     if len(value) > NAME_MAX:
-        errors["name"] = f"at most {NAME_MAX} characters"
-        return None
+        raise Bad(f"at most {NAME_MAX} characters")
     return value.strip()
 
 
-def _tags(value, errors: dict) -> dict:
+def _tags(value, context: Context) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        errors["tags"] = "must map strings to strings"
-        return {}
+        raise Bad("must map strings to strings")
     if len(value) > MAX_TAGS:
-        errors["tags"] = f"at most {MAX_TAGS} tags"
-        return {}
+        raise Bad(f"at most {MAX_TAGS} tags")
     if any(not k.strip() for k in value):
-        errors["tags"] = "tag keys cannot be empty"
-        return {}
+        raise Bad("tag keys cannot be empty")
     return {k.strip(): v for k, v in value.items()}
 
 
-def _viewport(value, errors: dict, *, allow_force: bool = False) -> dict | None:
+def _viewport(value, context: Context) -> dict | None:
+    """A create's viewport, or an update's (which may say ``force``)."""
     if value is None:
         return None
-    allowed = {"width", "height", "refresh_rate"} | ({"force"} if allow_force else set())
+    allowed = {"width", "height", "refresh_rate"} | (set() if context.creating else {"force"})
     if not isinstance(value, dict) or set(value) - allowed:
-        errors["viewport"] = "must be an object with width, height and optionally refresh_rate"
-        return None
+        raise Bad("must be an object with width, height and optionally refresh_rate")
     width, height, rate = value.get("width"), value.get("height"), value.get("refresh_rate")
-    if not _int(width) or not _int(height):
-        errors["viewport"] = "width and height are required integers"
-    elif not (240 <= width <= 7680 and 240 <= height <= 4320):
-        errors["viewport"] = "width must be 240 to 7680 and height 240 to 4320 pixels"
-    elif rate is not None and (not _int(rate) or not 1 <= rate <= 60):
-        errors["viewport"] = "refresh_rate must be an integer from 1 to 60"
-    else:
-        viewport = {"width": width, "height": height, "refresh_rate": rate or 25}
-        return viewport
-    return None
+    if not is_int(width) or not is_int(height):
+        raise Bad("width and height are required integers")
+    if not (240 <= width <= 7680 and 240 <= height <= 4320):
+        raise Bad("width must be 240 to 7680 and height 240 to 4320 pixels")
+    if rate is not None and (not is_int(rate) or not 1 <= rate <= 60):
+        raise Bad("refresh_rate must be an integer from 1 to 60")
+    return {"width": width, "height": height, "refresh_rate": rate or 25}
 
 
-def _timeout(value, errors: dict) -> int:
+def _timeout(value, context: Context) -> int:
     if value is None:
         return DEFAULT_TIMEOUT
-    if not _int(value) or not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
-        errors["timeout_seconds"] = f"must be an integer from {MIN_TIMEOUT} to {MAX_TIMEOUT} (72 hours)"
-        return DEFAULT_TIMEOUT
+    if not is_int(value) or not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        raise Bad(f"must be an integer from {MIN_TIMEOUT} to {MAX_TIMEOUT} (72 hours)")
     return value
 
 
@@ -375,89 +258,79 @@ def _find_named(tenant: Tenant, table: str, project: str, ref) -> dict | None:
     )
 
 
-def _profile(tenant: Tenant, project: str, value, errors: dict) -> tuple[dict | None, bool]:
+def _profile(value, context: Context) -> tuple[dict | None, bool]:
+    """The profile record and ``save_changes``."""
     if value is None:
         return None, False
     if not isinstance(value, dict) or not (value.get("id") or value.get("name")):
-        errors["profile"] = "give the profile's id or name"
-        return None, False
+        raise Bad("give the profile's id or name")
     if value.get("name") and not PROFILE_NAME.match(str(value["name"])):
-        errors["profile"] = "a profile name is 1 to 255 letters, digits, dots, underscores or hyphens"
-        return None, False
+        raise Bad("a profile name is 1 to 255 letters, digits, dots, underscores or hyphens")
     save = value.get("save_changes", False)
     if not isinstance(save, bool):
-        errors["profile"] = "save_changes must be true or false"
-        return None, False
-    found = _find_named(tenant, "profiles", project, value)
+        raise Bad("save_changes must be true or false")
+    found = _find_named(context.tenant, "profiles", context.project, value)
     if found is None:
-        errors["profile"] = f"no profile {value.get('id') or value.get('name')!r} in this project"
-        return None, False
+        raise Bad(f"no profile {value.get('id') or value.get('name')!r} in this project")
     return found, save
 
 
-def _extensions(tenant: Tenant, project: str, value, errors: dict) -> list[dict]:
+def _extensions(value, context: Context) -> list[dict]:
+    """``[{id, name}]`` of the extensions named (each one's ``last_used_at`` moves)."""
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
-        errors["extensions"] = "must be a list of {id} or {name} objects"
-        return []
+        raise Bad("must be a list of {id} or {name} objects")
     found = []
     for ref in value:
-        record = _find_named(tenant, "extensions", project, ref)
+        record = _find_named(context.tenant, "extensions", context.project, ref)
         if record is None:
-            errors["extensions"] = f"no extension {ref.get('id') or ref.get('name')!r} in this project"
-            return []
+            raise Bad(f"no extension {ref.get('id') or ref.get('name')!r} in this project")
         found.append({"id": record["id"], "name": record.get("name")})
-        record["last_used_at"] = rfc3339(tenant.now())
+        record["last_used_at"] = rfc3339(context.tenant.now())
     return found
 
 
-def _proxy(tenant: Tenant, project: str, body: dict, errors: dict, *, stealth: bool) -> dict | None:
-    value, legacy = body.get("proxy"), body.get("proxy_id")
+def _proxy(value, context: Context) -> dict | None:
+    """``proxy`` (``{mode}``, ``{id}`` or ``{name}``), or the deprecated ``proxy_id`` of the same body. A
+    ``mode: direct`` is kept; any other mode is ``default`` unless the session is stealth."""
+    legacy = context.body.get("proxy_id")
     if value is not None and legacy:
-        errors["proxy"] = "give proxy or the deprecated proxy_id, not both"
-        return None
+        raise Bad("give proxy or the deprecated proxy_id, not both")
     if legacy:
         value = {"id": legacy}
     if value is None:
         return None
     if not isinstance(value, dict) or len(value) != 1:
-        errors["proxy"] = "exactly one of mode, id or name"
-        return None
+        raise Bad("exactly one of mode, id or name")
     if "mode" in value:
         if value["mode"] not in PROXY_MODES:
-            errors["proxy"] = "mode must be direct or default"
-            return None
+            raise Bad("mode must be direct or default")
+        stealth = context.extra.get("stealth", context.kept.get("stealth", False))
         return {"mode": value["mode"]} if value["mode"] == "direct" or stealth else {"mode": "default"}
     if set(value) - {"id", "name"}:
-        errors["proxy"] = "exactly one of mode, id or name"
-        return None
-    record = _find_named(tenant, "proxies", project, value)
+        raise Bad("exactly one of mode, id or name")
+    record = _find_named(context.tenant, "proxies", context.project, value)
     if record is None:
-        errors["proxy"] = f"no proxy {value.get('id') or value.get('name')!r} in this project"
-        return None
+        raise Bad(f"no proxy {value.get('id') or value.get('name')!r} in this project")
     return {"id": record["id"], "name": record.get("name")}
 
 
-def _telemetry(value, errors: dict) -> set[str] | None:
+def _telemetry(value, context: Context) -> set[str] | None:
     """The categories to capture from a create body's ``telemetry`` (None = no capture)."""
     if value is None or value == {}:
         return None
     if not isinstance(value, dict) or set(value) - {"enabled", "browser", "export"}:
-        errors["telemetry"] = "must be an object with enabled, browser and export"
-        return None
+        raise Bad("must be an object with enabled, browser and export")
     enabled = value.get("enabled")
     browser = value.get("browser") or {}
     if enabled is not None and not isinstance(enabled, bool):
-        errors["telemetry"] = "enabled must be true or false"
-        return None
+        raise Bad("enabled must be true or false")
     if enabled is False:
         if browser:
-            errors["telemetry"] = "enabled: false cannot be combined with categories"
+            raise Bad("enabled: false cannot be combined with categories")
         return None
-    overrides = _categories(browser, errors)
-    if overrides is None:
-        return None
+    overrides = _categories(browser)
     if enabled is None and not browser:
         return None
     chosen = set(OPERATIONAL)
@@ -466,31 +339,48 @@ def _telemetry(value, errors: dict) -> set[str] | None:
     return chosen
 
 
-def _categories(browser, errors: dict) -> dict[str, bool] | None:
+def _categories(browser) -> dict[str, bool]:
     if not isinstance(browser, dict):
-        errors["telemetry"] = "browser must map categories to {enabled}"
-        return None
+        raise Bad("browser must map categories to {enabled}")
     result = {}
     for name, entry in browser.items():
         if name not in CATEGORIES:
-            errors["telemetry"] = f"unknown category {name!r}; one of {', '.join(CATEGORIES)}"
-            return None
+            raise Bad(f"unknown category {name!r}; one of {', '.join(CATEGORIES)}")
         if entry is None:
             continue
         if not isinstance(entry, dict) or not isinstance(entry.get("enabled", True), bool):
-            errors["telemetry"] = f"{name} must be {{enabled: true|false}}"
-            return None
+            raise Bad(f"{name} must be {{enabled: true|false}}")
         result[name] = entry.get("enabled", True)
     return result
 
 
-def _chrome_policy(value, errors: dict) -> dict | None:
+def _updated_categories(value, context: Context):
+    """§2 update rules: null/{} unchanged; enabled:true rebuilds; enabled:false stops; browser merges."""
+    if not isinstance(value, dict) or set(value) - {"enabled", "browser", "export"}:
+        raise Bad("must be an object with enabled, browser and export")
+    enabled, browser = value.get("enabled"), value.get("browser") or {}
+    if enabled is False:
+        if browser:
+            raise Bad("enabled: false cannot be combined with categories")
+        return None
+    overrides = _categories(browser)
+    if enabled is True:
+        chosen = set(OPERATIONAL)
+    elif browser:
+        chosen = set(sessions.categories(context.record) or OPERATIONAL)
+    else:
+        return _UNCHANGED
+    for name, on in overrides.items():
+        (chosen.add if on else chosen.discard)(name)
+    return chosen
+
+
+def _chrome_policy(value, context: Context) -> dict | None:
     if value is None:
         return None
     problem = chrome_policy_problem(value)
     if problem:
-        errors["chrome_policy"] = problem
-        return None
+        raise Bad(problem)
     return value or None
 
 
@@ -515,16 +405,15 @@ def chrome_policy_problem(value) -> str | None:
     return None
 
 
-def _start_url(value, errors: dict) -> str | None:
+def _start_url(value, context: Context) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or not re.match(r"^(https?|about|chrome|data):", value):
-        errors["start_url"] = "must be an http or https URL"
-        return None
+        raise Bad("must be an http or https URL")
     return value
 
 
-def _network(value, errors: dict) -> dict | None:
+def _network(value, context: Context) -> dict | None:
     if value is None:
         return None
     hosts = value.get("private_hosts") if isinstance(value, dict) else None
@@ -533,17 +422,102 @@ def _network(value, errors: dict) -> dict | None:
         or set(value) - {"private_hosts"}
         or (hosts is not None and not (isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)))
     ):
-        errors["network"] = "must be {private_hosts: [host patterns or CIDRs]}"
-        return None
+        raise Bad("must be {private_hosts: [host patterns or CIDRs]}")
     return {"private_hosts": list(hosts)} if hosts is not None else {}
+
+
+def _no_gpu(value, context: Context) -> bool:
+    if _flag(value, context):
+        raise Bad("GPU browsers are not enabled for this organization's plan")
+    return False
+
+
+def _region(value, context: Context) -> str:
+    region = value or "us-east"
+    if region not in REGIONS:
+        raise Bad("must be us-east or eu-west")
+    return region
+
+
+def _memory(value, context: Context) -> str | None:
+    if value is None:
+        return None
+    if value not in MEMORY:
+        raise Bad("must be 8GiB or 16GiB")
+    if context.kept.get("headless", False):
+        raise Bad("memory can only be chosen for headful browsers")
+    return value
+
+
+def _invocation(value, context: Context) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise Bad("must be a string")
+    return value
+
+
+def _kept_unless_unchanged(key: str):
+    return lambda value: {} if value is _UNCHANGED else {key: value}
+
+
+# A create body → the configuration ``new_browser_record`` takes (every field: a default when absent).
+CREATE = Body(
+    message="the browser session configuration is not valid",
+    unknown="not a browser session field",
+    also=frozenset({"proxy_id"}),  # read by ``proxy``
+    complete=True,
+    fields=(
+        Field("name", _name),
+        Field("tags", _tags),
+        Field("headless", _flag),
+        Field("stealth", _flag),
+        Field("kiosk_mode", _flag),
+        Field("timeout_seconds", _timeout),
+        Field("viewport", _viewport),
+        Field("chrome_policy", _chrome_policy),
+        Field("start_url", _start_url),
+        Field("network", _network),
+        Field("telemetry", _telemetry),
+        Field("gpu", _no_gpu, apply=lambda value: {}),
+        Field("region", _region),
+        Field("memory", _memory),
+        Field("invocation_id", _invocation),
+        Field("profile", _profile, apply=lambda pair: {"profile": pair[0], "profile_save_changes": pair[1]}),
+        Field("extensions", _extensions),
+        Field("proxy", _proxy),
+    ),
+)
+CREATE_FIELDS = CREATE.names()
+# A PATCH body → what changes (``profile``: the record and save_changes; ``categories``: capture).
+UPDATE = Body(
+    message="the update is not valid",
+    unknown=lambda name: (
+        "cannot be changed after creation" if name in CREATE_FIELDS else "not a session field"
+    ),
+    also=frozenset({"proxy_id", "disable_default_proxy"}),
+    fields=(
+        Field("name", _name, clear=(None, "")),
+        Field("tags", _tags, skip=(None,)),
+        Field("viewport", _viewport, skip=(None,)),
+        Field("telemetry", _updated_categories, skip=(None, {}), apply=_kept_unless_unchanged("categories")),
+        Field("profile", _profile, skip=(None,)),
+        # Only when one is given (``proxy_id: ""`` removes the proxy: ``update_browser``).
+        Field(
+            "proxy", _proxy, always=True, apply=lambda proxy: {"proxy": proxy} if proxy is not None else {}
+        ),
+    ),
+)
 
 
 def _unique_name(request: Request, name: str | None, *, except_id: str | None = None) -> None:
     if not name:
         return
     tenant = request.state.tenant
-    for record in _in_project(request):
-        if record.get("name") == name and record["session_id"] != except_id and is_active(tenant, record):
+    for record in sessions.in_project(request):
+        if (
+            record.get("name") == name
+            and record["session_id"] != except_id
+            and sessions.is_active(tenant, record)
+        ):
             raise conflict(
                 f"an active browser session named {name!r} already exists", code="browser_name_taken"
             )
@@ -551,46 +525,7 @@ def _unique_name(request: Request, name: str | None, *, except_id: str | None = 
 
 def validate_create(request: Request, body: dict) -> dict:
     """A create body → configuration for ``new_browser_record`` (400 with one detail per bad field)."""
-    tenant, project = request.state.tenant, project_of(request)
-    errors: dict[str, str] = {}
-    for key in sorted(set(body) - CREATE_FIELDS):
-        errors[key] = "not a browser session field"
-    config: dict = {
-        "name": _name(body.get("name"), errors),
-        "tags": _tags(body.get("tags"), errors),
-        "headless": _bool(body, "headless", errors),
-        "stealth": _bool(body, "stealth", errors),
-        "kiosk_mode": _bool(body, "kiosk_mode", errors),
-        "timeout_seconds": _timeout(body.get("timeout_seconds"), errors),
-        "viewport": _viewport(body.get("viewport"), errors),
-        "chrome_policy": _chrome_policy(body.get("chrome_policy"), errors),
-        "start_url": _start_url(body.get("start_url"), errors),
-        "network": _network(body.get("network"), errors),
-        "telemetry": _telemetry(body.get("telemetry"), errors),
-    }
-    if _bool(body, "gpu", errors):
-        errors["gpu"] = "GPU browsers are not enabled for this organization's plan"
-    region = body.get("region") or "us-east"
-    if region not in REGIONS:
-        errors["region"] = "must be us-east or eu-west"
-    config["region"] = region
-    memory = body.get("memory")
-    if memory is not None:
-        if memory not in MEMORY:
-            errors["memory"] = "must be 8GiB or 16GiB"
-        elif config["headless"]:
-            errors["memory"] = "memory can only be chosen for headful browsers"
-    config["memory"] = memory
-    invocation = body.get("invocation_id")
-    if invocation is not None and not isinstance(invocation, str):
-        errors["invocation_id"] = "must be a string"
-    config["invocation_id"] = invocation
-    profile, save = _profile(tenant, project, body.get("profile"), errors)
-    config["profile"], config["profile_save_changes"] = profile, save
-    config["extensions"] = _extensions(tenant, project, body.get("extensions"), errors)
-    config["proxy"] = _proxy(tenant, project, body, errors, stealth=config["stealth"])
-    if errors:
-        raise invalid("the browser session configuration is not valid", **errors)
+    config = CREATE.validate(body, tenant=request.state.tenant, project=project_of(request))
     _unique_name(request, config["name"])
     return config
 
@@ -615,33 +550,24 @@ async def create_browser(request: Request):
 @endpoint
 async def get_browser(request: Request):
     include_deleted = request.query_params.get("include_deleted", "").lower() == "true"
-    record = get_session(request, request.path_params["id_or_name"], include_deleted=include_deleted)
+    record = sessions.get_session(request, request.path_params["id_or_name"], include_deleted=include_deleted)
     return ok(render(record, request.state.tenant, _base(request)))
 
 
 @endpoint
 async def update_browser(request: Request):
     tenant = request.state.tenant
-    record = get_session(request, request.path_params["id_or_name"])
+    record = sessions.get_session(request, request.path_params["id_or_name"])
     body = await read_json(request)
-    errors: dict[str, str] = {}
-    for key in sorted(set(body) - UPDATE_FIELDS):
-        errors[key] = "cannot be changed after creation" if key in CREATE_FIELDS else "not a session field"
-    changes: dict = {}
-    if "name" in body:
-        changes["name"] = _name(body["name"], errors)
-    if "tags" in body and body["tags"] is not None:
-        changes["tags"] = _tags(body["tags"], errors)
-    viewport = _viewport(body.get("viewport"), errors, allow_force=True)
-    new_categories = _updated_categories(record, body.get("telemetry"), errors)
-    profile = None
-    if body.get("profile") is not None:
-        profile, save = _profile(tenant, record["_project"], body["profile"], errors)
-    proxy = None
-    if body.get("proxy") is not None or body.get("proxy_id"):
-        proxy = _proxy(tenant, record["_project"], body, errors, stealth=record["stealth"])
-    if errors:
-        raise invalid("the update is not valid", **errors)
+    changes = UPDATE.validate(
+        body,
+        creating=False,
+        tenant=tenant,
+        project=record["_project"],
+        record=record,
+        stealth=record["stealth"],
+    )
+    profile, save = changes.get("profile", (None, False))
     if profile is not None and record.get("profile"):
         raise conflict("a profile is already loaded in this session", code="profile_already_loaded")
     if "name" in changes:
@@ -652,13 +578,14 @@ async def update_browser(request: Request):
             record.pop("name", None)
     if "tags" in changes:
         record["tags"] = changes["tags"]
-    if viewport is not None:
-        record["viewport"] = viewport
+    if "viewport" in changes:
+        record["viewport"] = changes["viewport"]
         await engine.get().resize(record)
     if profile is not None:
         record["profile"] = _profile_ref(profile)
         record["profile_save_changes"] = save
         await engine.get().load_profile(tenant, record)
+    proxy = changes.get("proxy")
     if proxy is not None:
         record["proxy"] = proxy
         record.pop("proxy_id", None)
@@ -669,47 +596,15 @@ async def update_browser(request: Request):
         record.pop("proxy_id", None)
     if proxy is not None or body.get("proxy_id") == "":
         await engine.get().proxy_changed(record)
-    if new_categories is not _UNCHANGED:
-        from console.sandbox.resources import telemetry
-
+    if "categories" in changes:
         # Events due so far were captured under the old categories; the new ones apply from now.
         telemetry.catch_up(tenant, record)
-        record["_categories"] = new_categories
+        record["_categories"] = changes["categories"]
         live = engine.get().lives.get(record["session_id"])
         if live is not None and live.events is not None:
             await live.events.apply()
-    touch(tenant, record)
+    sessions.touch(tenant, record)
     return ok(render(record, tenant, _base(request)))
-
-
-_UNCHANGED = object()
-
-
-def _updated_categories(record: dict, value, errors: dict):
-    """§2 update rules: null/{} unchanged; enabled:true rebuilds; enabled:false stops; browser merges."""
-    if value is None or value == {}:
-        return _UNCHANGED
-    if not isinstance(value, dict) or set(value) - {"enabled", "browser", "export"}:
-        errors["telemetry"] = "must be an object with enabled, browser and export"
-        return _UNCHANGED
-    enabled, browser = value.get("enabled"), value.get("browser") or {}
-    if enabled is False:
-        if browser:
-            errors["telemetry"] = "enabled: false cannot be combined with categories"
-            return _UNCHANGED
-        return None
-    overrides = _categories(browser, errors)
-    if overrides is None:
-        return _UNCHANGED
-    if enabled is True:
-        chosen = set(OPERATIONAL)
-    elif browser:
-        chosen = set(categories(record) or OPERATIONAL)
-    else:
-        return _UNCHANGED
-    for name, on in overrides.items():
-        (chosen.add if on else chosen.discard)(name)
-    return chosen
 
 
 def _listed(request: Request) -> list[dict]:
@@ -730,8 +625,8 @@ def _listed(request: Request) -> list[dict]:
             wanted_tags[match.group(1)] = value
     query = (params.get("query") or "").strip().casefold()
     items = []
-    for record in _in_project(request):
-        active = is_active(tenant, record)
+    for record in sessions.in_project(request):
+        active = sessions.is_active(tenant, record)
         if (status == "active" and not active) or (status == "deleted" and active):
             continue
         if region and record["region"] != region:
@@ -767,8 +662,8 @@ async def list_browsers(request: Request):
 
 @endpoint
 async def delete_browser(request: Request):
-    record = get_session(request, request.path_params["id_or_name"])
-    end(request.state.tenant, record, "deleted")
+    record = sessions.get_session(request, request.path_params["id_or_name"])
+    sessions.end(request.state.tenant, record, "deleted")
     await engine.get().close(record)
     return no_content()
 
@@ -776,9 +671,17 @@ async def delete_browser(request: Request):
 @endpoint
 async def control_end(request: Request):
     """``POST /_sandbox/browsers/{id}/end``: the session ends as if its VM went away (reason ``ended``)."""
-    record = get_session(request, request.path_params["id_or_name"])
-    end(request.state.tenant, record, "ended")
+    record = sessions.get_session(request, request.path_params["id_or_name"])
+    sessions.end(request.state.tenant, record, "ended")
     return ok({"session_id": record["session_id"], "deleted_at": record["deleted_at"]})
+
+
+@endpoint
+async def control_egress(request: Request):
+    """``GET /_sandbox/browsers/{id}/egress``: the requests the session's proxy served, oldest first
+    (``forward_proxy``: tests and operators see the path)."""
+    record = sessions.get_session(request, request.path_params["id_or_name"], include_deleted=True)
+    return ok(list(record.get("_egress") or []))
 
 
 # Demo data ----------------------------------------------------------------------------------------
@@ -786,8 +689,6 @@ async def control_end(request: Request):
 
 def seed(tenant: Tenant) -> None:
     """Several sessions with telemetry history: headful, headless, pooled, one deleted; tags to filter."""
-    from console.sandbox.resources import telemetry
-
     project = tenant.default_project_id
     now = tenant.now()
     profiles = [p for p in tenant.table("profiles").values() if p.get("_project") == project]
@@ -839,7 +740,7 @@ def seed(tenant: Tenant) -> None:
             _age=timedelta(minutes=6),
         ),
     ]
-    if pools and not any(r.get("pool") for r in tenant.table(TABLE).values()):
+    if pools and not any(r.get("pool") for r in tenant.table(sessions.TABLE).values()):
         pool = pools[0]
         specs.append(
             dict(
@@ -865,12 +766,10 @@ def seed(tenant: Tenant) -> None:
     )
     _backdate(tenant, gone, now - timedelta(hours=5))
     telemetry.catch_up(tenant, gone, until=now - timedelta(hours=4, minutes=50))
-    end(tenant, gone, "deleted", at=now - timedelta(hours=4, minutes=50))
+    sessions.end(tenant, gone, "deleted", at=now - timedelta(hours=4, minutes=50))
 
 
 def _backdate(tenant: Tenant, record: dict, created: datetime) -> None:
-    from console.sandbox.resources import telemetry
-
     record["created_at"] = rfc3339(created)
     record["_last_activity"] = created
     # Demo history is generated up to now even for a real session, whose own events follow it.
@@ -885,4 +784,5 @@ routes = [
     Route("/browsers/{id_or_name}", update_browser, methods=["PATCH"]),
     Route("/browsers/{id_or_name}", delete_browser, methods=["DELETE"]),
     Route("/_sandbox/browsers/{id_or_name}/end", control_end, methods=["POST"]),
+    Route("/_sandbox/browsers/{id_or_name}/egress", control_egress, methods=["GET"]),
 ]

@@ -16,9 +16,13 @@ Each create path calls one function here, so the rule lives in one place.
 
 from __future__ import annotations
 
-from console.sandbox.errors import ApiError
-from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
-from console.sandbox.state import Tenant
+from collections.abc import Callable
+
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import Tenant
+from console.sandbox.resources import sessions
+
+ORG_MAX_CONCURRENT_SESSIONS = 500  # the org ceiling of the demo plan (``/org/limits``)
 
 
 def session_cap(tenant: Tenant, project: str) -> tuple[int, str]:
@@ -34,14 +38,12 @@ def session_cap(tenant: Tenant, project: str) -> tuple[int, str]:
 
 def sessions_used(tenant: Tenant, project: str | None, *, except_pool: str | None = None) -> int:
     """Live on-demand sessions plus pool reservations (pool sizes), in a project or (None) the org."""
-    from console.sandbox.resources import browsers
-
     on_demand = sum(
         1
         for s in list(tenant.table("browsers").values())
         if (project is None or s.get("_project") == project)
         and not (s.get("_pool") or s.get("pool"))
-        and browsers.is_active(tenant, s)
+        and sessions.is_active(tenant, s)
     )
     reserved = sum(
         p["_config"]["size"]
@@ -69,19 +71,13 @@ def check_sessions(tenant: Tenant, project: str, adding: int = 1, *, except_pool
         )
 
 
-def check_invocations(tenant: Tenant, project: str) -> None:
-    """429 when the project already runs as many invocations as its ``max_concurrent_invocations``."""
-    from console.sandbox.resources import invocations
-
+def check_invocations(tenant: Tenant, project: str, in_flight: Callable[[], int]) -> None:
+    """429 when the project already runs as many invocations as its ``max_concurrent_invocations``
+    (``in_flight()``: its queued and running ones, as ``invocations`` counts them)."""
     cap = tenant.table("projects")[project]["_limits"].get("max_concurrent_invocations")
     if not cap:
         return
-    now = tenant.now()
-    used = sum(
-        1
-        for r in tenant.table(invocations.TABLE).values()
-        if r["_scope"] == project and invocations.last_state(r, now)["status"] not in invocations.TERMINAL
-    )
+    used = in_flight()
     if used + 1 > cap:
         _refuse(
             "concurrent_invocations_limit_exceeded",

@@ -19,9 +19,10 @@ import re
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, read_json
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.errors import ApiError, conflict, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "credential_providers"
 TYPES = ("onepassword",)
@@ -46,11 +47,11 @@ def _token_ok(token: str) -> bool:
     return bool(_TOKEN.match(token)) and "revoked" not in token
 
 
-def _name(value) -> str:
+def _name(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise invalid("name is required", name="give the provider a name")
+        raise Bad("give the provider a name", alone="name is required")
     if len(value.strip()) > NAME_MAX:
-        raise invalid("name is too long", name=f"at most {NAME_MAX} characters")
+        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
     return value.strip()
 
 
@@ -60,40 +61,75 @@ def _unique(tenant: Tenant, name: str, except_id: str | None = None) -> None:
             raise conflict(f"a credential provider named {name!r} already exists", code="provider_name_taken")
 
 
-def _int(body: dict, name: str, low: int, high: int, errors: dict) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        errors[name] = f"an integer from {low} to {high}"
-    return value
+def _int(low: int, high: int):
+    """An integer from ``low`` to ``high``, or null."""
+
+    def check(value, context: Context) -> int | None:
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high
+        ):
+            raise Bad(f"an integer from {low} to {high}")
+        return value
+
+    return check
 
 
-def _token(value, errors: dict) -> str | None:
+def _token(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        errors["token"] = "the 1Password service account token"
-        return None
+        raise Bad("the 1Password service account token")
     return value.strip()
 
 
+def _provider_type(value, context: Context) -> str:
+    if value not in TYPES:
+        raise Bad("must be onepassword")
+    return value
+
+
+def _enabled(value, context: Context) -> bool:
+    if not isinstance(value, bool):
+        raise Bad("true or false")
+    return value
+
+
+# A provider's create body (every field), and its PATCH (the fields given; its name checked once the rest
+# is right, ``NAME``).
+CREATE = Body(
+    message="the credential provider is not valid",
+    unknown="not a credential provider field",
+    complete=True,
+    fields=(
+        Field("provider_type", _provider_type),
+        Field("token", _token),
+        Field("cache_ttl_seconds", _int(0, 86400)),
+        Field("name", _name),
+    ),
+)
+UPDATE = Body(
+    message="the change is not valid",
+    unknown=lambda name: (
+        "cannot be changed" if name == "provider_type" else "not a credential provider field"
+    ),
+    also=frozenset({"name"}),
+    fields=(
+        Field("token", _token, key="_token"),
+        Field("enabled", _enabled),
+        Field("priority", _int(0, 1000)),
+        Field("cache_ttl_seconds", _int(0, 86400), key="_cache_ttl_seconds"),
+    ),
+)
+NAME = Body(message="the name is not valid", fields=(Field("name", _name),))
+
+
 def create(tenant: Tenant, body: dict) -> dict:
-    errors: dict[str, str] = {}
-    unknown = sorted(set(body) - {"name", "provider_type", "token", "cache_ttl_seconds"})
-    for key in unknown:
-        errors[key] = "not a credential provider field"
-    if body.get("provider_type") not in TYPES:
-        errors["provider_type"] = "must be onepassword"
-    token = _token(body.get("token"), errors)
-    ttl = _int(body, "cache_ttl_seconds", 0, 86400, errors)
-    name = _name(body.get("name"))
-    if errors:
-        raise invalid("the credential provider is not valid", **errors)
+    fields = CREATE.validate(body)
+    name, token, ttl = fields["name"], fields["token"], fields["cache_ttl_seconds"]
     _unique(tenant, name)
     now = rfc3339(tenant.now())
     record = {
         "id": new_id("cp"),
         "name": name,
-        "provider_type": body["provider_type"],
+        "provider_type": fields["provider_type"],
         "enabled": True,
         "priority": 0,
         "created_at": now,
@@ -160,24 +196,9 @@ async def update_provider(request: Request):
     tenant = request.state.tenant
     record = _get(request)
     body = await read_json(request)
-    errors: dict[str, str] = {}
-    for key in sorted(set(body) - {"name", "token", "enabled", "priority", "cache_ttl_seconds"}):
-        errors[key] = "cannot be changed" if key == "provider_type" else "not a credential provider field"
-    changes: dict = {}
-    if "token" in body:
-        changes["_token"] = _token(body["token"], errors)
-    if "enabled" in body:
-        if not isinstance(body["enabled"], bool):
-            errors["enabled"] = "true or false"
-        changes["enabled"] = body["enabled"]
-    if "priority" in body:
-        changes["priority"] = _int(body, "priority", 0, 1000, errors)
-    if "cache_ttl_seconds" in body:
-        changes["_cache_ttl_seconds"] = _int(body, "cache_ttl_seconds", 0, 86400, errors)
-    if errors:
-        raise invalid("the change is not valid", **errors)
+    changes = UPDATE.validate(body, creating=False)
     if "name" in body:
-        changes["name"] = _name(body["name"])
+        changes.update(NAME.validate({"name": body["name"]}))
         _unique(tenant, changes["name"], except_id=record["id"])
     record.update(changes, updated_at=rfc3339(tenant.now()))
     return ok(render(record))

@@ -29,9 +29,10 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox import quotas
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core import quotas
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -43,7 +44,7 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TOTP_DIGITS = 6
 TOTP_PERIOD = 30
@@ -93,73 +94,142 @@ def totp_code(secret: str, at: datetime) -> tuple[str, datetime]:
 # Validation (messages name fields and keys, never a value or a secret) ------------------------------
 
 
-def _name(value) -> str:
+def _name(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise invalid("name is required", name="a credential needs a name")
+        raise Bad("a credential needs a name", alone="name is required")
     value = value.strip()
     if len(value) > MAX_NAME:
-        raise invalid("name is too long", name=f"at most {MAX_NAME} characters")
+        raise Bad(f"at most {MAX_NAME} characters", alone="name is too long")
     if "/" in value or "%" in value:
-        raise invalid("name has a forbidden character", name="a credential name cannot contain / or %")
+        raise Bad("a credential name cannot contain / or %", alone="name has a forbidden character")
     return value
 
 
-def _domain(value) -> str:
+def _domain(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise invalid("domain is required", domain="a credential needs the domain it logs in to")
+        raise Bad("a credential needs the domain it logs in to", alone="domain is required")
     value = value.strip().lower().rstrip(".")
     if not DOMAIN_PATTERN.match(value):
-        raise invalid(
-            "domain is not a host name",
-            domain="give a bare host name such as accounts.example.com (no scheme, path or port)",
+        raise Bad(
+            "give a bare host name such as accounts.example.com (no scheme, path or port)",
+            alone="domain is not a host name",
         )
     return value
 
 
-def _values(value, field: str = "values") -> dict[str, str]:
+def _new_values(value, context: Context) -> dict[str, str]:
+    """A create's login values: required, at most ``MAX_VALUES``."""
+    if "values" not in context.body:
+        raise Bad("give the login values, e.g. username and password", alone="values is required")
+    values = _values(value)
+    _count(values)
+    return values
+
+
+def _merged_values(value, context: Context) -> dict[str, str]:
+    """An update's login values: the record's, less ``remove_value_keys``, with ``values`` (null: none)
+    merged in; at most ``MAX_VALUES``."""
+    values = dict(context.record["_values"])
+    for key in context.kept.get("remove_value_keys", ()):
+        values.pop(key, None)
+    if value is not None:
+        values.update(_values(value))
+    _count(values)
+    return values
+
+
+def _values(value) -> dict[str, str]:
+    """Login values (each refusal names the key, never a value)."""
     if not isinstance(value, dict):
-        raise invalid(f"{field} must be an object", **{field: "an object mapping names to strings"})
+        raise Bad("an object mapping names to strings", alone="values must be an object")
     for key, item in value.items():
         if not KEY_PATTERN.match(key):
-            raise invalid(
-                f"{field} has a bad key",
-                **{field: f"key {key[:64]!r}: 1-64 letters, digits, '_', '.' or '-', starting alphanumeric"},
+            raise Bad(
+                f"key {key[:64]!r}: 1-64 letters, digits, '_', '.' or '-', starting alphanumeric",
+                alone="values has a bad key",
             )
         if not isinstance(item, str):
-            raise invalid(f"{field} must map to strings", **{field: f"the value of {key!r} must be a string"})
+            raise Bad(f"the value of {key!r} must be a string", alone="values must map to strings")
         if len(item) > MAX_VALUE_CHARS:
-            raise invalid(
-                f"{field} has a value that is too long",
-                **{field: f"the value of {key!r} is longer than {MAX_VALUE_CHARS} characters"},
+            raise Bad(
+                f"the value of {key!r} is longer than {MAX_VALUE_CHARS} characters",
+                alone="values has a value that is too long",
             )
     return dict(value)
 
 
-def _totp_secret(value) -> str | None:
+def _totp_secret(value, context: Context) -> str | None:
     """None removes the secret ("" or null); otherwise the normalized secret."""
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise invalid("totp_secret must be a string", totp_secret='a base32 string, or "" to remove it')
+        raise Bad('a base32 string, or "" to remove it', alone="totp_secret must be a string")
     try:
         return normalize_totp_secret(value)
     except ValueError as exc:
-        raise invalid("totp_secret is not a valid base32 secret", totp_secret=str(exc)) from None
+        raise Bad(str(exc), alone="totp_secret is not a valid base32 secret") from None
 
 
-def _sso_provider(value) -> str | None:
+def _sso_provider(value, context: Context) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or not SSO_PATTERN.match(value.strip().lower()):
-        raise invalid(
-            "sso_provider is not valid", sso_provider="a provider name such as google, microsoft or okta"
-        )
+        raise Bad("a provider name such as google, microsoft or okta", alone="sso_provider is not valid")
     return value.strip().lower()
 
 
 def _count(values: dict) -> None:
     if len(values) > MAX_VALUES:
         raise invalid("too many values", values=f"a credential holds at most {MAX_VALUES} values")
+
+
+# A credential's create body: every field, its first problem answers alone (messages name fields and
+# keys, never a value or a secret).
+CREATE = Body(
+    message="the credential is not valid",
+    complete=True,
+    fields=(
+        Field("name", _name),
+        Field("domain", _domain),
+        Field("values", _new_values),
+        Field("totp_secret", _totp_secret),
+        Field("sso_provider", _sso_provider),
+    ),
+)
+
+
+def _fixed_domain(value, context: Context) -> None:
+    if value != context.record["domain"]:
+        raise Bad(
+            "a credential's domain is fixed; create a new credential for another domain",
+            alone="domain cannot be changed",
+        )
+
+
+def _renamed(value, context: Context) -> str:
+    name = _name(value, context)
+    _unique(context.request, name, except_id=context.record["id"])
+    return name
+
+
+def _keys(value, context: Context) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise Bad("a list of keys", alone="remove_value_keys must be a list of strings")
+    return value
+
+
+# A credential's PATCH: the fields given, its first problem answering alone; ``_values`` is the merge.
+UPDATE = Body(
+    message="the change is not valid",
+    fields=(
+        Field("domain", _fixed_domain, apply=lambda value: {}),
+        Field("name", _renamed),
+        Field("remove_value_keys", _keys),
+        Field("values", _merged_values, always=True, key="_values"),
+        Field("totp_secret", _totp_secret, key="_totp_secret"),
+        Field("sso_provider", _sso_provider),
+    ),
+)
 
 
 def _unique(request: Request, name: str, *, except_id: str | None = None) -> None:
@@ -219,15 +289,9 @@ async def list_credentials(request: Request):
 @endpoint
 async def create_credential(request: Request):
     tenant: Tenant = request.state.tenant
-    body = await read_json(request)
-    name = _name(body.get("name"))
-    domain = _domain(body.get("domain"))
-    if "values" not in body:
-        raise invalid("values is required", values="give the login values, e.g. username and password")
-    values = _values(body["values"])
-    _count(values)
-    totp_secret = _totp_secret(body.get("totp_secret"))
-    sso_provider = _sso_provider(body.get("sso_provider"))
+    fields = CREATE.validate(await read_json(request))
+    name, domain, values = fields["name"], fields["domain"], fields["values"]
+    totp_secret, sso_provider = fields["totp_secret"], fields["sso_provider"]
     _unique(request, name)
     quotas.check_count(tenant, "credentials")
     record = _new(
@@ -254,32 +318,10 @@ async def get_credential(request: Request):
 async def update_credential(request: Request):
     tenant: Tenant = request.state.tenant
     record = find(request, "credentials", request.path_params["id_or_name"], "credential")
-    body = await read_json(request)
-    if "domain" in body and body["domain"] != record["domain"]:
-        raise invalid(
-            "domain cannot be changed",
-            domain="a credential's domain is fixed; create a new credential for another domain",
-        )
-    changes: dict = {}
-    if "name" in body:
-        changes["name"] = _name(body["name"])
-        _unique(request, changes["name"], except_id=record["id"])
-    values = dict(record["_values"])
-    if "remove_value_keys" in body:
-        remove = body["remove_value_keys"]
-        if not isinstance(remove, list) or not all(isinstance(k, str) for k in remove):
-            raise invalid("remove_value_keys must be a list of strings", remove_value_keys="a list of keys")
-        for key in remove:
-            values.pop(key, None)
-    if body.get("values") is not None:
-        values.update(_values(body["values"]))
-    _count(values)
-    secret_set = False
-    if "totp_secret" in body:
-        changes["_totp_secret"] = _totp_secret(body["totp_secret"])
-        secret_set = changes["_totp_secret"] is not None
-    if "sso_provider" in body:
-        changes["sso_provider"] = _sso_provider(body["sso_provider"])
+    changes = UPDATE.validate(await read_json(request), creating=False, record=record, request=request)
+    values = changes.pop("_values")
+    changes.pop("remove_value_keys", None)
+    secret_set = changes.get("_totp_secret") is not None
     record.update(changes, _values=values, updated_at=rfc3339(tenant.now()))
     return ok(render(record, single=True, code_at=tenant.now() if secret_set else None))
 

@@ -41,8 +41,8 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import (
     MAX_DEPTH,
     endpoint,
     no_content,
@@ -53,7 +53,7 @@ from console.sandbox.http import (
     sse_response,
     too_deep,
 )
-from console.sandbox.state import Tenant, new_id, parse_time, rfc3339
+from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "deployments"
 REGION = "aws.us-east-1a"

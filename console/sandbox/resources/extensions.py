@@ -32,10 +32,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox import quotas
-from console.sandbox.errors import ApiError, conflict, invalid
-from console.sandbox.http import endpoint, find, no_content, ok, paginate, project_of, scoped, text_filter
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core import quotas
+from console.sandbox.core.errors import ApiError, conflict, invalid
+from console.sandbox.core.http import (
+    endpoint,
+    find,
+    no_content,
+    ok,
+    paginate,
+    project_of,
+    scoped,
+    text_filter,
+)
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "extensions"
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
@@ -129,6 +138,12 @@ def store(tenant: Tenant, project: str, content: bytes, name: str | None) -> dic
     }
     tenant.table(TABLE)[record["id"]] = record
     return record
+
+
+def archive_of(tenant: Tenant, extension_id: str) -> bytes | None:
+    """The uploaded zip of an extension of the tenant (the engine unpacks it for a session), if any."""
+    record = tenant.table(TABLE).get(extension_id)
+    return record["_content"] if record is not None else None
 
 
 def mark_used(tenant: Tenant, extension_id: str) -> None:

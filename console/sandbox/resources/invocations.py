@@ -39,9 +39,11 @@ from urllib.parse import urlparse
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json
-from console.sandbox.resources import caps, deployments
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import browsers, caps, deployments, sessions
 from console.sandbox.resources.deployments import (
     interrupt,
     last_state,
@@ -50,10 +52,8 @@ from console.sandbox.resources.deployments import (
     state_entry,
     timeline_events,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "invocations"
-BROWSERS = "browsers"
 STATUSES = ("queued", "running", "succeeded", "failed")
 TERMINAL = ("succeeded", "failed")
 QUEUE_SECONDS = 0.5
@@ -206,70 +206,40 @@ def create(
     return record
 
 
-def _browsers():
-    """The browsers resource module once it is registered (else invocations keep minimal records)."""
-    from console.sandbox.resources import RESOURCES
-
-    module = next((m for m in RESOURCES if m.__name__.endswith(".browsers")), None)
-    return module if hasattr(module, "new_browser_record") else None
-
-
 def new_browser(tenant: Tenant, project: str, invocation_id: str, at: datetime, timeout: int) -> dict:
     """A browser session an invocation created (notes §2 record; ``_invocation`` links it back)."""
-    module = _browsers()
-    if module is not None:
-        record = module.new_browser_record(
-            tenant, project, invocation_id=invocation_id, stealth=True, timeout_seconds=timeout
-        )
-        record["_invocation"] = invocation_id
-        return record
-    session_id = new_id(length=24)
-    record = {
-        "session_id": session_id,
-        "cdp_ws_url": f"wss://{session_id}.sandbox.invalid/cdp?jwt=sandbox",
-        "webdriver_ws_url": f"wss://{session_id}.sandbox.invalid/webdriver?jwt=sandbox",
-        "base_url": f"https://{session_id}.sandbox.invalid",
-        "created_at": rfc3339(at),
-        "headless": False,
-        "stealth": True,
-        "memory": "8GiB",
-        "region": "us-east",
-        "timeout_seconds": timeout,
-        "invocation_id": invocation_id,
-        "_project": project,
-        "_invocation": invocation_id,
-    }
-    tenant.table(BROWSERS)[session_id] = record
+    record = browsers.new_browser_record(
+        tenant, project, invocation_id=invocation_id, stealth=True, timeout_seconds=timeout
+    )
+    record["_invocation"] = invocation_id
     return record
 
 
 def _browsers_of(tenant: Tenant, invocation_id: str) -> list[dict]:
     """The invocation's browsers that are still active."""
-    module = _browsers()
-    found = []
-    for browser in tenant.table(BROWSERS).values():
-        if browser.get("_invocation") != invocation_id:
-            continue
-        active = module.is_active(tenant, browser) if module else not browser.get("_deleted")
-        if active:
-            found.append(browser)
-    return found
+    return [
+        browser
+        for browser in tenant.table(sessions.TABLE).values()
+        if browser.get("_invocation") == invocation_id and sessions.is_active(tenant, browser)
+    ]
 
 
 def _end_browser(tenant: Tenant, browser: dict, reason: str, at: datetime | None = None) -> None:
-    module = _browsers()
-    if module is not None:
-        module.end(tenant, browser, reason, at=at)
-    else:
-        browser["_deleted"] = True
-        browser["deleted_at"] = rfc3339(at or tenant.now())
+    sessions.end(tenant, browser, reason, at=at)
 
 
 def _render_browser(request: Request, browser: dict) -> dict:
-    module = _browsers()
-    if module is not None:
-        return module.render(browser, request.state.tenant, str(request.base_url))
-    return {k: v for k, v in browser.items() if not k.startswith("_")}
+    return browsers.render(browser, request.state.tenant, str(request.base_url))
+
+
+def _in_flight(tenant: Tenant, project: str) -> int:
+    """The project's queued and running invocations (``caps.check_invocations``)."""
+    now = tenant.now()
+    return sum(
+        1
+        for r in tenant.table(TABLE).values()
+        if r["_scope"] == project and last_state(r, now)["status"] not in TERMINAL
+    )
 
 
 def _get(request: Request, invocation_id: str) -> dict:
@@ -302,41 +272,58 @@ def _created_body(record: dict, moment: datetime) -> dict:
 # Endpoints ---------------------------------------------------------------------------------------
 
 
-def _required_string(body: dict, name: str, errors: dict) -> str:
-    value = body.get(name)
+def _required_string(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        errors[name] = "required (a non-empty string)"
-        return ""
+        raise Bad("required (a non-empty string)")
     return value.strip()
+
+
+def _payload(value, context: Context) -> str | None:
+    if value is not None:
+        if not isinstance(value, str):
+            raise Bad('must be a JSON-encoded string, e.g. "{\\"url\\": \\"...\\"}"')
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise Bad(f"is not valid JSON: {exc}") from None
+    return value
+
+
+def _async(value, context: Context) -> bool:
+    if not isinstance(value, bool):
+        raise Bad("must be true or false")
+    return value
+
+
+def _timeout(value, context: Context) -> int | None:
+    if value is not None and (
+        not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 3600
+    ):
+        raise Bad("an integer from 10 to 3600")
+    return value
+
+
+# ``POST /invocations`` (notes §13): which action of which deployed app, its payload, sync or async.
+INVOKE = Body(
+    message="the invocation request is not valid",
+    complete=True,
+    fields=(
+        Field("app_name", _required_string),
+        Field("action_name", _required_string),
+        Field("version", _required_string),
+        Field("payload", _payload),
+        Field("async", _async, default=False),
+        Field("async_timeout_seconds", _timeout),
+    ),
+)
 
 
 @endpoint
 async def create_invocation(request: Request):
     tenant: Tenant = request.state.tenant
-    body = await read_json(request)
-    errors: dict[str, str] = {}
-    app_name = _required_string(body, "app_name", errors)
-    action = _required_string(body, "action_name", errors)
-    version = _required_string(body, "version", errors)
-    payload_text = body.get("payload")
-    if payload_text is not None:
-        if not isinstance(payload_text, str):
-            errors["payload"] = 'must be a JSON-encoded string, e.g. "{\\"url\\": \\"...\\"}"'
-        else:
-            try:
-                json.loads(payload_text)
-            except ValueError as exc:
-                errors["payload"] = f"is not valid JSON: {exc}"
-    run_async = body.get("async", False)
-    if not isinstance(run_async, bool):
-        errors["async"] = "must be true or false"
-    timeout = body.get("async_timeout_seconds")
-    if timeout is not None and (
-        not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600
-    ):
-        errors["async_timeout_seconds"] = "an integer from 10 to 3600"
-    if errors:
-        raise invalid("the invocation request is not valid", **errors)
+    fields = INVOKE.validate(await read_json(request))
+    app_name, action, version = fields["app_name"], fields["action_name"], fields["version"]
+    payload_text, run_async, timeout = fields["payload"], fields["async"], fields["async_timeout_seconds"]
     deployment = _served(request, app_name, version)
     names = [a["name"] for a in deployment["_actions"]]
     if action not in names:
@@ -344,7 +331,7 @@ async def create_invocation(request: Request):
             f"{app_name}@{version} has no action {action!r}",
             action_name=f"not an action of {app_name}@{version} (actions: {', '.join(names)})",
         )
-    caps.check_invocations(tenant, project_of(request))
+    caps.check_invocations(tenant, project_of(request), lambda: _in_flight(tenant, project_of(request)))
     record = create(
         tenant, project_of(request), deployment, action, payload_text or None, timeout_seconds=timeout
     )

@@ -35,8 +35,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field, boolean, integer, is_int, one_of
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -47,11 +48,10 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
-from console.sandbox.resources import browsers as sessions
-from console.sandbox.resources import caps
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import browsers, caps, extensions, sessions
 from console.sandbox.resources import profiles as profile_store
-from console.sandbox.resources.projects import ORG_MAX_CONCURRENT_SESSIONS
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.resources.caps import ORG_MAX_CONCURRENT_SESSIONS
 
 TABLE = "pools"
 CATEGORIES = (
@@ -74,16 +74,7 @@ TIMEOUT_RANGE = (10, 259_200)
 FILL_RATE_RANGE = (1, 100)
 MAX_ACQUIRE_TIMEOUT = 3600
 MAX_TAGS = 50
-NOT_POOL_FIELDS = {
-    "gpu": "pools have no gpu setting",
-    "memory": "pools have no memory setting",
-    "proxy": "pools take proxy_id only, not a proxy object",
-}
 POLL_SECONDS = 0.1
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # Browser sessions ---------------------------------------------------------------------------------
@@ -99,7 +90,7 @@ def _end_session(tenant: Tenant, session: dict, reason: str) -> None:
 
 
 def render_session(request: Request, session: dict) -> dict:
-    return sessions.render(session, request.state.tenant, str(request.base_url))
+    return browsers.render(session, request.state.tenant, str(request.base_url))
 
 
 def _pool_of(session: dict) -> str | None:
@@ -250,174 +241,154 @@ def telemetry_config(value, errors: dict, field: str = "telemetry") -> dict | No
     return {"enabled": enabled, "browser": categories}
 
 
-def _check_url(value, errors: dict, field: str) -> str | None:
-    if not isinstance(value, str):
-        errors[field] = "must be a URL string"
+NAME_FORBIDDEN = re.compile(r"[/%]")
+
+
+def _name(value, context: Context) -> str:
+    if not isinstance(value, str) or len(value) > 255 or not value.strip() or NAME_FORBIDDEN.search(value):
+        raise Bad("1 to 255 characters, without / or %")
+    return value.strip()
+
+
+def _profile(ref, context: Context) -> str | None:
+    """The profile's id; None clears it (``null``, or ``{id: ""}``: notes §7)."""
+    if ref is None or (isinstance(ref, dict) and not (ref.get("id") or ref.get("name"))):
         return None
+    if not isinstance(ref, dict):
+        raise Bad("must be an object with id or name")
+    # save_changes is ignored, not rejected: pooled browsers load profiles read-only.
+    profile = profile_store.lookup(context.tenant, context.project, ref)
+    if profile is None:
+        raise Bad(f"no profile {ref.get('id') or ref.get('name')!r} in this project")
+    return profile["id"]
+
+
+def _profile_changes(profile_id: str | None) -> dict:
+    if profile_id is None:  # a pool without a profile follows none
+        return {"profile_id": None, "refresh_on_profile_update": False}
+    return {"profile_id": profile_id}
+
+
+def _extension_ids(refs, context: Context) -> list[str]:
+    if not isinstance(refs, list):
+        raise Bad("must be a list of {id} or {name} objects")
+    records = _live(context.tenant, "extensions", context.project)
+    ids: list[str] = []
+    missing = []
+    for ref in refs:
+        found = _by_ref(records, ref)
+        if found is None:
+            missing.append(ref.get("id") or ref.get("name") if isinstance(ref, dict) else ref)
+        elif found["id"] not in ids:
+            ids.append(found["id"])
+    if missing:
+        raise Bad("no such extension(s) in this project: " + ", ".join(repr(m) for m in missing))
+    return ids
+
+
+def _proxy_id(proxy_id, context: Context) -> str:
+    if (
+        not isinstance(proxy_id, str)
+        or _by_ref(_live(context.tenant, "proxies", context.project), {"id": proxy_id}) is None
+    ):
+        raise Bad(f"no proxy {proxy_id!r} in this project")
+    return proxy_id
+
+
+VIEWPORT = (("width", 320, 7680, True), ("height", 240, 4320, True), ("refresh_rate", 1, 240, False))
+
+
+def _viewport(viewport, context: Context) -> dict:
+    if not isinstance(viewport, dict):
+        raise Bad("must be an object with width, height and optional refresh_rate")
+    shaped, errors = {}, {}
+    for key, low, high, required in VIEWPORT:
+        value = viewport.get(key)
+        if value is None and not required:
+            continue
+        if not is_int(value) or not low <= value <= high:
+            errors[f"viewport.{key}"] = f"must be an integer between {low} and {high}"
+        else:
+            shaped[key] = value
+    if errors:
+        raise Bad(errors)
+    return shaped
+
+
+def _chrome_policy(policy, context: Context) -> dict:
+    if problem := browsers.chrome_policy_problem(policy):
+        raise Bad(problem)
+    return policy
+
+
+def url(value, context: Context) -> str | None:
+    """An http(s) URL; ``""`` is none."""
+    if not isinstance(value, str):
+        raise Bad("must be a URL string")
     if value == "":
         return None
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        errors[field] = "must be an http or https URL"
-        return None
+        raise Bad("must be an http or https URL")
     return value
 
 
-def _check_int(body: dict, name: str, low: int, high: int, errors: dict) -> int | None:
-    value = body[name]
-    if not _is_int(value):
-        errors[name] = "must be an integer"
-    elif not low <= value <= high:
-        errors[name] = f"must be between {low} and {high}"
-    else:
-        return value
-    return None
+def _network(network, context: Context) -> dict:
+    if not isinstance(network, dict) or not isinstance(network.get("private_hosts", []), list):
+        raise Bad("must be {private_hosts: [host patterns or private CIDRs]}")
+    return {"private_hosts": [str(h) for h in network.get("private_hosts", [])]}
 
 
-NAME_FORBIDDEN = re.compile(r"[/%]")
+def telemetry(value, context: Context) -> dict:
+    errors: dict[str, str] = {}
+    config = telemetry_config(value, errors)
+    if errors:
+        raise Bad(errors)
+    return config
+
+
+# A pool's create and PATCH bodies (notes §7): what changes, and a 400 naming every offending field.
+POOL = Body(
+    message="the pool configuration is not valid",
+    refused={
+        "gpu": "pools have no gpu setting",
+        "memory": "pools have no memory setting",
+        "proxy": "pools take proxy_id only, not a proxy object",
+    },
+    fields=(
+        Field(
+            "size",
+            integer(1, ORG_MAX_CONCURRENT_SESSIONS),
+            required="required: how many browsers the pool keeps warm",
+        ),
+        Field("name", _name, skip=(None, "")),
+        Field(
+            "region",
+            one_of(REGIONS, "must be us-east or eu-west"),
+            fixed="the region is fixed when the pool is created",
+        ),
+        Field("fill_rate_per_minute", integer(*FILL_RATE_RANGE)),
+        Field("timeout_seconds", integer(*TIMEOUT_RANGE)),
+        Field("stealth", boolean),
+        Field("headless", boolean),
+        Field("kiosk_mode", boolean),
+        Field("refresh_on_profile_update", boolean),
+        Field("profile", _profile, apply=_profile_changes),
+        Field("extensions", _extension_ids, key="extension_ids"),
+        Field("proxy_id", _proxy_id, clear=(None, "")),
+        Field("viewport", _viewport, clear=(None, {})),
+        Field("chrome_policy", _chrome_policy, clear=(None, {})),
+        Field("start_url", url, clear=(None,)),
+        Field("network", _network, clear=(None, {})),
+        Field("telemetry", telemetry),
+    ),
+)
 
 
 def validate(tenant: Tenant, project: str, body: dict, *, current: dict | None) -> dict:
-    """Validate a create body (``current`` None) or a PATCH body; return the changed config keys.
-
-    Every problem is collected, then raised together as one 400 with a detail per field.
-    """
-    creating = current is None
-    errors: dict[str, str] = {}
-    changes: dict = {}
-    for name, why in NOT_POOL_FIELDS.items():
-        if name in body:
-            errors[name] = why
-    if creating and body.get("size") is None:
-        errors["size"] = "required: how many browsers the pool keeps warm"
-    elif "size" in body:
-        size = _check_int(body, "size", 1, ORG_MAX_CONCURRENT_SESSIONS, errors)
-        if size is not None:
-            changes["size"] = size
-    if "name" in body and body["name"] not in (None, ""):
-        name = body["name"]
-        if not isinstance(name, str) or len(name) > 255 or not name.strip() or NAME_FORBIDDEN.search(name):
-            errors["name"] = "1 to 255 characters, without / or %"
-        else:
-            changes["name"] = name.strip()
-    if "region" in body:
-        if not creating:
-            errors["region"] = "the region is fixed when the pool is created"
-        elif body["region"] not in REGIONS:
-            errors["region"] = "must be us-east or eu-west"
-        else:
-            changes["region"] = body["region"]
-    if "fill_rate_per_minute" in body:
-        rate = _check_int(body, "fill_rate_per_minute", *FILL_RATE_RANGE, errors)
-        if rate is not None:
-            changes["fill_rate_per_minute"] = rate
-    if "timeout_seconds" in body:
-        timeout = _check_int(body, "timeout_seconds", *TIMEOUT_RANGE, errors)
-        if timeout is not None:
-            changes["timeout_seconds"] = timeout
-    for flag in ("stealth", "headless", "kiosk_mode", "refresh_on_profile_update"):
-        if flag in body:
-            if isinstance(body[flag], bool):
-                changes[flag] = body[flag]
-            else:
-                errors[flag] = "must be true or false"
-    if "profile" in body:
-        ref = body["profile"]
-        if ref is None or (isinstance(ref, dict) and not (ref.get("id") or ref.get("name"))):
-            changes["profile_id"] = None  # {id: ""} clears the profile (notes §7)
-            changes["refresh_on_profile_update"] = False
-        elif not isinstance(ref, dict):
-            errors["profile"] = "must be an object with id or name"
-        else:
-            # save_changes is ignored, not rejected: pooled browsers load profiles read-only.
-            profile = profile_store.lookup(tenant, project, ref)
-            if profile is None:
-                key = ref.get("id") or ref.get("name")
-                errors["profile"] = f"no profile {key!r} in this project"
-            else:
-                changes["profile_id"] = profile["id"]
-    if "extensions" in body:
-        refs = body["extensions"]
-        if not isinstance(refs, list):
-            errors["extensions"] = "must be a list of {id} or {name} objects"
-        else:
-            records = _live(tenant, "extensions", project)
-            ids: list[str] = []
-            missing = []
-            for ref in refs:
-                found = _by_ref(records, ref)
-                if found is None:
-                    missing.append(ref.get("id") or ref.get("name") if isinstance(ref, dict) else ref)
-                elif found["id"] not in ids:
-                    ids.append(found["id"])
-            if missing:
-                errors["extensions"] = "no such extension(s) in this project: " + ", ".join(
-                    repr(m) for m in missing
-                )
-            else:
-                changes["extension_ids"] = ids
-    if "proxy_id" in body:
-        proxy_id = body["proxy_id"]
-        if proxy_id in (None, ""):
-            changes["proxy_id"] = None
-        elif (
-            not isinstance(proxy_id, str)
-            or _by_ref(_live(tenant, "proxies", project), {"id": proxy_id}) is None
-        ):
-            errors["proxy_id"] = f"no proxy {proxy_id!r} in this project"
-        else:
-            changes["proxy_id"] = proxy_id
-    if "viewport" in body:
-        viewport = body["viewport"]
-        if viewport in (None, {}):
-            changes["viewport"] = None
-        elif not isinstance(viewport, dict):
-            errors["viewport"] = "must be an object with width, height and optional refresh_rate"
-        else:
-            shaped = {}
-            for key, low, high, required in (
-                ("width", 320, 7680, True),
-                ("height", 240, 4320, True),
-                ("refresh_rate", 1, 240, False),
-            ):
-                value = viewport.get(key)
-                if value is None and not required:
-                    continue
-                if not _is_int(value) or not low <= value <= high:
-                    errors[f"viewport.{key}"] = f"must be an integer between {low} and {high}"
-                else:
-                    shaped[key] = value
-            changes["viewport"] = shaped
-    if "chrome_policy" in body:
-        policy = body["chrome_policy"]
-        if policy in (None, {}):
-            changes["chrome_policy"] = None
-        elif problem := sessions.chrome_policy_problem(policy):
-            errors["chrome_policy"] = problem
-        else:
-            changes["chrome_policy"] = policy
-    if "start_url" in body:
-        if body["start_url"] is None:
-            changes["start_url"] = None
-        else:
-            url = _check_url(body["start_url"], errors, "start_url")
-            if "start_url" not in errors:
-                changes["start_url"] = url
-    if "network" in body:
-        network = body["network"]
-        if network in (None, {}):
-            changes["network"] = None
-        elif not isinstance(network, dict) or not isinstance(network.get("private_hosts", []), list):
-            errors["network"] = "must be {private_hosts: [host patterns or private CIDRs]}"
-        else:
-            changes["network"] = {"private_hosts": [str(h) for h in network.get("private_hosts", [])]}
-    if "telemetry" in body:
-        telemetry = telemetry_config(body["telemetry"], errors)
-        if telemetry is not None:
-            changes["telemetry"] = telemetry
-    if errors:
-        raise invalid("the pool configuration is not valid", **errors)
-    return changes
+    """A create body (``current`` None) or a PATCH body checked against ``POOL``: the changed config
+    keys, or one 400 with a detail per offending field."""
+    return POOL.validate(body, creating=current is None, tenant=tenant, project=project)
 
 
 def _defaults(changes: dict) -> dict:
@@ -549,42 +520,41 @@ async def delete_pool(request: Request):
     return no_content()
 
 
+def _lease_name(name, context: Context) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > 255:
+        raise Bad("1 to 255 characters")
+    if any(s.get("name") == name for s in _live(context.tenant, "browsers", context.project)):
+        raise conflict(f"an active browser session is already named {name!r}", code="name_taken")
+    return name
+
+
+def _tags(tags, context: Context) -> dict:
+    if not isinstance(tags, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
+    ):
+        raise Bad("must map strings to strings")
+    if len(tags) > MAX_TAGS:
+        raise Bad(f"at most {MAX_TAGS} pairs")
+    return tags
+
+
+# An acquire body: how long to wait, and what the leased session gets of its own.
+ACQUIRE = Body(
+    message="the acquire request is not valid",
+    fields=(
+        Field("acquire_timeout_seconds", integer(0, MAX_ACQUIRE_TIMEOUT), skip=(None,)),
+        Field("name", _lease_name, skip=(None,)),
+        Field("tags", _tags, skip=(None,)),
+        Field("start_url", url, skip=(None,), apply=lambda kept: {"start_url": kept} if kept else {}),
+        Field("telemetry", telemetry, skip=(None,)),
+    ),
+)
+
+
 def _acquire_options(tenant: Tenant, project: str, body: dict, pool: dict) -> tuple[float, dict]:
-    errors: dict[str, str] = {}
-    config = pool["_config"]
-    timeout = 60 * 100 / config["fill_rate_per_minute"]  # the time to fill the pool (notes §7)
-    if body.get("acquire_timeout_seconds") is not None:
-        value = _check_int(body, "acquire_timeout_seconds", 0, MAX_ACQUIRE_TIMEOUT, errors)
-        timeout = value if value is not None else timeout
-    lease: dict = {}
-    name = body.get("name")
-    if name is not None:
-        if not isinstance(name, str) or not name.strip() or len(name) > 255:
-            errors["name"] = "1 to 255 characters"
-        elif any(s.get("name") == name for s in _live(tenant, "browsers", project)):
-            raise conflict(f"an active browser session is already named {name!r}", code="name_taken")
-        else:
-            lease["name"] = name
-    tags = body.get("tags")
-    if tags is not None:
-        if not isinstance(tags, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
-        ):
-            errors["tags"] = "must map strings to strings"
-        elif len(tags) > MAX_TAGS:
-            errors["tags"] = f"at most {MAX_TAGS} pairs"
-        else:
-            lease["tags"] = tags
-    if body.get("start_url") is not None:
-        url = _check_url(body["start_url"], errors, "start_url")
-        if url:
-            lease["start_url"] = url
-    if body.get("telemetry") is not None:
-        telemetry = telemetry_config(body["telemetry"], errors)
-        if telemetry is not None:
-            lease["telemetry"] = telemetry
-    if errors:
-        raise invalid("the acquire request is not valid", **errors)
+    lease = ACQUIRE.validate(body, tenant=tenant, project=project)
+    # By default, the time to fill the pool (notes §7).
+    timeout = lease.pop("acquire_timeout_seconds", 60 * 100 / pool["_config"]["fill_rate_per_minute"])
     return float(timeout), lease
 
 
@@ -606,7 +576,7 @@ def lease(tenant: Tenant, pool: dict, **overrides) -> dict:
             "name": (tenant.table("proxies").get(config["proxy_id"]) or {}).get("name"),
         }
     telemetry = overrides.get("telemetry") or config["telemetry"]
-    session = sessions.new_browser_record(
+    session = browsers.new_browser_record(
         tenant,
         project,
         headless=config["headless"],
@@ -638,8 +608,6 @@ def _enabled_categories(telemetry: dict) -> set[str] | None:
 
 
 def _mark_extensions_used(tenant: Tenant, ids: list[str]) -> None:
-    from console.sandbox.resources import extensions
-
     for extension_id in ids:
         extensions.mark_used(tenant, extension_id)
 
@@ -670,20 +638,24 @@ async def acquire(request: Request):
         tenant.topic("clock").unsubscribe(clock)
 
 
+def _leased_id(session_id, context: Context) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise Bad("required: the session_id returned by acquire")
+    return session_id
+
+
+RELEASE = Body(
+    message="the release request is not valid",
+    fields=(Field("session_id", _leased_id, always=True), Field("reuse", boolean, default=True)),
+)
+
+
 @endpoint
 async def release(request: Request):
     tenant: Tenant = request.state.tenant
     pool = _pool(request)
-    body = await read_json(request)
-    session_id = body.get("session_id")
-    reuse = body.get("reuse", True)
-    errors = {}
-    if not isinstance(session_id, str) or not session_id:
-        errors["session_id"] = "required: the session_id returned by acquire"
-    if not isinstance(reuse, bool):
-        errors["reuse"] = "must be true or false"
-    if errors:
-        raise invalid("the release request is not valid", **errors)
+    body = RELEASE.validate(await read_json(request))
+    session_id, reuse = body["session_id"], body["reuse"]
     session = next((s for s in _leased(tenant, pool) if s["session_id"] == session_id), None)
     if session is None:
         raise not_found(f"leased browser of pool {pool.get('name') or pool['id']!r}", session_id)

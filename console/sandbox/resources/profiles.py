@@ -21,9 +21,10 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from console.sandbox import quotas
-from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core import quotas
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.hooks import Listeners
+from console.sandbox.core.http import (
     endpoint,
     find,
     no_content,
@@ -35,7 +36,7 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 FORMATS = {"tar.zst": "application/zstd", "tar": "application/x-tar"}
@@ -152,7 +153,8 @@ def profile_archive(profile: dict) -> bytes:
         "Default/Bookmarks": json.dumps({"roots": {"bookmark_bar": {"children": []}}, "version": 1}),
     }
     if profile.get("_storage_state"):
-        # What real sessions saved into the profile (console/sandbox/engine.py): cookies and local storage.
+        # What real sessions saved into the profile (console/sandbox/chromium/engine.py): cookies and local
+        # storage.
         files["storage_state.json"] = json.dumps(profile["_storage_state"])
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -186,12 +188,14 @@ async def download_profile(request: Request):
     return StreamingResponse(chunks(), media_type=FORMATS[fmt], headers=headers)
 
 
+# Handed in by ``app.assemble``: who follows a profile's changes (pools that refresh on them, notes §7).
+updated = Listeners("profiles.updated(tenant, profile)")
+
+
 def mark_updated(tenant: Tenant, profile: dict) -> None:
     """A session saved changes into the profile: bump it, and refresh pools that follow it (notes §7)."""
-    from console.sandbox.resources import pools
-
     profile["updated_at"] = rfc3339(tenant.now())
-    pools.profile_updated(tenant, profile)
+    updated(tenant, profile)
 
 
 @endpoint

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import (
     endpoint,
     http_date,
     no_content,
@@ -22,12 +23,13 @@ from console.sandbox.http import (
     read_json,
     text_filter,
 )
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import caps
+from console.sandbox.resources.caps import ORG_MAX_CONCURRENT_SESSIONS
 
 SUNSET = datetime(2026, 11, 24, tzinfo=UTC)
 LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
 MAX_CAP = 100_000
-ORG_MAX_CONCURRENT_SESSIONS = 500
 ORG_MAX_CONCURRENT_INVOCATIONS = 50
 
 
@@ -143,32 +145,35 @@ def _limits_body(project: dict) -> dict:
     return {**project["_limits"], "max_pooled_sessions": None}
 
 
-def _patch_limits(project: dict, body: dict) -> dict:
-    if "max_pooled_sessions" in body:
-        raise invalid(
-            "max_pooled_sessions is deprecated and cannot be set",
-            max_pooled_sessions="deprecated: pooled browsers count against max_concurrent_sessions",
+def _cap(value, context: Context) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise Bad("must be an integer or null")
+    if value is not None and value < 0:
+        raise Bad("must be 0 (remove the cap) or a positive integer")
+    if value is not None and value > MAX_CAP:
+        raise Bad(f"must be at most {MAX_CAP}")
+    return value
+
+
+# A project's limits PATCH (spec: PATCH rules): each cap an integer, 0 or null to remove it.
+LIMITS = Body(
+    message="invalid limits",
+    refused={
+        "max_pooled_sessions": Bad(
+            "deprecated: pooled browsers count against max_concurrent_sessions",
+            alone="max_pooled_sessions is deprecated and cannot be set",
         )
-    unknown = sorted(set(body) - set(LIMIT_FIELDS))
-    if unknown:
-        raise invalid("unknown limit fields", **{name: "not a project limit" for name in unknown})
-    errors = {}
-    for name in LIMIT_FIELDS:
-        if name not in body:
-            continue
-        value = body[name]
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            errors[name] = "must be an integer or null"
-        elif value is not None and value < 0:
-            errors[name] = "must be 0 (remove the cap) or a positive integer"
-        elif value is not None and value > MAX_CAP:
-            errors[name] = f"must be at most {MAX_CAP}"
-    if errors:
-        raise invalid("invalid limits", **errors)
-    for name in LIMIT_FIELDS:
-        if name in body:
-            # 0 removes the cap (spec: PATCH rules); an explicit null does the same here.
-            project["_limits"][name] = body[name] or None
+    },
+    unknown="not a project limit",
+    unknown_alone="unknown limit fields",
+    fields=tuple(Field(name, _cap) for name in LIMIT_FIELDS),
+)
+
+
+def _patch_limits(project: dict, body: dict) -> dict:
+    for name, value in LIMITS.validate(body).items():
+        # 0 removes the cap (spec: PATCH rules); an explicit null does the same here.
+        project["_limits"][name] = value or None
     return _limits_body(project)
 
 
@@ -243,8 +248,6 @@ MAX_VAULTS = 20
 
 
 def org_limits(tenant: Tenant) -> dict:
-    from console.sandbox.resources import caps
-
     managed = tenant.table("auth_connections").values()
     used = caps.sessions_used(tenant, None)
     return {

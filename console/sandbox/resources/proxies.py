@@ -32,7 +32,6 @@ Choices where the notes leave room (written down in docs by the lead from the mo
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
 from datetime import timedelta
@@ -41,9 +40,11 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, invalid
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.chromium.forward_proxy import UNREACHABLE_SUFFIX, exit_ip, reachable
+from console.sandbox.core.errors import ApiError, invalid
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "proxies"
 TYPES = ("isp", "residential", "mobile", "custom")
@@ -52,24 +53,8 @@ LEGACY_TYPES = ("datacenter",)
 PROTOCOLS = ("http", "https")
 RESIDENTIAL_OS = ("windows", "macos", "android")
 NAME_MAX = 255
-CONFIG_FIELDS = {
-    "datacenter": ("country",),
-    "isp": ("country",),
-    "residential": ("country", "city", "state", "zip", "asn", "os"),
-    "mobile": ("country", "state", "city"),
-    "custom": ("host", "port", "username", "password", "ca_bundle"),
-}
 MANAGED_DEFAULT_COUNTRY = "US"
 PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
-UNREACHABLE_SUFFIX = ".invalid"
-# Public first octets per type, so exit IPs look like what each kind of provider hands out.
-EXIT_PREFIXES = {
-    "datacenter": (45, 104, 138, 167),
-    "isp": (69, 98, 173, 204),
-    "residential": (24, 73, 86, 92),
-    "mobile": (100, 172, 174, 188),
-    "custom": (62, 81, 146, 185),
-}
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9-]{1,63})*$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _STATE = re.compile(r"^[A-Za-z]{2}$")
@@ -96,113 +81,159 @@ def _config(kind: str, raw) -> tuple[dict, dict]:
         raw = {}
     if not isinstance(raw, dict):
         raise invalid("config must be an object", config="must be a JSON object")
-    errors: dict[str, str] = {}
-    for key in sorted(set(raw) - set(CONFIG_FIELDS[kind])):
-        errors[f"config.{key}"] = f"not a field of a {kind} proxy"
-    config: dict = {}
-    secrets: dict = {}
-    if kind == "custom":
-        _custom(raw, config, secrets, errors)
-    else:
-        _managed(kind, raw, config, errors)
-    if errors:
-        raise invalid(f"invalid {kind} proxy configuration", **errors)
+    config = CONFIGS[kind].validate(raw)
+    secrets = {name: config.pop(f"_{name}") for name in ("password", "ca_bundle") if f"_{name}" in config}
     return config, secrets
 
 
-def _text(raw: dict, key: str, errors: dict) -> str | None:
-    value = raw.get(key)
+def _text(value) -> str | None:
+    """A config string, stripped; null and ``""`` are none."""
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        errors[f"config.{key}"] = "must be a string"
-        return None
+        raise Bad("must be a string")
     return value.strip()
 
 
-def _managed(kind: str, raw: dict, config: dict, errors: dict) -> None:
-    country = _text(raw, "country", errors)
-    if country is not None:
-        country = country.upper()
-        if not _COUNTRY.match(country):
-            errors["config.country"] = "must be an ISO 3166-1 alpha-2 code such as US or DE"
-    config["country"] = country or MANAGED_DEFAULT_COUNTRY
-    if kind == "residential":
-        city = _text(raw, "city", errors)
-        if city is not None:
-            if " " in city:
-                errors["config.city"] = "no spaces: write the city like new_york"
-            elif not raw.get("country"):
-                errors["config.city"] = "a city needs a country"
-            config["city"] = city.lower()
-        state = _text(raw, "state", errors)
-        if state is not None:
-            if not _STATE.match(state):
-                errors["config.state"] = "must be a 2-letter state code such as NY"
-            config["state"] = state.upper()
-        zip_code = _text(raw, "zip", errors)
-        if zip_code is not None:
-            if not _ZIP.match(zip_code):
-                errors["config.zip"] = "must be a 5-digit US ZIP code"
-            elif config["country"] != "US":
-                errors["config.zip"] = "ZIP targeting is for US proxies only"
-            config["zip"] = zip_code
-        asn = _text(raw, "asn", errors)
-        if asn is not None:
-            if not _ASN.match(asn):
-                errors["config.asn"] = "must be an AS number such as AS7922"
-            config["asn"] = asn.upper() if asn.upper().startswith("AS") else f"AS{asn}"
-        os_name = _text(raw, "os", errors)
-        if os_name is not None:
-            if os_name not in RESIDENTIAL_OS:
-                errors["config.os"] = "must be windows, macos or android"
-            config["os"] = os_name
-    elif kind == "mobile":
-        state = _text(raw, "state", errors)
-        if state is not None:
-            if not _STATE.match(state):
-                errors["config.state"] = "must be a 2-letter state code such as CA"
-            elif config["country"] != "US":
-                errors["config.state"] = "state targeting is for US mobile proxies only"
-            config["state"] = state.upper()
-        city = _text(raw, "city", errors)
-        if city is not None:
-            config["city"] = city
+def _given_country(config: dict) -> str:
+    """The country a managed proxy exits in, as given (valid or not: the other checks read it), else US."""
+    value = config.get("country")
+    return (value.strip().upper() if isinstance(value, str) else "") or MANAGED_DEFAULT_COUNTRY
 
 
-def _custom(raw: dict, config: dict, secrets: dict, errors: dict) -> None:
-    host = _text(raw, "host", errors)
+def _country(value, context: Context) -> str:
+    country = _text(value)
+    if country is not None and not _COUNTRY.match(country.upper()):
+        raise Bad("must be an ISO 3166-1 alpha-2 code such as US or DE")
+    return _given_country(context.body)
+
+
+def _city(value, context: Context) -> str:
+    city = _text(value)
+    if " " in city:
+        raise Bad("no spaces: write the city like new_york")
+    if not context.body.get("country"):
+        raise Bad("a city needs a country")
+    return city.lower()
+
+
+def _state(example: str, *, us_only: str | None = None):
+    def check(value, context: Context) -> str:
+        state = _text(value)
+        if not _STATE.match(state):
+            raise Bad(f"must be a 2-letter state code such as {example}")
+        if us_only and _given_country(context.body) != "US":
+            raise Bad(us_only)
+        return state.upper()
+
+    return check
+
+
+def _zip(value, context: Context) -> str:
+    zip_code = _text(value)
+    if not _ZIP.match(zip_code):
+        raise Bad("must be a 5-digit US ZIP code")
+    if _given_country(context.body) != "US":
+        raise Bad("ZIP targeting is for US proxies only")
+    return zip_code
+
+
+def _asn(value, context: Context) -> str:
+    asn = _text(value)
+    if not _ASN.match(asn):
+        raise Bad("must be an AS number such as AS7922")
+    return asn.upper() if asn.upper().startswith("AS") else f"AS{asn}"
+
+
+def _os(value, context: Context) -> str:
+    os_name = _text(value)
+    if os_name not in RESIDENTIAL_OS:
+        raise Bad("must be windows, macos or android")
+    return os_name
+
+
+def _host(value, context: Context) -> str:
+    host = _text(value)
     if not host:
-        errors.setdefault("config.host", "required: the proxy's host name or IP address")
-    elif not (_is_ip(host) or _HOSTNAME.match(host)):
-        errors["config.host"] = "must be a host name or an IP address"
-    port = raw.get("port")
-    if port is None or port == "":
-        errors["config.port"] = "required: the proxy's port"
-    elif isinstance(port, bool) or not isinstance(port, int | str) or not str(port).isdigit():
-        errors["config.port"] = "must be an integer"
-    elif not 1 <= int(port) <= 65535:
-        errors["config.port"] = "must be between 1 and 65535"
-    username = _text(raw, "username", errors)
-    password = raw.get("password")
-    if password is not None and not isinstance(password, str):
-        errors["config.password"] = "must be a string"
-    bundle = raw.get("ca_bundle")
-    if bundle not in (None, "") and (
-        not isinstance(bundle, str) or "-----BEGIN CERTIFICATE-----" not in bundle
-    ):
-        errors["config.ca_bundle"] = "must be PEM: one or more -----BEGIN CERTIFICATE----- blocks"
-    if errors:
-        return
-    config.update(host=host, port=int(port))
-    if username:
-        config["username"] = username
-    config["has_password"] = bool(password)
-    config["has_ca_bundle"] = bool(bundle)
-    if password:
-        secrets["password"] = password
-    if bundle:
-        secrets["ca_bundle"] = bundle
+        raise Bad("required: the proxy's host name or IP address")
+    if not (_is_ip(host) or _HOSTNAME.match(host)):
+        raise Bad("must be a host name or an IP address")
+    return host
+
+
+def _port(value, context: Context) -> int:
+    if value is None or value == "":
+        raise Bad("required: the proxy's port")
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        raise Bad("must be an integer")
+    if not 1 <= int(value) <= 65535:
+        raise Bad("must be between 1 and 65535")
+    return int(value)
+
+
+def _password(value, context: Context) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise Bad("must be a string")
+    return value
+
+
+def _ca_bundle(value, context: Context) -> str | None:
+    if value not in (None, "") and (not isinstance(value, str) or "-----BEGIN CERTIFICATE-----" not in value):
+        raise Bad("must be PEM: one or more -----BEGIN CERTIFICATE----- blocks")
+    return value
+
+
+def _secret(name: str):
+    """A write-only value: the record says whether there is one, the secret is kept apart (``_config``)."""
+    return lambda value: {f"has_{name}": bool(value), **({f"_{name}": value} if value else {})}
+
+
+def _proxy_config(kind: str, *fields: Field, complete: bool = False) -> Body:
+    return Body(
+        message=f"invalid {kind} proxy configuration",
+        unknown=f"not a field of a {kind} proxy",
+        prefix="config.",
+        complete=complete,
+        fields=fields,
+    )
+
+
+_COUNTRY_FIELD = Field("country", _country, always=True)
+_NONE = (None, "")  # a config string that is not there
+# A create body's ``config``, by the proxy's type (notes §11): what each kind of provider targets.
+CONFIGS = {
+    "datacenter": _proxy_config("datacenter", _COUNTRY_FIELD),
+    "isp": _proxy_config("isp", _COUNTRY_FIELD),
+    "residential": _proxy_config(
+        "residential",
+        _COUNTRY_FIELD,
+        Field("city", _city, skip=_NONE),
+        Field("state", _state("NY"), skip=_NONE),
+        Field("zip", _zip, skip=_NONE),
+        Field("asn", _asn, skip=_NONE),
+        Field("os", _os, skip=_NONE),
+    ),
+    "mobile": _proxy_config(
+        "mobile",
+        _COUNTRY_FIELD,
+        Field("state", _state("CA", us_only="state targeting is for US mobile proxies only"), skip=_NONE),
+        Field("city", lambda value, context: _text(value), skip=_NONE),
+    ),
+    "custom": _proxy_config(
+        "custom",
+        Field("host", _host),
+        Field("port", _port),
+        Field(
+            "username",
+            lambda value, context: _text(value),
+            apply=lambda name: {"username": name} if name else {},
+        ),
+        Field("password", _password, apply=_secret("password")),
+        Field("ca_bundle", _ca_bundle, apply=_secret("ca_bundle")),
+        complete=True,
+    ),
+}
+CONFIG_FIELDS = {kind: tuple(field.name for field in body.fields) for kind, body in CONFIGS.items()}
 
 
 def _bypass_hosts(value) -> list[str]:
@@ -246,39 +277,16 @@ def _target(value) -> str | None:
 # Health check -------------------------------------------------------------------------------------
 
 
-def _digest(*parts: object) -> bytes:
-    return hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-
-
-def _exit_ip(record: dict, attempt: int) -> str:
-    kind = record["type"]
-    host = record["config"].get("host", "")
-    if kind == "custom" and _is_ip(host) and ipaddress.ip_address(host).is_global:
-        return host
-    # Residential and mobile exit nodes rotate: each check sees another one.
-    salt = attempt if kind in ("residential", "mobile") else 0
-    digest = _digest(record["id"], salt)
-    first = EXIT_PREFIXES[kind][digest[0] % len(EXIT_PREFIXES[kind])]
-    return f"{first}.{digest[1]}.{digest[2]}.{max(digest[3], 1) % 254 + 1}"
-
-
-def _reachable(record: dict) -> bool:
-    config = record["config"]
-    if record["type"] != "custom":
-        return True
-    return not (str(config.get("host", "")).lower().endswith(UNREACHABLE_SUFFIX) or config.get("port") == 1)
-
-
 def _check(tenant: Tenant, record: dict, target: str | None) -> dict:
     """The outcome of one check, as the fields it sets on the record."""
     record["_checks"] = record.get("_checks", 0) + 1
-    available = _reachable(record)
+    available = reachable(record)
     if available and target and record["type"] in ("datacenter", "isp", "custom"):
         host = (urlsplit(target).hostname or "").lower()
         available = not host.endswith(UNREACHABLE_SUFFIX)
     return {
         "status": "available" if available else "unavailable",
-        "ip_address": _exit_ip(record, record["_checks"]) if _reachable(record) else None,
+        "ip_address": exit_ip(record, record["_checks"]) if reachable(record) else None,
         "last_checked": rfc3339(tenant.now()),
     }
 

@@ -37,15 +37,16 @@ import contextlib
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid
-from console.sandbox.http import (
+from console.sandbox.core import store
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.http import (
     EventStreamResponse,
     StreamDropped,
     counted,
@@ -54,7 +55,8 @@ from console.sandbox.http import (
     ok,
     read_json,
 )
-from console.sandbox.state import Tenant, parse_time
+from console.sandbox.core.state import Tenant, parse_time
+from console.sandbox.resources import sessions
 
 DEFAULT_RATE = 2.0
 DEFAULT_RETENTION = 10_000
@@ -238,9 +240,7 @@ def _micros(moment: datetime) -> int:
 
 
 def _allowed(record: dict) -> set[str] | None:
-    from console.sandbox.resources.browsers import categories
-
-    chosen = categories(record)
+    chosen = sessions.categories(record)
     if chosen is None:
         return None
     allowed = set(chosen)
@@ -249,12 +249,25 @@ def _allowed(record: dict) -> set[str] | None:
     return allowed
 
 
+def captured(record: dict) -> set[str]:
+    """The categories the session captures (``monitor`` with any CDP one); empty when capture is off."""
+    return _allowed(record) or set()
+
+
+def from_page(tenant: Tenant, record: dict, kind: str, data: dict) -> None:
+    """An event a real page reported (``page_events``): archived when the session captures its category
+    and is still active."""
+    if TYPES[kind][0] not in captured(record):
+        return
+    if not sessions.is_active(tenant, record):
+        return
+    append(tenant, record, [(tenant.now(), kind, data)])
+
+
 def catch_up(tenant: Tenant, record: dict, *, until: datetime | None = None) -> None:
     """Append the generated events due between the last generation and ``until`` (default: now/end)."""
-    from console.sandbox.resources.browsers import ended_at
-
     log = log_of(record)
-    limit = until or ended_at(tenant, record) or tenant.now()
+    limit = until or sessions.ended_at(tenant, record) or tenant.now()
     if record.get("_ended_at") is not None:
         limit = min(limit, record["_ended_at"])  # an ended session generates up to its end, once
     if record.get("_engine") == "chromium":
@@ -443,6 +456,31 @@ def restore_spans(record: dict) -> None:
     log.events.sort(key=_seq)
 
 
+def after_restart(tenant: Tenant) -> None:
+    """The sessions' spans rebuilt among their saved events (``store.after_load``)."""
+    for record in tenant.table("browsers").values():
+        restore_spans(record)
+
+
+def _saved(log: Log) -> dict:
+    """What the state file keeps of an archive besides its events (rows of their own)."""
+    fields = ("cursor_base", "rng", "next_seq", "generated_until", "spans", "ended")
+    return {name: getattr(log, name) for name in fields}
+
+
+def _restore_event(log: Log, seq: int, body: dict) -> None:
+    """A saved event back at the end of its archive (rows come oldest first)."""
+    frame = f"id: {seq}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+    event = body["event"]
+    log.events.append(
+        Event(seq=seq, ts=event["ts"], category=event["category"], type=event["type"], frame=frame, body=body)
+    )
+
+
+# A session's archive in the state file (``app.assemble`` registers it): its events are rows of their own.
+STORED = (store.Kind("Log", Log, dump=_saved, restore=_restore_event),)
+
+
 def _event(seq: int, ts: int, kind: str, category: str, data: dict) -> Event:
     _, source_kind, source_event = TYPES.get(kind, (category, "kernel_api", None))
     source: dict = {"kind": source_kind}
@@ -569,10 +607,8 @@ def read_page(tenant: Tenant, record: dict, request: Request) -> tuple[list[dict
 
 @endpoint
 async def list_events(request: Request):
-    from console.sandbox.resources.browsers import get_session
-
     tenant = request.state.tenant
-    record = get_session(request, request.path_params["id"], include_deleted=True)
+    record = sessions.get_session(request, request.path_params["id"], include_deleted=True)
     items, next_cursor = read_page(tenant, record, request)
     headers = {"X-Has-More": "true" if next_cursor is not None else "false"}
     if next_cursor is not None:
@@ -596,10 +632,8 @@ def _tick(tenant: Tenant, record: dict) -> float:
 
 @endpoint
 async def stream_events(request: Request):
-    from console.sandbox.resources.browsers import get_session, is_active
-
     tenant: Tenant = request.state.tenant
-    record = get_session(request, request.path_params["id"])
+    record = sessions.get_session(request, request.path_params["id"])
     log = log_of(record)
     catch_up(tenant, record)
     resume = last_event_id(request)
@@ -630,7 +664,7 @@ async def stream_events(request: Request):
                 cursor, sent = batch[-1].seq, sent + len(batch)
                 quiet_since = loop.time()
                 continue
-            if log.ended or not is_active(tenant, record):
+            if log.ended or not sessions.is_active(tenant, record):
                 return
             keepalive_in = tenant.keepalive_seconds - (loop.time() - quiet_since)
             if keepalive_in <= 0:
@@ -649,12 +683,10 @@ async def stream_events(request: Request):
 
 
 def _control_session(request: Request, body: dict) -> dict:
-    from console.sandbox.resources.browsers import get_session
-
     session_id = body.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         raise invalid("session_id is required", session_id="the browser session to emit into")
-    record = get_session(request, session_id)
+    record = sessions.get_session(request, session_id)
     if _allowed(record) is None:
         raise conflict(
             "telemetry is not enabled on this session, so it has no events", code="telemetry_disabled"
@@ -860,205 +892,290 @@ def _stack(rng: random.Random, origin: str, function: str, script_name: str) -> 
     return stack
 
 
+@dataclass(frozen=True)
+class _Page:
+    """What an event's generator draws from: its CDP context and the page it is about."""
+
+    ctx: dict
+    url: str
+    origin: str
+    path: str
+    request_id: str  # drawn for every event, used or not, so the flow's draws stay the same
+
+
+def _console_log(rng: random.Random, page: _Page) -> dict:
+    level, text = rng.choice(CONSOLE_LINES)
+    text = text.format(path=page.path)
+    data = {**page.ctx, "level": level, "text": text, "args": [text]}
+    if level == "warning":
+        data["stack_trace"] = _stack(rng, page.origin, "warnOnce", "vendor.8e02b1.js")
+    return data
+
+
+def _console_error(rng: random.Random, page: _Page) -> dict:
+    text, function, script_name = rng.choice(ERRORS)
+    stack = _stack(rng, page.origin, function, script_name)
+    data = {**page.ctx, "text": text, "stack_trace": stack}
+    if text.startswith("Uncaught") or rng.random() < 0.5:
+        top = stack["callFrames"][0]
+        data.update(line=top["lineNumber"], column=top["columnNumber"], source_url=top["url"])
+    else:
+        data.update(level="error", args=[text])
+    return data
+
+
+def _network_request(rng: random.Random, page: _Page) -> dict:
+    method, api_path, _, _ = rng.choice(API_CALLS)
+    return {
+        **page.ctx,
+        "request_id": page.request_id,
+        "method": method,
+        "resource_type": "XHR",
+        "initiator_type": "script",
+        "document_url": page.url,
+        "headers": {"accept": "application/json", "x-requested-with": "fetch"},
+        "url": page.origin + api_path,
+        "is_redirect": False,
+    }
+
+
+STATUS_TEXT = {200: "OK", 204: "No Content", 422: "Unprocessable Entity", 503: "Service Unavailable"}
+
+
+def _network_response(rng: random.Random, page: _Page) -> dict:
+    method, api_path, status, body = rng.choice(API_CALLS)
+    return {
+        **page.ctx,
+        "request_id": page.request_id,
+        "method": method,
+        "status": status,
+        "status_text": STATUS_TEXT[status],
+        "mime_type": "application/json",
+        "resource_type": "XHR",
+        "url": page.origin + api_path,
+        "headers": {"content-type": "application/json", "cache-control": "no-store"},
+        "body": body,
+    }
+
+
+def _network_loading_failed(rng: random.Random, page: _Page) -> dict:
+    return {
+        **page.ctx,
+        "request_id": page.request_id,
+        "resource_type": "Script",
+        "url": "https://www.googletagmanager.com/gtm.js?id=GTM-K2X9",
+        "error_text": rng.choice(
+            ["net::ERR_BLOCKED_BY_CLIENT", "net::ERR_CONNECTION_RESET", "net::ERR_NAME_NOT_RESOLVED"]
+        ),
+        "canceled": False,
+    }
+
+
+def _proxy_error(rng: random.Random, page: _Page) -> dict:
+    return {
+        **page.ctx,
+        "code": rng.choice(["upstream_timeout", "destination_blocked", "upstream_connect_failed"]),
+        "request_id": page.request_id,
+        "status": 502,
+        "method": "GET",
+        "resource_type": "Document",
+    }
+
+
+def _page_navigation(rng: random.Random, page: _Page) -> dict:
+    return {
+        k: page.ctx[k] for k in ("url", "frame_id", "loader_id", "session_id", "target_id", "target_type")
+    }
+
+
+def _page_timestamp(rng: random.Random, page: _Page) -> dict:
+    return {**page.ctx, "cdp_timestamp": round(rng.uniform(10_000, 90_000), 3)}
+
+
+def _page_tab_opened(rng: random.Random, page: _Page) -> dict:
+    return {
+        "target_id": _hex(rng),
+        "target_type": "page",
+        "opener_id": page.ctx["target_id"],
+        "url": page.origin + "/help/returns",
+        "title": "Returns & refunds",
+    }
+
+
+def _page_layout_shift(rng: random.Random, page: _Page) -> dict:
+    return {
+        **page.ctx,
+        "duration": 0,
+        "time": round(rng.uniform(200, 2500), 1),
+        "source_frame_id": page.ctx["frame_id"],
+        "layout_shift_details": {"value": round(rng.uniform(0.001, 0.3), 4), "had_recent_input": False},
+    }
+
+
+def _page_lcp(rng: random.Random, page: _Page) -> dict:
+    return {
+        **page.ctx,
+        "time": round(rng.uniform(600, 4200), 1),
+        "source_frame_id": page.ctx["frame_id"],
+        "lcp_details": {
+            "element_id": "hero",
+            "load_time": round(rng.uniform(300, 3000), 1),
+            "render_time": round(rng.uniform(600, 4200), 1),
+            "size": rng.randint(20000, 400000),
+            "url": page.origin + "/img/hero.avif",
+            "node_id": rng.randint(10, 900),
+        },
+    }
+
+
+def _interaction_click(rng: random.Random, page: _Page) -> dict:
+    selector, tag, text = rng.choice(CLICK_TARGETS)
+    return {
+        **page.ctx,
+        "x": rng.randint(40, 1800),
+        "y": rng.randint(60, 1000),
+        "selector": selector,
+        "tag": tag,
+        "text": text,
+    }
+
+
+def _interaction_key(rng: random.Random, page: _Page) -> dict:
+    return {**page.ctx, "key": rng.choice(KEYS), "selector": "input#email", "tag": "INPUT"}
+
+
+def _interaction_scroll_settled(rng: random.Random, page: _Page) -> dict:
+    to_y = rng.randint(200, 4800)
+    return {
+        **page.ctx,
+        "from_x": 0,
+        "from_y": max(0, to_y - rng.randint(100, 1200)),
+        "to_x": 0,
+        "to_y": to_y,
+        "target_selector": "html",
+    }
+
+
+def _api_call(rng: random.Random, page: _Page) -> dict:
+    return {
+        "operation_id": rng.choice(OPERATIONS),
+        "request_id": "req_" + _hex(rng, 16).lower(),
+        "status": rng.choice([200, 200, 200, 204, 400]),
+        "duration_ms": rng.randint(3, 900),
+    }
+
+
+def _cdp_disconnect(rng: random.Random, page: _Page) -> dict:
+    return {
+        "duration_ms": rng.randint(1_000, 600_000),
+        "message_count": rng.randint(50, 90_000),
+        "reason": rng.choice(["client_close", "upstream_error", "context_cancelled"]),
+    }
+
+
+def _live_view_disconnect(rng: random.Random, page: _Page) -> dict:
+    return {"session_id": "lv_" + _hex(rng, 12).lower(), "duration_ms": rng.randint(5_000, 900_000)}
+
+
+def _captcha_solve_result(rng: random.Random, page: _Page) -> dict:
+    status = rng.choice(["success", "success", "success", "failure", "timeout"])
+    data = {
+        "captcha_type": rng.choice(["hcaptcha", "recaptcha_v2", "turnstile"]),
+        "status": status,
+        "duration_ms": rng.randint(2_000, 40_000),
+        "task_id": _hex(rng, 16).lower(),
+        "website_host": page.origin.split("//")[-1],
+        "website_path": page.path,
+    }
+    if status != "success":
+        data["error_code"] = "ERROR_CAPTCHA_UNSOLVABLE" if status == "failure" else "ERROR_TIMEOUT"
+    return data
+
+
+def _system_oom_kill(rng: random.Random, page: _Page) -> dict:
+    return {
+        "pid": rng.randint(300, 9000),
+        "process_name": "chrome",
+        "rss_kb": rng.randint(3_000_000, 7_800_000),
+        "trigger_pid": rng.randint(300, 9000),
+        "trigger_process_name": "chrome",
+        "constraint": "memcg",
+        "mem_free_kb": rng.randint(20_000, 90_000),
+        "mem_total_kb": 8_388_608,
+        "top_tasks": [
+            {"name": "chrome", "pid": rng.randint(300, 9000), "rss_kb": rng.randint(500_000, 3_000_000)}
+            for _ in range(3)
+        ],
+    }
+
+
+def _service_crashed(rng: random.Random, page: _Page) -> dict:
+    return {
+        "service_name": rng.choice(["chromium", "neko", "kernel-images-api"]),
+        "phase": "running",
+        "pid": rng.randint(300, 9000),
+    }
+
+
+def _context_only(rng: random.Random, page: _Page) -> dict:
+    return dict(page.ctx)
+
+
+def _fixed(data: dict) -> Callable[[random.Random, _Page], dict]:
+    """A generator of the same ``data`` every time (a copy)."""
+    return lambda rng, page: dict(data)
+
+
+# Realistic ``data`` for each event type (notes §6.4 shapes): a type's generator draws from the flow's
+# random numbers and the page; a type without one has no data.
+SAMPLES: dict[str, Callable[[random.Random, _Page], dict]] = {
+    "console_log": _console_log,
+    "console_error": _console_error,
+    "network_request": _network_request,
+    "network_response": _network_response,
+    "network_loading_failed": _network_loading_failed,
+    "network_idle": _context_only,
+    "proxy_error": _proxy_error,
+    "page_navigation": _page_navigation,
+    "page_dom_content_loaded": _page_timestamp,
+    "page_load": _page_timestamp,
+    "page_tab_opened": _page_tab_opened,
+    "page_layout_shift": _page_layout_shift,
+    "page_lcp": _page_lcp,
+    "page_layout_settled": _context_only,
+    "page_navigation_settled": _context_only,
+    "interaction_click": _interaction_click,
+    "interaction_key": _interaction_key,
+    "interaction_scroll_settled": _interaction_scroll_settled,
+    "monitor_screenshot": _fixed({"png": PNG_1x1}),
+    "monitor_disconnected": _fixed({"reason": "chrome_restarted"}),
+    "monitor_reconnected": lambda rng, page: {"reconnect_duration_ms": rng.randint(300, 4000)},
+    "monitor_reconnect_failed": _fixed({"reason": "reconnect_exhausted"}),
+    "monitor_init_failed": _fixed({"step": "attach_to_target"}),
+    "api_call": _api_call,
+    "cdp_connect": _fixed({}),
+    "cdp_disconnect": _cdp_disconnect,
+    "live_view_connect": lambda rng, page: {"session_id": "lv_" + _hex(rng, 12).lower()},
+    "live_view_disconnect": _live_view_disconnect,
+    "captcha_solve_result": _captcha_solve_result,
+    "system_oom_kill": _system_oom_kill,
+    "service_crashed": _service_crashed,
+}
+
+
 def sample(kind: str, rng: random.Random, ctx: dict) -> dict:
-    """Realistic ``data`` for one event type (notes §6.4 shapes), given a CDP context."""
+    """Realistic ``data`` for one event type (``SAMPLES``), given a CDP context."""
     url = ctx["url"]
     origin = re.match(r"^https?://[^/]+", url).group(0) if re.match(r"^https?://", url) else url
-    path = url[len(origin) :] or "/"
-    request_id = f"{rng.randint(1000, 99999)}.{rng.randint(1, 400)}"
-    if kind == "console_log":
-        level, text = rng.choice(CONSOLE_LINES)
-        text = text.format(path=path)
-        data = {**ctx, "level": level, "text": text, "args": [text]}
-        if level == "warning":
-            data["stack_trace"] = _stack(rng, origin, "warnOnce", "vendor.8e02b1.js")
-        return data
-    if kind == "console_error":
-        text, function, script_name = rng.choice(ERRORS)
-        stack = _stack(rng, origin, function, script_name)
-        data = {**ctx, "text": text, "stack_trace": stack}
-        if text.startswith("Uncaught") or rng.random() < 0.5:
-            top = stack["callFrames"][0]
-            data.update(line=top["lineNumber"], column=top["columnNumber"], source_url=top["url"])
-        else:
-            data.update(level="error", args=[text])
-        return data
-    if kind == "network_request":
-        method, api_path, _, _ = rng.choice(API_CALLS)
-        return {
-            **ctx,
-            "request_id": request_id,
-            "method": method,
-            "resource_type": "XHR",
-            "initiator_type": "script",
-            "document_url": url,
-            "headers": {"accept": "application/json", "x-requested-with": "fetch"},
-            "url": origin + api_path,
-            "is_redirect": False,
-        }
-    if kind == "network_response":
-        method, api_path, status, body = rng.choice(API_CALLS)
-        return {
-            **ctx,
-            "request_id": request_id,
-            "method": method,
-            "status": status,
-            "status_text": {
-                200: "OK",
-                204: "No Content",
-                422: "Unprocessable Entity",
-                503: "Service Unavailable",
-            }[status],
-            "mime_type": "application/json",
-            "resource_type": "XHR",
-            "url": origin + api_path,
-            "headers": {"content-type": "application/json", "cache-control": "no-store"},
-            "body": body,
-        }
-    if kind == "network_loading_failed":
-        return {
-            **ctx,
-            "request_id": request_id,
-            "resource_type": "Script",
-            "url": "https://www.googletagmanager.com/gtm.js?id=GTM-K2X9",
-            "error_text": rng.choice(
-                ["net::ERR_BLOCKED_BY_CLIENT", "net::ERR_CONNECTION_RESET", "net::ERR_NAME_NOT_RESOLVED"]
-            ),
-            "canceled": False,
-        }
-    if kind == "network_idle":
-        return dict(ctx)
-    if kind == "proxy_error":
-        return {
-            **ctx,
-            "code": rng.choice(["upstream_timeout", "destination_blocked", "upstream_connect_failed"]),
-            "request_id": request_id,
-            "status": 502,
-            "method": "GET",
-            "resource_type": "Document",
-        }
-    if kind == "page_navigation":
-        return {k: ctx[k] for k in ("url", "frame_id", "loader_id", "session_id", "target_id", "target_type")}
-    if kind in ("page_dom_content_loaded", "page_load"):
-        return {**ctx, "cdp_timestamp": round(rng.uniform(10_000, 90_000), 3)}
-    if kind == "page_tab_opened":
-        return {
-            "target_id": _hex(rng),
-            "target_type": "page",
-            "opener_id": ctx["target_id"],
-            "url": origin + "/help/returns",
-            "title": "Returns & refunds",
-        }
-    if kind == "page_layout_shift":
-        return {
-            **ctx,
-            "duration": 0,
-            "time": round(rng.uniform(200, 2500), 1),
-            "source_frame_id": ctx["frame_id"],
-            "layout_shift_details": {"value": round(rng.uniform(0.001, 0.3), 4), "had_recent_input": False},
-        }
-    if kind == "page_lcp":
-        return {
-            **ctx,
-            "time": round(rng.uniform(600, 4200), 1),
-            "source_frame_id": ctx["frame_id"],
-            "lcp_details": {
-                "element_id": "hero",
-                "load_time": round(rng.uniform(300, 3000), 1),
-                "render_time": round(rng.uniform(600, 4200), 1),
-                "size": rng.randint(20000, 400000),
-                "url": origin + "/img/hero.avif",
-                "node_id": rng.randint(10, 900),
-            },
-        }
-    if kind in ("page_layout_settled", "page_navigation_settled"):
-        return dict(ctx)
-    if kind == "interaction_click":
-        selector, tag, text = rng.choice(CLICK_TARGETS)
-        return {
-            **ctx,
-            "x": rng.randint(40, 1800),
-            "y": rng.randint(60, 1000),
-            "selector": selector,
-            "tag": tag,
-            "text": text,
-        }
-    if kind == "interaction_key":
-        return {**ctx, "key": rng.choice(KEYS), "selector": "input#email", "tag": "INPUT"}
-    if kind == "interaction_scroll_settled":
-        to_y = rng.randint(200, 4800)
-        return {
-            **ctx,
-            "from_x": 0,
-            "from_y": max(0, to_y - rng.randint(100, 1200)),
-            "to_x": 0,
-            "to_y": to_y,
-            "target_selector": "html",
-        }
-    if kind == "monitor_screenshot":
-        return {"png": PNG_1x1}
-    if kind == "monitor_disconnected":
-        return {"reason": "chrome_restarted"}
-    if kind == "monitor_reconnected":
-        return {"reconnect_duration_ms": rng.randint(300, 4000)}
-    if kind == "monitor_reconnect_failed":
-        return {"reason": "reconnect_exhausted"}
-    if kind == "monitor_init_failed":
-        return {"step": "attach_to_target"}
-    if kind == "api_call":
-        return {
-            "operation_id": rng.choice(OPERATIONS),
-            "request_id": "req_" + _hex(rng, 16).lower(),
-            "status": rng.choice([200, 200, 200, 204, 400]),
-            "duration_ms": rng.randint(3, 900),
-        }
-    if kind == "cdp_connect":
-        return {}
-    if kind == "cdp_disconnect":
-        return {
-            "duration_ms": rng.randint(1_000, 600_000),
-            "message_count": rng.randint(50, 90_000),
-            "reason": rng.choice(["client_close", "upstream_error", "context_cancelled"]),
-        }
-    if kind == "live_view_connect":
-        return {"session_id": "lv_" + _hex(rng, 12).lower()}
-    if kind == "live_view_disconnect":
-        return {"session_id": "lv_" + _hex(rng, 12).lower(), "duration_ms": rng.randint(5_000, 900_000)}
-    if kind == "captcha_solve_result":
-        status = rng.choice(["success", "success", "success", "failure", "timeout"])
-        data = {
-            "captcha_type": rng.choice(["hcaptcha", "recaptcha_v2", "turnstile"]),
-            "status": status,
-            "duration_ms": rng.randint(2_000, 40_000),
-            "task_id": _hex(rng, 16).lower(),
-            "website_host": origin.split("//")[-1],
-            "website_path": path,
-        }
-        if status != "success":
-            data["error_code"] = "ERROR_CAPTCHA_UNSOLVABLE" if status == "failure" else "ERROR_TIMEOUT"
-        return data
-    if kind == "system_oom_kill":
-        return {
-            "pid": rng.randint(300, 9000),
-            "process_name": "chrome",
-            "rss_kb": rng.randint(3_000_000, 7_800_000),
-            "trigger_pid": rng.randint(300, 9000),
-            "trigger_process_name": "chrome",
-            "constraint": "memcg",
-            "mem_free_kb": rng.randint(20_000, 90_000),
-            "mem_total_kb": 8_388_608,
-            "top_tasks": [
-                {"name": "chrome", "pid": rng.randint(300, 9000), "rss_kb": rng.randint(500_000, 3_000_000)}
-                for _ in range(3)
-            ],
-        }
-    if kind == "service_crashed":
-        return {
-            "service_name": rng.choice(["chromium", "neko", "kernel-images-api"]),
-            "phase": "running",
-            "pid": rng.randint(300, 9000),
-        }
-    return {}
+    page = _Page(
+        ctx=ctx,
+        url=url,
+        origin=origin,
+        path=url[len(origin) :] or "/",
+        request_id=f"{rng.randint(1000, 99999)}.{rng.randint(1, 400)}",
+    )
+    generate = SAMPLES.get(kind)
+    return generate(rng, page) if generate is not None else {}
 
 
 def script(rng: random.Random, record: dict) -> Iterator[tuple[str, dict]]:

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import conflict, invalid, not_found
-from console.sandbox.http import (
+from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.http import (
     endpoint,
     no_content,
     ok,
@@ -32,8 +33,9 @@ from console.sandbox.http import (
     scoped,
     text_filter,
 )
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import sessions
 from console.sandbox.resources.proxies import _target
-from console.sandbox.state import Tenant, new_id, rfc3339
 
 TABLE = "telemetry_destinations"
 NAME_MAX = 255
@@ -48,62 +50,89 @@ def render(record: dict) -> dict:
     return body
 
 
-def _name(value) -> str:
+def _name(value, context: Context) -> str:
+    """A name of 1 to 255 characters that is not an id, unique in the project (and a destination
+    sessions export to keeps its name)."""
     if not isinstance(value, str) or not value.strip():
-        raise invalid("name is required", name="give the destination a name")
+        raise Bad("give the destination a name", alone="name is required")
     value = value.strip()
     if len(value) > NAME_MAX:
-        raise invalid("name is too long", name=f"at most {NAME_MAX} characters")
+        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
     if _ID_LIKE.match(value):
-        raise invalid("name looks like an id", name="must not look like an id (otlp_…)")
+        raise Bad("must not look like an id (otlp_…)", alone="name looks like an id")
+    record = None if context.creating else context.record
+    for other in context.tenant.table(TABLE).values():
+        if (
+            other.get("_project") == context.project
+            and not other.get("_deleted")
+            and other["name"].casefold() == value.casefold()
+            and other["id"] != (record or {}).get("id")
+        ):
+            raise conflict(f"a destination named {value!r} already exists", code="destination_name_taken")
+    if record is not None and value != record["name"] and _in_use(context.tenant, record):
+        raise conflict(
+            "sessions export to this destination: it cannot be renamed now", code="destination_in_use"
+        )
     return value
 
 
-def _endpoint(value) -> str:
+def _endpoint(value, context: Context) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise invalid(
-            "endpoint is required", endpoint="the base OTLP/HTTP URL, e.g. https://otel.example.com"
-        )
+        raise Bad("the base OTLP/HTTP URL, e.g. https://otel.example.com", alone="endpoint is required")
     try:
         url = _target(value.strip())
     except Exception:
-        raise invalid(
-            "endpoint must be a public http(s) URL", endpoint="a public http or https URL"
-        ) from None
+        raise Bad("a public http or https URL", alone="endpoint must be a public http(s) URL") from None
     parts = urlsplit(url)
     if parts.query or parts.fragment:
-        raise invalid("endpoint takes no query", endpoint="no query string or fragment")
+        raise Bad("no query string or fragment", alone="endpoint takes no query")
     if re.search(r"/v1(/|$)", parts.path):
-        raise invalid("endpoint is the base URL", endpoint="leave out /v1/traces, /v1/logs, …")
+        raise Bad("leave out /v1/traces, /v1/logs, …", alone="endpoint is the base URL")
     return url.rstrip("/")
 
 
-def _headers(value, current: dict | None = None) -> dict:
+def _headers(value, context: Context) -> dict:
+    """The headers sent with every export; a PATCH merges into the current ones (null removes one)."""
+    current = None if context.creating else context.record["_headers"]
     if value is None:
         return dict(current or {})
     if not isinstance(value, dict):
-        raise invalid("headers must be an object", headers="an object of header names to values")
+        raise Bad("an object of header names to values", alone="headers must be an object")
     merged = dict(current or {})
     for name, header_value in value.items():
         if not _HEADER_NAME.match(str(name)):
-            raise invalid("a header name is not valid", headers=f"{name!r}: letters, digits and hyphens")
+            raise Bad(f"{name!r}: letters, digits and hyphens", alone="a header name is not valid")
         if header_value is None and current is not None:
             merged.pop(name, None)
         elif not isinstance(header_value, str):
-            raise invalid("header values must be strings", headers=f"{name}: a string")
+            raise Bad(f"{name}: a string", alone="header values must be strings")
         else:
             merged[name] = header_value
     if sum(len(k) + len(v) for k, v in merged.items()) > HEADERS_MAX_BYTES:
-        raise invalid(
-            "headers are too large", headers=f"names and values together at most {HEADERS_MAX_BYTES} bytes"
+        raise Bad(
+            f"names and values together at most {HEADERS_MAX_BYTES} bytes", alone="headers are too large"
         )
     return merged
 
 
-def _unique(request: Request, name: str, except_id: str | None = None) -> None:
-    for record in scoped(request, TABLE):
-        if record["name"].casefold() == name.casefold() and record["id"] != except_id:
-            raise conflict(f"a destination named {name!r} already exists", code="destination_name_taken")
+def _destination(*, complete: bool) -> Body:
+    """A destination's create (every field) or PATCH (the fields given) body; its first problem answers."""
+    return Body(
+        message="the destination is not valid",
+        unknown="not a destination field",
+        unknown_alone="unknown fields",
+        complete=complete,
+        fields=(
+            Field("name", _name),
+            Field("endpoint", _endpoint),
+            Field("description", lambda value, context: value or None),
+            Field("headers", _headers, key="_headers"),
+        ),
+    )
+
+
+CREATE = _destination(complete=True)
+UPDATE = _destination(complete=False)
 
 
 def _find(request: Request) -> dict:
@@ -137,30 +166,29 @@ def export_of(request: Request, telemetry) -> dict | None:
 
 
 def _in_use(tenant: Tenant, record: dict) -> int:
-    from console.sandbox.resources import browsers
-
     return sum(
         1
         for session in list(tenant.table("browsers").values())
         if (session.get("_otlp_export") or {}).get("destination") == record["id"]
-        and browsers.is_active(tenant, session)
+        and sessions.is_active(tenant, session)
     )
 
 
 def create(tenant: Tenant, project: str, body: dict) -> dict:
+    fields = CREATE.validate(body, tenant=tenant, project=project)
     now = rfc3339(tenant.now())
     record = {
         "id": new_id("otlp"),
-        "name": _name(body.get("name")),
-        "endpoint": _endpoint(body.get("endpoint")),
-        "description": body.get("description") or None,
+        "name": fields["name"],
+        "endpoint": fields["endpoint"],
+        "description": fields["description"],
         "created_at": now,
         "updated_at": now,
         "consecutive_failures": 0,
         "last_error": None,
         "last_error_at": None,
         "last_export_at": None,
-        "_headers": _headers(body.get("headers")),
+        "_headers": fields["_headers"],
         "_project": project,
     }
     tenant.table(TABLE)[record["id"]] = record
@@ -176,10 +204,6 @@ async def list_destinations(request: Request):
 @endpoint
 async def create_destination(request: Request):
     body = await read_json(request)
-    unknown = sorted(set(body) - {"name", "endpoint", "description", "headers"})
-    if unknown:
-        raise invalid("unknown fields", **{k: "not a destination field" for k in unknown})
-    _unique(request, _name(body.get("name")))
     return ok(render(create(request.state.tenant, project_of(request), body)), status=201)
 
 
@@ -193,23 +217,7 @@ async def update_destination(request: Request):
     tenant = request.state.tenant
     record = _find(request)
     body = await read_json(request)
-    unknown = sorted(set(body) - {"name", "endpoint", "description", "headers"})
-    if unknown:
-        raise invalid("unknown fields", **{k: "not a destination field" for k in unknown})
-    changes = {}
-    if "name" in body:
-        changes["name"] = _name(body["name"])
-        _unique(request, changes["name"], except_id=record["id"])
-        if changes["name"] != record["name"] and _in_use(tenant, record):
-            raise conflict(
-                "sessions export to this destination: it cannot be renamed now", code="destination_in_use"
-            )
-    if "endpoint" in body:
-        changes["endpoint"] = _endpoint(body["endpoint"])
-    if "description" in body:
-        changes["description"] = body["description"] or None
-    if "headers" in body:
-        changes["_headers"] = _headers(body["headers"], record["_headers"])
+    changes = UPDATE.validate(body, creating=False, tenant=tenant, project=project_of(request), record=record)
     record.update(changes, updated_at=rfc3339(tenant.now()))
     return ok(render(record))
 

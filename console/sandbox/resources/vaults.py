@@ -31,9 +31,10 @@ import re
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
-from console.sandbox.state import Tenant, new_id, rfc3339
+from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
+from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources.projects import MAX_VAULTS
 
 TABLE = "vaults"
 FIELD_TYPES = ("text", "email", "password", "totp", "passkey")
@@ -171,8 +172,6 @@ async def upsert_vault(request: Request):
     for vault in scoped(request, TABLE):
         if vault["name"] == name.strip():
             return ok(render(vault))
-    from console.sandbox.resources.projects import MAX_VAULTS
-
     if sum(1 for v in tenant.table(TABLE).values() if not v.get("_deleted")) >= MAX_VAULTS:
         raise ApiError(403, "insufficient_plan", f"the plan allows at most {MAX_VAULTS} vaults")
     now = rfc3339(tenant.now())

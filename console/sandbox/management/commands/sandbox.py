@@ -1,3 +1,5 @@
+import os
+
 from django.core.management.base import BaseCommand
 
 from console.sandbox.server import reset_state, serve
@@ -7,8 +9,6 @@ class Command(BaseCommand):
     help = "Run the sandbox (a local Browser Automation Service) on --host/--port (default 127.0.0.1:8100)."
 
     def add_arguments(self, parser):
-        import os
-
         parser.add_argument("--host", default=os.environ.get("SANDBOX_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "8100")))
         parser.add_argument("--log-level", default="warning")

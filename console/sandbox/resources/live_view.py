@@ -29,9 +29,10 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError
-from console.sandbox.state import new_id, registry
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import new_id, registry
+from console.sandbox.resources import browser_computer, sessions
 
 log = logging.getLogger("console.sandbox.engine")
 POLICY_VIOLATION = 1008
@@ -40,17 +41,15 @@ ENDED = "<!doctype html><p>This live view has ended.</p>"
 
 def _session(session_id: str, token: str):
     """(tenant, record, interactive) for a live-view token of an active headful session, else None."""
-    from console.sandbox.resources.browsers import TABLE, is_active
-
     if not token:
         return None
     # Compared as bytes: compare_digest raises on a str holding non-ASCII characters (``?jwt=é`` was a 500).
     given = token.encode(errors="replace")
     for tenant in registry.tenants.values():
-        record = tenant.table(TABLE).get(session_id)
+        record = tenant.table(sessions.TABLE).get(session_id)
         if record is None:
             continue
-        if record["headless"] or not is_active(tenant, record):
+        if record["headless"] or not sessions.is_active(tenant, record):
             return None
         if secrets.compare_digest(given, record["_live_token"].encode()):
             return tenant, record, True
@@ -137,8 +136,6 @@ connect();
 
 
 async def stream(websocket: WebSocket):
-    from console.sandbox.resources import browser_computer, browsers
-
     session_id = websocket.path_params["session_id"]
     found = _session(session_id, websocket.query_params.get("jwt", ""))
     if found is None or found[1].get("_engine") != "chromium":
@@ -197,7 +194,7 @@ async def stream(websocket: WebSocket):
         async def read_input() -> None:
             while True:
                 message = await websocket.receive_text()
-                browsers.touch(tenant, record)
+                sessions.touch(tenant, record)
                 live.last_used = time.monotonic()
                 if interactive and live.page is not None:
                     with contextlib.suppress(Exception):

@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 
 import regex
 
+from console.sandbox.core.hooks import Hook
+
 log = logging.getLogger("console.sandbox")
 
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -203,6 +205,10 @@ def new_api_key() -> str:
 
 DEMO = "_demo"  # tenant.settings: created with demo data
 
+# Handed in by ``app.assemble``: what a new tenant starts with (its default project, and the demo data
+# when asked), which the resources make.
+tenant_setup = Hook("state.tenant_setup(tenant, demo)")
+
 
 class Registry:
     """All tenants of this sandbox process, by the digest (``key_digest``) of every API key that opens
@@ -213,13 +219,9 @@ class Registry:
 
     def create(self, api_key: str | None = None, *, demo: bool = False) -> Tenant:
         """A new tenant opened by ``api_key`` (the caller tells it to its user: it is not kept)."""
-        from console.sandbox import demo as demo_data
-        from console.sandbox.resources import projects
-
         tenant = Tenant(key_sha256=key_digest(api_key or new_api_key()))
-        projects.create_default(tenant)
+        tenant_setup(tenant, demo)
         if demo:
-            demo_data.seed(tenant)
             # Kept with the state, so the bound on demo tenants (control.create_tenant) survives a restart;
             # no tenant can set it (``POST /_sandbox/settings`` takes its known settings only).
             tenant.settings[DEMO] = True

@@ -42,9 +42,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from console.sandbox import engine
-from console.sandbox.errors import ApiError
-from console.sandbox.state import key_digest, registry
+from console.sandbox.chromium import engine
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import key_digest, registry
+from console.sandbox.resources import browser_computer, sessions
 
 REFUSED = ("Browser.close", "Browser.crash", "Browser.crashGpuProcess")
 POLICY_VIOLATION = 1008
@@ -65,13 +66,11 @@ _SCAN = json.JSONDecoder().scan_once  # one JSON value at an index: (value, end)
 
 def _session(websocket: WebSocket):
     """(tenant, record) of an active real session the caller may drive, else None."""
-    from console.sandbox.resources.browsers import TABLE, is_active
-
     session_id = websocket.path_params["session_id"]
     token = websocket.query_params.get("jwt", "")
     scheme, _, key = websocket.headers.get("authorization", "").partition(" ")
     for tenant in registry.tenants.values():
-        record = tenant.table(TABLE).get(session_id)
+        record = tenant.table(sessions.TABLE).get(session_id)
         if record is None:
             continue
         # As bytes: compare_digest raises on a str holding non-ASCII characters (``?jwt=é`` was a 500).
@@ -79,7 +78,7 @@ def _session(websocket: WebSocket):
         by_key = scheme.lower() == "bearer" and secrets.compare_digest(
             key_digest(key.strip()), tenant.key_sha256
         )
-        if (by_jwt or by_key) and record.get("_engine") == "chromium" and is_active(tenant, record):
+        if (by_jwt or by_key) and record.get("_engine") == "chromium" and sessions.is_active(tenant, record):
             return tenant, record
         return None
     return None
@@ -189,9 +188,7 @@ def _refusal(text: str) -> str | None:
 
 
 async def cdp(websocket: WebSocket):
-    from websockets.asyncio.client import connect
-
-    from console.sandbox.resources import browser_computer, browsers
+    from websockets.asyncio.client import connect  # the relay's client, needed once a CDP client comes
 
     found = _session(websocket)
     if found is None:
@@ -228,7 +225,7 @@ async def cdp(websocket: WebSocket):
                     except WebSocketDisconnect:
                         return "client_close"
                     counted += 1
-                    browsers.touch(tenant, record)
+                    sessions.touch(tenant, record)
                     live.last_used = time.monotonic()
                     if len(text) > limit:  # the server's own bound refuses it first (server.py)
                         await websocket.send_text(_error(None, -32600, too_big))
@@ -243,7 +240,7 @@ async def cdp(websocket: WebSocket):
             async def from_browser() -> str:
                 async for message in upstream:
                     await websocket.send_text(message if isinstance(message, str) else message.decode())
-                return "upstream_changed" if browsers.is_active(tenant, record) else "context_cancelled"
+                return "upstream_changed" if sessions.is_active(tenant, record) else "context_cancelled"
 
             tasks = [asyncio.create_task(from_client()), asyncio.create_task(from_browser())]
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -3,7 +3,7 @@
 - When a flow starts (``auth_connections.start_flow``) the sandbox creates a browser session for it (the
   flow's ``browser_session_id``, in the tenant's browsers table, tagged ``auth_connection=<id>``, headful as
   the service's login browsers are, so it has a live view) opened on the connection's login site
-  (``sites.login_site``: the connection's domain when it is one of the scripted sites, else the scripted
+  (``demo_sites.login_site``: the connection's domain when it is one of the scripted sites, else the scripted
   site that stands for it). Its telemetry captures the operational categories, ``page`` and ``console``;
   never ``network`` (a login's form posts carry its values) nor ``interaction``.
 - The flow's state machine stays the source of truth (sync and time-driven). One driver task per flow
@@ -33,11 +33,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from console.sandbox import engine
-from console.sandbox.state import Tenant
+from console.sandbox.chromium import engine
+from console.sandbox.core.state import Tenant, rfc3339
+from console.sandbox.resources import browser_computer, browser_replays, browsers, sessions
+from console.sandbox.sites import auth_sites, demo_sites
 
 log = logging.getLogger("console.sandbox.login_browser")
 
@@ -57,11 +60,9 @@ _tasks: set[asyncio.Task] = set()
 
 def login_url(connection: dict) -> str:
     """Where a login browser opens: the connection's login URL or domain on a scripted login site."""
-    from console.sandbox import sites
-    from console.sandbox.resources import auth_sites
 
     def served(host: str) -> bool:
-        return sites.handler_for(host) is sites.login_site
+        return demo_sites.handler_for(host) is demo_sites.login_site
 
     url = connection.get("login_url")
     if url and served(urlsplit(url).hostname or ""):
@@ -71,11 +72,17 @@ def login_url(connection: dict) -> str:
     return f"https://{host}/login"
 
 
-def open_for_flow(tenant: Tenant, connection: dict, at: datetime, ttl: float, record_session: bool):
-    """The flow's browser session (real engine), its driver started; None under the simulated engine."""
-    from console.sandbox.resources import browsers
-    from console.sandbox.state import rfc3339
-
+def open_for_flow(
+    tenant: Tenant,
+    connection: dict,
+    at: datetime,
+    ttl: float,
+    record_session: bool,
+    settle: Callable[[Tenant, dict], None],
+):
+    """The flow's browser session (real engine), its driver started; None under the simulated engine.
+    ``settle(tenant, connection)`` brings the flow up to the tenant clock (``auth_connections``: the driver
+    calls it as time passes)."""
     if not engine.get().real:
         return None
     session = browsers.new_browser_record(
@@ -97,7 +104,7 @@ def open_for_flow(tenant: Tenant, connection: dict, at: datetime, ttl: float, re
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return session
-    driver = Driver(tenant, connection["id"], session, record_session and not past)
+    driver = Driver(tenant, connection["id"], session, record_session and not past, settle)
     _drivers[session["session_id"]] = driver
     task = loop.create_task(driver.run())
     _tasks.add(task)
@@ -121,23 +128,29 @@ def submitted(connection: dict, page: str | None, action: tuple) -> None:
 
 def flow_ended(tenant: Tenant, session_id: str | None, at: datetime) -> dict:
     """The flow ended at ``at``: its session ends (after the driver's last step); the timeline's additions."""
-    from console.sandbox.resources import browsers
-
     driver = _drivers.get(session_id or "")
     if driver is not None:
         driver.end(at)
         return {}
-    session = tenant.table(browsers.TABLE).get(session_id or "")
+    session = tenant.table(sessions.TABLE).get(session_id or "")
     if session is not None:
-        browsers.end(tenant, session, "login_finished", at=at)
+        sessions.end(tenant, session, "login_finished", at=at)
     return {}
 
 
 class Driver:
     """Mirrors one flow into its browser session, records it, and ends the session with the flow."""
 
-    def __init__(self, tenant: Tenant, connection_id: str, session: dict, record_session: bool):
+    def __init__(
+        self,
+        tenant: Tenant,
+        connection_id: str,
+        session: dict,
+        record_session: bool,
+        settle: Callable[[Tenant, dict], None],
+    ):
         self.tenant = tenant
+        self.settle = settle
         self.connection_id = connection_id
         self.session = session
         self.record_session = record_session
@@ -155,8 +168,6 @@ class Driver:
         self.wake.set()
 
     async def run(self) -> None:
-        from console.sandbox.resources import browser_replays, browsers
-
         tenant, session = self.tenant, self.session
         try:
             # Over before its browser was up, and nothing to record: no browser at all. A recorded flow
@@ -165,7 +176,7 @@ class Driver:
                 await self._drive()
         except asyncio.CancelledError:  # the sandbox is stopping: ending the session stops the recording
             _drivers.pop(session["session_id"], None)
-            browsers.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
+            sessions.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
             raise
         except Exception as exc:  # never let a browser failure escape into the flow
             self._failed("driving the login", exc)
@@ -173,7 +184,7 @@ class Driver:
         if self.replay is not None:
             with contextlib.suppress(Exception):
                 await browser_replays.finish(tenant, session, self.replay)
-        browsers.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
+        sessions.end(tenant, session, "login_finished", at=self.ended_at or tenant.now())
 
     async def _drive(self) -> None:
         await self._start()
@@ -197,8 +208,6 @@ class Driver:
             await asyncio.sleep(HOLD_SECONDS)
 
     async def _start(self) -> None:
-        from console.sandbox.resources import browser_replays
-
         try:
             live = await engine.get().live(self.tenant, self.session)
         except Exception as exc:
@@ -224,9 +233,7 @@ class Driver:
                 break
 
     def _usable(self) -> bool:
-        from console.sandbox.resources import browsers
-
-        return browsers.is_active(self.tenant, self.session)
+        return sessions.is_active(self.tenant, self.session)
 
     def _connection(self) -> dict | None:
         connection = self.tenant.table("auth_connections").get(self.connection_id)
@@ -235,15 +242,12 @@ class Driver:
         return connection
 
     def _settle(self) -> None:
-        from console.sandbox.resources import auth_connections
-
         connection = self._connection()
         if connection is None:
             if self.ended_at is None and self.connection_id not in self.tenant.table("auth_connections"):
                 self.end(self.tenant.now())
             return
-        if auth_connections.settle(self.tenant, connection):
-            auth_connections.publish(self.tenant, connection)
+        self.settle(self.tenant, connection)
 
     def _flow_page(self) -> str | None:
         connection = self._connection()
@@ -268,10 +272,8 @@ class Driver:
 
     def _failed(self, what: str, exc: BaseException) -> None:
         """A browser failure is the session's telemetry event; the flow is not touched. No values."""
-        from console.sandbox.resources import browser_computer, browsers
-
         log.info("login browser %s: %s failed (%s)", self.session["session_id"], what, type(exc).__name__)
-        if browsers.is_active(self.tenant, self.session):
+        if sessions.is_active(self.tenant, self.session):
             step = f"login browser: {what} failed ({type(exc).__name__})"
             browser_computer.emit(self.tenant, self.session, [("monitor_init_failed", {"step": step})])
 
@@ -302,25 +304,21 @@ class Driver:
 
     async def _show(self, step: str) -> None:
         """Put the page on the site's step ``step`` (the site keeps its step in a cookie)."""
-        from console.sandbox import sites
-
         live = await self._page()
         await live.context.add_cookies(
-            [{"name": sites.STEP_COOKIE, "value": f"{step}:{time.time():.0f}", "url": self.origin + "/"}]
+            [{"name": demo_sites.STEP_COOKIE, "value": f"{step}:{time.time():.0f}", "url": self.origin + "/"}]
         )
         await live.page.goto(self.origin + "/login", wait_until="domcontentloaded")
         await self._landed(live.page)
 
     async def _mirror(self, step: str, action: tuple) -> None:
-        from console.sandbox import sites
-
         kind, payload = action
         live = await self._page()
         page = live.page
         if kind == "approve":
             # The phone approved: the site's push page moves on when its step is old enough.
             await live.context.add_cookies(
-                [{"name": sites.STEP_COOKIE, "value": f"{step}:0", "url": self.origin + "/"}]
+                [{"name": demo_sites.STEP_COOKIE, "value": f"{step}:0", "url": self.origin + "/"}]
             )
             await page.goto(self.origin + "/login", wait_until="domcontentloaded")
             await self._landed(page)

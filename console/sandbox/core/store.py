@@ -42,10 +42,14 @@ Without ``SANDBOX_STATE`` (the tests) the sandbox keeps everything in memory, as
   opened, in one transaction, and the file is then rebuilt (VACUUM, freed pages zeroed) and its WAL
   emptied, so no page in clear survives the upgrade.
 
-Values are JSON with a small set of tagged types (datetime, bytes, set, tuple, deque, Path, the sandbox's
-own dataclasses by an allowlist); a runtime handle (a task, a subprocess, a browser) is never written.
-Nothing in the file is executed when it is read (no pickle): a foreign or damaged file is a clear
-``StateError`` at start-up.
+Values are JSON with a small set of tagged types (datetime, bytes, set, tuple, deque, Path, and the
+sandbox's own classes that records hold, by an allowlist: the ``Kind``s the resources hand in, each saved
+by its resource's own ``dump`` and rebuilt by its ``load``); a runtime handle (a task, a subprocess, a
+browser) is never written. Nothing in the file is executed when it is read (no pickle): a foreign or
+damaged file is a clear ``StateError`` at start-up.
+
+The store names no resource: what it needs from them is handed in by ``app.assemble`` (``register``ed
+kinds, ``before_save`` and ``after_load`` listeners, ``new_audit_log``).
 """
 
 from __future__ import annotations
@@ -63,11 +67,16 @@ import sqlite3
 import stat
 import tempfile
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from console.sandbox.core.hooks import Hook, Listeners, NotHandedIn
+from console.sandbox.core.state import Tenant, key_digest
 
 log = logging.getLogger("console.sandbox.store")
 
@@ -80,7 +89,6 @@ RESET = "`make sandbox-reset` (or `python manage.py sandbox --reset`)"
 AUDIT = "_audit_log"  # the tenant setting holding its audit log (rows of their own, appended)
 SAVE_INTERVAL = 2.0  # the tenants that had requests since the last save (reads change state too)
 FULL_SAVE_EVERY = 15  # intervals: every tenant, for what moves without requests (browsers' telemetry)
-RESTART_NOTE = "the sandbox restarted while this process ran; it was not resumed"
 
 # ``tenant`` is the tenant's id (``org_…``); every ``data`` is sealed (``Cipher``).
 SCHEMA = """
@@ -167,8 +175,8 @@ def _parse_key(text: str, source: str, state: Path | None = None) -> bytes:
             else ""
         )
         raise StateError(
-            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as "
-            f"`python -c 'from console.sandbox.store import new_key_text; print(new_key_text())'` makes){fix}"
+            f"{source} does not hold a sandbox state key (32 random bytes, URL-safe base64, as `python -c "
+            f"'from console.sandbox.core.store import new_key_text; print(new_key_text())'` makes){fix}"
         )
     return key
 
@@ -229,24 +237,58 @@ _SKIP = object()
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 
-def _dataclasses() -> dict[str, type]:
-    """The sandbox's own classes that records hold, by a stable name (nothing else is ever built)."""
-    from console.sandbox.resources import browser_computer, browser_processes, telemetry
+@dataclass(frozen=True)
+class Kind:
+    """A class of the sandbox's own that records hold, saved under a stable ``name`` (nothing else is ever
+    built from the file): ``dump(value)`` gives the fields to save (a dataclass's own by default), and
+    ``load(fields)`` builds it again (``cls(**fields)`` by default).
 
-    return {
-        "Screen": browser_computer.Screen,
-        "Proc": browser_processes.Proc,
-        "Log": telemetry.Log,
-    }
+    An archive (a session's telemetry) has ``restore``: its events are rows of their own, appended as they
+    come rather than rewritten with the record. It holds ``events`` (oldest first, each with ``seq``,
+    ``body``, and ``spanned`` when it is rebuilt from the record and never saved as a row) and
+    ``after(seq)`` (the events past ``seq``); ``restore(archive, seq, body)`` puts a saved row back."""
+
+    name: str
+    cls: type
+    dump: Callable[[object], dict] | None = None
+    load: Callable[[dict], object] | None = None
+    restore: Callable[[object, int, dict], None] | None = None
+
+    def fields(self, value) -> dict:
+        if self.dump is not None:
+            return self.dump(value)
+        return {spec.name: getattr(value, spec.name) for spec in dataclasses.fields(value) if spec.init}
+
+    def build(self, fields: dict):
+        return self.load(fields) if self.load is not None else self.cls(**fields)
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(*kinds: Kind) -> None:
+    """The kinds records hold, handed in by the resources that own them (``app.assemble``)."""
+    for kind in kinds:
+        KINDS[kind.name] = kind
+
+
+# Handed in by ``app.assemble``: what the engine keeps of its browsers before a save (their URL and
+# storage), what cannot continue across a restart once a tenant is loaded (processes, recordings,
+# watches, telemetry spans), and a tenant's empty audit log (its bound is the audit log's).
+before_save = Listeners("store.before_save()")
+after_load = Listeners("store.after_load(tenant)")
+new_audit_log = Hook("store.new_audit_log() -> deque")
 
 
 class Codec:
     def __init__(self) -> None:
-        self.classes = _dataclasses()
-        self.names = {cls: name for name, cls in self.classes.items()}
+        if not KINDS:
+            raise NotHandedIn("store.KINDS: not handed in (console.sandbox.app.assemble() wires the sandbox)")
+        self.classes = dict(KINDS)
+        self.names = {kind.cls: kind for kind in self.classes.values()}
         self._warned: set[type] = set()
-        # Telemetry archives met while encoding, saved as rows of their own: (tbl, id) -> Log
-        self.logs: dict[tuple[str, str], object] = {}
+        # Archives met while encoding or decoding a record, saved as rows of their own: (tbl, id) -> archive
+        self.archives: dict[tuple[str, str], object] = {}
         self._where: tuple[str, str] | None = None
 
     def encode(self, value):
@@ -292,22 +334,11 @@ class Codec:
             version, internal, gauss = value.getstate()
             packed = base64.b64encode(array.array("Q", internal).tobytes()).decode()
             return {"$": "rng", "v": [version, packed, gauss]}
-        name = self.names.get(type(value))
-        if name == "Log":
-            if self._where is not None:
-                self.logs[self._where] = value
-            fields = {
-                f: getattr(value, f) for f in ("cursor_base", "rng", "next_seq", "generated_until", "spans")
-            }
-            fields["ended"] = value.ended
-            return {"$": "Log", "v": self.encode(fields)}
-        if name is not None:
-            fields = {}
-            for spec in dataclasses.fields(value):
-                encoded = self.encode(getattr(value, spec.name))
-                if encoded is not _SKIP and spec.init:
-                    fields[spec.name] = encoded
-            return {"$": name, "v": fields}
+        kind = self.names.get(type(value))
+        if kind is not None:
+            if kind.restore is not None and self._where is not None:
+                self.archives[self._where] = value
+            return {"$": kind.name, "v": self.encode(kind.fields(value))}
         if type(value) not in self._warned:
             self._warned.add(type(value))
             log.debug("not persisted (a runtime object): %s", type(value).__name__)
@@ -317,6 +348,14 @@ class Codec:
         self._where = (tbl, record_id)
         try:
             return json.dumps(self.encode(record), separators=(",", ":"), sort_keys=False)
+        finally:
+            self._where = None
+
+    def load_record(self, tbl: str, record_id: str, text: str):
+        """A record's encoding back, its archives noted in ``archives`` (as ``record`` notes them)."""
+        self._where = (tbl, record_id)
+        try:
+            return self.decode(json.loads(text))
         finally:
             self._where = None
 
@@ -350,10 +389,13 @@ class Codec:
             rng = random.Random()
             rng.setstate((version, tuple(array.array("Q", base64.b64decode(packed))), gauss))
             return rng
-        cls = self.classes.get(tag)
-        if cls is None:
+        kind = self.classes.get(tag)
+        if kind is None:
             raise StateError(f"unknown value type {tag!r} in the state file")
-        return cls(**{key: self.decode(item) for key, item in inner.items()})
+        value = kind.build({key: self.decode(item) for key, item in inner.items()})
+        if kind.restore is not None and self._where is not None:
+            self.archives[self._where] = value
+        return value
 
 
 def _hashable(value):
@@ -494,8 +536,6 @@ class Store:
     def _migrate_from_1(self, db: sqlite3.Connection) -> None:
         """Format 1 (every row in clear, tenants and created API keys by their key) to this one, in one
         transaction; then the file is rebuilt (VACUUM) and its WAL emptied, so no page in clear is left."""
-        from console.sandbox.state import key_digest
-
         seal = self.cipher.seal
         db.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left with their old rows
         db.execute("BEGIN IMMEDIATE")
@@ -578,8 +618,6 @@ class Store:
 
     def load(self, registry) -> int:
         """Every saved tenant into ``registry`` (same keys, ids and records); how many were loaded."""
-        from console.sandbox.state import Tenant
-
         codec, unseal = self.codec, self.cipher.open
         where = "the tenants"
         try:
@@ -597,6 +635,7 @@ class Store:
                 tenant.default_project_id = fields.get("default_project_id", "")
                 tenants[tenant_id] = tenant
                 self._rows[("tenant", tenant_id)] = data
+            archives = {}
             for tenant_id, tbl, record_id, sealed in self.db.execute(
                 "SELECT tenant, tbl, id, data FROM records"
             ):
@@ -605,15 +644,18 @@ class Store:
                     continue
                 where = f"record {tbl}/{record_id}"
                 data = unseal(sealed, "record", tenant_id, tbl, record_id)
-                tenant.table(tbl)[record_id] = codec.decode(json.loads(data))
+                codec.archives.clear()
+                tenant.table(tbl)[record_id] = codec.load_record(tbl, record_id, data)
+                for (t, i), archive in codec.archives.items():
+                    archives[(tenant_id, t, i)] = archive
                 self._rows[("record", tenant_id, tbl, record_id)] = data
             where = "the telemetry archives"
-            self._load_telemetry(tenants)
+            self._load_telemetry(archives)
             where = "the audit logs"
             self._load_audit(tenants)
             where = "the processes and recordings"
             for tenant in tenants.values():
-                _after_restart(tenant)
+                after_load(tenant)
         except StateError:
             raise
         except (
@@ -641,47 +683,31 @@ class Store:
         return len(tenants)
 
     def _load_audit(self, tenants: dict) -> None:
-        from console.sandbox.resources import audit_logs
-
         rows = self.db.execute("SELECT tenant, n, data FROM audit ORDER BY tenant, n")
         for tenant_id, n, sealed in rows:
             tenant = tenants.get(tenant_id)
             if tenant is None:
                 continue
-            entries = tenant.settings.setdefault(AUDIT, deque(maxlen=audit_logs.MAX_ENTRIES))
+            entries = tenant.settings.get(AUDIT)
+            if entries is None:
+                entries = tenant.settings[AUDIT] = new_audit_log()
             entries.append(json.loads(self.cipher.open(sealed, "audit", tenant_id, n)))
             self._audit[tenant_id] = (entries[-1], n)
 
-    def _load_telemetry(self, tenants: dict) -> None:
-        from console.sandbox.resources import telemetry
-
+    def _load_telemetry(self, archives: dict) -> None:
+        """The archives' saved rows back into them: ``archives`` maps (tenant id, tbl, id) to the archive
+        its record holds (``Kind.restore``)."""
         rows = self.db.execute(
             "SELECT tenant, tbl, id, seq, data FROM telemetry ORDER BY tenant, tbl, id, seq"
         )
         for tenant_id, tbl, record_id, seq, sealed in rows:
-            record = tenants.get(tenant_id) and tenants[tenant_id].table(tbl).get(record_id)
-            archive = (record or {}).get("_telemetry")
+            archive = archives.get((tenant_id, tbl, record_id))
             if archive is None:
                 continue
             body = json.loads(self.cipher.open(sealed, "telemetry", tenant_id, tbl, record_id, seq))
-            frame = f"id: {seq}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
-            event = body["event"]
-            archive.events.append(
-                telemetry.Event(
-                    seq=seq,
-                    ts=event["ts"],
-                    category=event["category"],
-                    type=event["type"],
-                    frame=frame,
-                    body=body,
-                )
-            )
+            self.codec.names[type(archive)].restore(archive, seq, body)
             first, _ = self._seqs.get((tenant_id, tbl, record_id), (seq, seq))
             self._seqs[(tenant_id, tbl, record_id)] = (first, seq)
-        for tenant in tenants.values():
-            for records in tenant.tables.values():
-                for record in records.values():
-                    telemetry.restore_spans(record)
 
     # Saving -------------------------------------------------------------------------------------------
 
@@ -690,9 +716,7 @@ class Store:
 
         ``only``: the digests (``key_digest``) of the API keys of the tenants to save (a request changes its
         own tenant only); None saves every tenant. Rows are compared in clear and sealed when written."""
-        from console.sandbox import engine
-
-        _remember_browsers(engine.get())
+        before_save()
         codec = self.codec
         rows: dict[tuple, str] = {}
         telemetry: dict[tuple, object] = {}
@@ -719,9 +743,9 @@ class Store:
             )
             for tbl, table in list(tenant.tables.items()):
                 for record_id, record in list(table.items()):
-                    codec.logs.clear()
+                    codec.archives.clear()
                     rows[("record", tenant.id, tbl, record_id)] = codec.record(tbl, record_id, record)
-                    for (t, i), archive in codec.logs.items():
+                    for (t, i), archive in codec.archives.items():
                         telemetry[(tenant.id, t, i)] = archive
         changed = [(key, data) for key, data in rows.items() if self._rows.get(key) != data]
         gone = [key for key in self._rows if key not in rows and (scope is None or key[1] in scope)]
@@ -882,8 +906,6 @@ def _upgraded_from_1(tbl: str, record, api_key: str, tenant_id: str):
     """A record of format 1 with the API keys it held in clear replaced: a created key by its digest (as
     ``api_keys.issue`` keeps it now), the tenant's own key in a session by the tenant's id. In place, so
     the next save finds the same encoding."""
-    from console.sandbox.state import key_digest
-
     if not isinstance(record, dict):
         return record
     if tbl == "api_keys" and isinstance(record.get("_secret"), str):
@@ -921,37 +943,6 @@ def _take_lock(path: Path) -> int:
             "SANDBOX_STATE)"
         ) from None
     return fd
-
-
-def _remember_browsers(engine) -> None:
-    """Each real session's URL and storage, as its browser knows them now, kept in its record."""
-    for live in list(engine.lives.values()):
-        url = live.url
-        if live.state == "running" and live.page is not None:
-            with _quiet_oserror():
-                current = live.page.url
-                if current.startswith(("http://", "https://")):
-                    url = current
-        if url:
-            live.record["_kept_url"] = url
-        if live.storage is not None:
-            live.record["_kept_storage"] = live.storage
-
-
-def _after_restart(tenant) -> None:
-    """What cannot continue across a restart, closed honestly: processes, recordings, watches."""
-    now = tenant.now()
-    note = base64.b64encode(f"\n[sandbox] {RESTART_NOTE}\n".encode()).decode()
-    for record in tenant.table("browsers").values():
-        for proc in (record.get("_processes") or {}).values():
-            if proc.exit_code is None:
-                proc.exit_code = -1
-                proc.publish({"stream": "stderr", "data_b64": note})
-            proc.group, proc.tty = None, None  # host pid and descriptor of the previous process
-        for replay in (record.get("_replays") or {}).values():
-            if replay.get("finished_at") is None:
-                replay["finished_at"] = now
-        record.pop("_watches", None)
 
 
 class _quiet_oserror:

@@ -14,8 +14,9 @@ from email.utils import format_datetime
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from console.sandbox.errors import ApiError, invalid, not_found
-from console.sandbox.state import Tenant, new_id, registry
+from console.sandbox.core.errors import ApiError, invalid, not_found
+from console.sandbox.core.hooks import Hook
+from console.sandbox.core.state import Tenant, new_id, registry
 
 log = logging.getLogger("console.sandbox")
 
@@ -24,6 +25,14 @@ Handler = Callable[[Request], Awaitable[Response]]
 MAX_LIMIT = 100
 REQUEST_TEXT = 2048
 DEFAULT_LIMIT = 20
+# A request the app routes as a tenant's without its API key (a session's VM route, ``browser_vm``, its jwt
+# already checked): the tenant is in this scope entry, which no client can set.
+TENANT_SCOPE = "sandbox.vm_tenant"
+
+# Handed in by ``app.assemble``: whether a key the tenant created was deleted or has expired
+# (``api_keys``), and what the service's own audit log records of every request (``audit_logs``).
+key_refused = Hook("http.key_refused(tenant, api_key) -> bool")
+request_logged = Hook("http.request_logged(tenant, request, status)")
 
 
 def error_response(error: ApiError, request_id: str) -> JSONResponse:
@@ -32,9 +41,7 @@ def error_response(error: ApiError, request_id: str) -> JSONResponse:
 
 
 def tenant_of(request: Request) -> Tenant:
-    from console.sandbox.resources import browser_vm
-
-    routed = request.scope.get(browser_vm.TENANT_SCOPE)
+    routed = request.scope.get(TENANT_SCOPE)
     if routed is not None:  # a session's VM route, its jwt already checked
         return routed
     header = request.headers.get("authorization", "")
@@ -44,9 +51,7 @@ def tenant_of(request: Request) -> Tenant:
     tenant = registry.get(token.strip())
     if tenant is None:
         raise ApiError(401, "unauthorized", "the API key is not valid or has been revoked")
-    from console.sandbox.resources import api_keys
-
-    if api_keys.is_refused(tenant, token.strip()):
+    if key_refused(tenant, token.strip()):
         raise ApiError(401, "unauthorized", "the API key has expired or was deleted")
     return tenant
 
@@ -86,9 +91,7 @@ def endpoint(handler: Handler) -> Handler:
 
 def _logged(tenant: Tenant | None, request: Request, response: Response) -> Response:
     if tenant is not None:
-        from console.sandbox.resources import audit_logs
-
-        audit_logs.record(tenant, request, response.status_code)
+        request_logged(tenant, request, response.status_code)
         # The control interface's recent requests (``GET /_sandbox/requests``, 500 of them): a path and a
         # query are cut to REQUEST_TEXT characters, so a tenant's long URLs do not hold megabytes there.
         tenant.requests.append(

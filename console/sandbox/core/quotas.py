@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from console.sandbox.errors import ApiError
-from console.sandbox.state import Tenant
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.state import Tenant
 
 GIB = 1024 * 1024 * 1024
 

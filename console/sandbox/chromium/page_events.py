@@ -1,6 +1,6 @@
 """Telemetry from a real page (notes §6.4): CDP events and the page's own interactions, mapped to the
-envelope and event types the simulated engine produces, through ``telemetry.append`` (same ``seq``,
-paging and stream).
+envelope and event types the simulated engine produces, archived by ``telemetry`` (same ``seq``, paging
+and stream), whose functions ``app.assemble`` hands in (``captured``, ``recorded``).
 
 - ``console`` (``Runtime`` domain): ``console.*`` calls are ``console_log`` with the CDP level, or
   ``console_error`` for ``console.error``; uncaught exceptions are ``console_error`` with ``line``,
@@ -39,8 +39,14 @@ import os
 import time
 
 from console import redaction
+from console.sandbox.core.hooks import Hook
 
 log = logging.getLogger("console.sandbox.engine")
+
+# Handed in by ``app.assemble`` (``telemetry``): the categories a session captures, and the archiving of
+# an event of its page (kept when its category is captured and the session is still active).
+captured = Hook("page_events.captured(record) -> set of categories")
+recorded = Hook("page_events.recorded(tenant, record, type, data)")
 
 BINDING = "__sandboxTelemetry"
 DOMAINS = (("Runtime", "console"), ("Network", "network"))
@@ -201,9 +207,7 @@ class PageEvents:
             task.cancel()
 
     def _captured(self) -> set[str]:
-        from console.sandbox.resources import telemetry
-
-        return telemetry._allowed(self.live.record) or set()
+        return captured(self.live.record)
 
     def _guard(self, handler):
         def run(params: dict) -> None:
@@ -217,16 +221,10 @@ class PageEvents:
         return run
 
     def emit(self, kind: str, data: dict) -> None:
-        from console.sandbox.resources import browsers, telemetry
-
-        record, tenant = self.live.record, self.live.tenant
+        record = self.live.record
         if self._closed or record.get("_ended_at") is not None:
             return
-        if telemetry.TYPES[kind][0] not in self._captured():
-            return
-        if not browsers.is_active(tenant, record):
-            return
-        telemetry.append(tenant, record, [(tenant.now(), kind, data)])
+        recorded(self.live.tenant, record, kind, data)
 
     def ctx(self, **extra) -> dict:
         context = {

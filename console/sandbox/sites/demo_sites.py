@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from console.sandbox.resources import auth_sites
+from console.sandbox.sites import auth_sites
 
 BLOCKED_ERROR = "namenotresolved"
 STYLE = (

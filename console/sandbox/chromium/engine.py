@@ -17,7 +17,7 @@ How a real session lives:
   browser process of its own (see ``cdp_proxy``): a browser-level CDP client could otherwise reach every
   other session's targets.
 - Nothing reaches the internet: every request of a session's context is routed to the sandbox's own demo
-  sites (``sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
+  sites (``demo_sites``) or aborted, and the browser's proxy is a dead loopback port (loopback included), so a
   request that escapes the routes (a context a CDP client creates) fails instead of leaving the machine.
   A session with a proxy record has no routes: its context's proxy (Chromium's proxy settings) is a
   loopback listener of the sandbox's forward proxy (``forward_proxy``), which serves the demo sites as
@@ -65,9 +65,7 @@ import json
 import logging
 import os
 import re
-import secrets
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -75,9 +73,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.sandbox import confine, rooted
-from console.sandbox.errors import ApiError
-from console.sandbox.state import Tenant, new_id
+from console.sandbox.chromium import confine, forward_proxy, page_events, rooted
+from console.sandbox.chromium.displays import UI_ALLOWANCE, Display
+from console.sandbox.core import store
+from console.sandbox.core.errors import ApiError
+from console.sandbox.core.hooks import Hook
+from console.sandbox.core.state import Tenant, new_id
+from console.sandbox.sites import demo_sites
 
 log = logging.getLogger("console.sandbox.engine")
 
@@ -105,15 +107,22 @@ ADMISSION_TIMEOUT = 120.0
 BUSY_RETRY_AFTER = 5
 OPERATION_TIMEOUT = 15.0
 NAVIGATION_TIMEOUT = 10_000  # ms, Playwright's unit
-# Room a headful (non-kiosk) display leaves above the viewport for the browser's own UI (tabs, toolbar):
-# the window is the viewport plus that UI, so its page area is the session's viewport.
-UI_ALLOWANCE = 200
 # The folder of the engine's root that is Playwright's driver's TMPDIR (``Engine._driver``).
 PLAYWRIGHT_SCRATCH = "playwright"
 # The browser's ``DevToolsActivePort`` (its profile, which the browser's user writes): read as no more
 # than this, and used only when it is the port and path Chromium writes, nothing else of it kept or shown.
 DEVTOOLS_PORT_LIMIT = 256
 DEVTOOLS_PORT = re.compile(rb"\A([0-9]{1,5})\n(/devtools/browser/[A-Za-z0-9-]{1,64})\n?\Z")
+
+
+# What the engine needs from the resources above it, handed in by ``app.assemble``: a finished download
+# goes into the session's files (``browser_files``), a profile a session saved into is bumped
+# (``profiles``), and a session's extensions are read from their records (``extensions``).
+on_download = Hook("engine.on_download(record, name, source_path, moment) (a coroutine)")
+on_profile_saved = Hook("engine.on_profile_saved(tenant, profile)")
+extension_archive = Hook("engine.extension_archive(tenant, extension_id) -> bytes | None")
+check_extension = Hook("engine.check_extension(archive), raising ValueError when it cannot be unpacked")
+on_extension_used = Hook("engine.on_extension_used(tenant, extension_id)")
 
 
 def _number(name: str, default: float) -> float:
@@ -253,7 +262,7 @@ class Engine:
         live = self.lives.get(record["session_id"])
         if live is None:
             live = Live(session_id=record["session_id"], tenant=tenant, record=record)
-            # After a restart (console/sandbox/store.py): the URL and storage kept at the last save.
+            # After a restart (console/sandbox/core/store.py): the URL and storage kept at the last save.
             live.url = record.get("_kept_url") or record.get("start_url")
             live.storage = record.get("_kept_storage") or _profile_state(tenant, record)
             # Extensions are loaded when a browser starts: such a session needs a process of its own.
@@ -333,8 +342,6 @@ class Engine:
             ) from None
 
     async def _wake(self, live: Live) -> None:
-        from console.sandbox import page_events
-
         await self._make_room(live)
         record = live.record
         if live.own_browser and self.confinement() is None and confine.Network.available():
@@ -422,8 +429,6 @@ class Engine:
 
     async def _egress(self, live: Live):
         """The session's proxy listener (``forward_proxy``), or None for a session without a proxy."""
-        from console.sandbox import forward_proxy
-
         proxy_id = (live.record.get("proxy") or {}).get("id") or live.record.get("proxy_id")
         proxy = live.tenant.table("proxies").get(proxy_id or "")
         if proxy is None:
@@ -437,8 +442,6 @@ class Engine:
             await self.standby(live)
 
     def _flags(self, live: Live | None = None) -> list[str]:
-        from console.sandbox import forward_proxy
-
         flags = [*FLAGS, *forward_proxy.chromium_flags()]
         if live is not None and live.egress is not None:
             # The session's proxy (Playwright's launch option) replaces the dead one.
@@ -460,14 +463,12 @@ class Engine:
         return options
 
     async def _route(self, live: Live) -> None:
-        from console.sandbox import sites
-
         # A jailed browser's file: URLs show its jail (the system's files), never the host's.
         files = self.confinement() is None
 
         async def handle(route) -> None:
             try:
-                await sites.fulfil(route, files=files)
+                await demo_sites.fulfil(route, files=files)
             except Exception:  # the page went away mid-request, or a demo site failed: the request fails
                 with contextlib.suppress(Exception):
                     await route.abort("failed")
@@ -479,15 +480,13 @@ class Engine:
         session's commands own that directory: the file is copied there through the files API's rooted
         walk, never with ``save_as`` (the sandbox's user following a link a command planted wrote where
         the link pointed, on the host)."""
-        from console.sandbox.resources import browser_files
-
         name = Path(download.suggested_filename).name or "download"
         with contextlib.suppress(Exception):
             async with asyncio.timeout(60):
                 source = await download.path()
                 try:
                     moment = live.tenant.now().timestamp()
-                    await browser_files.save_download(live.record, name, str(source), moment)
+                    await on_download(live.record, name, str(source), moment)
                 finally:
                     await download.delete()
 
@@ -525,8 +524,6 @@ class Engine:
 
     async def _save_profile(self, live: Live) -> None:
         """With ``profile.save_changes``, the session's cookies and storage go back into its profile."""
-        from console.sandbox.resources import profiles
-
         record = live.record
         profile = _profile_of(live.tenant, record)
         if profile is None or not record.get("profile_save_changes"):
@@ -538,7 +535,7 @@ class Engine:
                     state = await live.context.storage_state()
         if state is not None:
             profile["_storage_state"] = state
-            profiles.mark_updated(live.tenant, profile)
+            on_profile_saved(live.tenant, profile)
 
     async def resize(self, record: dict) -> None:
         """A new viewport applies to the running page at once (and to the next wake from standby)."""
@@ -646,6 +643,21 @@ class Engine:
                 for kind in ("policies", "extensions"):
                     await asyncio.to_thread(rooted.remove_beneath, self._root / kind, live.session_id)
 
+    def remember(self) -> None:
+        """Each real session's URL and storage, as its browser knows them now, kept in its record (for the
+        state file: ``store.before_save``)."""
+        for live in list(self.lives.values()):
+            url = live.url
+            if live.state == "running" and live.page is not None:
+                with contextlib.suppress(OSError, AttributeError):
+                    current = live.page.url
+                    if current.startswith(("http://", "https://")):
+                        url = current
+            if url:
+                live.record["_kept_url"] = url
+            if live.storage is not None:
+                live.record["_kept_storage"] = live.storage
+
     def discard(self, record: dict) -> None:
         """``close`` from synchronous code (a session ending on a state read)."""
         if record["session_id"] not in self.lives:
@@ -686,6 +698,7 @@ class Engine:
 
     async def _driver(self):
         if self._playwright is None:
+            # Optional (``choose`` runs the simulated engine without it): imported when a browser starts.
             from playwright.async_api import async_playwright
 
             # The driver makes a profile and an artifacts folder in its TMPDIR for each browser it
@@ -727,7 +740,7 @@ class Engine:
                     await self._stop_display(key)
                     size = {"width": key[1], "height": key[2]}
                     room = {"width": key[1], "height": key[2] + UI_ALLOWANCE}
-                    display = self._displays[key] = await Display.start(room)
+                    display = self._displays[key] = await Display.start(room, owner=self.owner)
                     args += ["--window-position=0,0", self._window_size(size)]
                 options = self._launch_options([], downloads, headless=display is None, display=display)
                 browser = await self._launching(playwright.chromium.launch, args=args, **options)
@@ -759,11 +772,13 @@ class Engine:
             size = _size(record)
             if record.get("kiosk_mode"):
                 # A kiosk window is the whole display: its page area is the display's size.
-                live.display = await Display.start(size)
+                live.display = await Display.start(size, owner=self.owner)
                 args += ["--window-position=0,0", f"--window-size={size['width']},{size['height']}"]
                 args.append("--kiosk")
             else:
-                live.display = await Display.start({**size, "height": size["height"] + UI_ALLOWANCE})
+                live.display = await Display.start(
+                    {**size, "height": size["height"] + UI_ALLOWANCE}, owner=self.owner
+                )
                 args += ["--window-position=0,0", self._window_size(size)]
         extensions = self._unpack_extensions(live)
         readable = [self._extensions_home(live)] if extensions else []
@@ -902,27 +917,25 @@ class Engine:
     def _unpack_extensions(self, live: Live) -> list[Path]:
         """The session's extensions, unpacked from their uploaded zips (checked at upload), by root into
         root's own directories the browser reads and cannot write (``_extensions_home``)."""
-        from console.sandbox.resources import extensions
-
         folders = []
-        table = live.tenant.table(extensions.TABLE)
         for ref in live.record.get("extensions") or []:
-            stored = table.get(ref.get("id") or "")
-            if stored is None:
+            extension_id = ref.get("id") or ""
+            archive = extension_archive(live.tenant, extension_id)
+            if archive is None:
                 continue
             home = self._extensions_home(live)
-            target = home / stored["id"]
+            target = home / extension_id
             if not target.is_dir():
                 try:  # bounded at upload; an archive stored by an older sandbox is checked here
-                    extensions.validate_archive(stored["_content"])
-                except extensions.BadArchive as exc:
-                    log.warning("extension %s not unpacked: %s", stored["id"], exc)
+                    check_extension(archive)
+                except ValueError as exc:
+                    log.warning("extension %s not unpacked: %s", extension_id, exc)
                     continue
-                _unpack_readable(stored["_content"], home, stored["id"])
+                _unpack_readable(archive, home, extension_id)
             manifest = next(iter(sorted(target.glob("**/manifest.json"), key=lambda p: len(p.parts))), None)
             if manifest is not None:
                 folders.append(manifest.parent)
-                extensions.mark_used(live.tenant, stored["id"])
+                on_extension_used(live.tenant, extension_id)
         return folders
 
     async def dedicate(self, tenant: Tenant, record: dict) -> Live:
@@ -967,8 +980,6 @@ class Engine:
 
     def root(self) -> Path:
         if self._root is None:
-            from console.sandbox import store
-
             kept = store.files_root()  # with SANDBOX_STATE, replays outlive the process
             self._root_kept = kept is not None
             if kept is not None:
@@ -1125,275 +1136,6 @@ def _profile_state(tenant: Tenant, record: dict) -> dict | None:
 def _size(record: dict) -> dict:
     size = record.get("viewport") or {}
     return {"width": int(size.get("width", 1920)), "height": int(size.get("height", 1080))}
-
-
-class Display:
-    """An Xvfb server for one headful browser process, as the helpers' user (``confine.helper_identity``:
-    neither root nor the browsers' user): of the viewport's size for a kiosk window, taller by
-    ``UI_ALLOWANCE`` for a window with the browser's UI.
-
-    Every display has an X authentication cookie of its own (MIT-MAGIC-COOKIE-1, 16 random bytes): Xvfb
-    starts with ``-auth`` on its own copy of an Xauthority file holding it (0600, owned by the user Xvfb
-    runs as), and only the browser it serves is given the other copy (0600, its user's; ``XAUTHORITY``,
-    bound read-only into its jail), both in a private directory removed when the display stops. A client
-    without the cookie is refused. The display listens on its socket file alone (``/tmp/.X11-unix/X<n>``,
-    which only its browser's jail binds): no TCP, and no abstract socket, which every process of the
-    host's network namespace could reach. Its number is chosen by the sandbox (``_free_displays``, from
-    ``FIRST_DISPLAY``) and held by Xvfb's lock file."""
-
-    _starting: set[int] = set()  # display numbers this process is starting a server on
-
-    def __init__(self, process: asyncio.subprocess.Process, number: int, authority: Path):
-        self.process = process
-        self.number = number
-        self.name = f":{number}"
-        self.authority = authority  # the Xauthority file holding the display's cookie
-        self.socket_file = Path(f"/tmp/.X11-unix/X{number}")
-        self._socket_stamp = _stamp(self.socket_file)  # which file is this server's, should it be killed
-
-    def environment(self) -> dict:
-        """What an X client (an unjailed browser) needs to use the display."""
-        return {"DISPLAY": self.name, "XAUTHORITY": str(self.authority)}
-
-    @staticmethod
-    def binary() -> str:
-        return os.environ.get("SANDBOX_XVFB") or shutil.which("Xvfb") or "/usr/bin/Xvfb"
-
-    @staticmethod
-    def unavailable() -> str | None:
-        binary = Display.binary()
-        if not os.access(binary, os.X_OK):
-            return f"no Xvfb at {binary} (make run installs Debian's xvfb)"
-        try:
-            confine.helper_identity()
-        except LookupError as exc:  # never as root nor as the browsers' user
-            return f"{exc}; Xvfb is never run as root nor as the browsers' user"
-        return None
-
-    @classmethod
-    async def start(cls, size: dict) -> Display:
-        _x11_sockets()
-        authority = _new_authority()
-        try:
-            return await cls._start(size, authority)
-        except BaseException:
-            rooted.remove_beneath(authority.parent.parent, authority.parent.name)
-            raise
-
-    @classmethod
-    async def _start(cls, size: dict, authority: Path) -> Display:
-        """Xvfb on the first display number that looks free, or the next if another server locked it first.
-
-        The number is given explicitly: an explicit display's server takes ``/tmp/.X<n>-lock`` before it
-        touches a socket, and gives up if another live server holds it. Asked to pick a number itself
-        (``-displayfd`` alone), a server without the abstract socket (``-nolisten local``) would take
-        display 0 whatever serves it: it replaces the socket file of a running display, and removes it on
-        its way out."""
-        problem = "no display number was free"
-        for number in _free_displays(cls._starting):
-            cls._starting.add(number)
-            try:
-                display = await cls._try(number, size, authority)
-            finally:
-                cls._starting.discard(number)
-            if isinstance(display, Display):
-                return display
-            problem = display
-        raise RuntimeError(f"Xvfb did not start: {problem}")
-
-    @classmethod
-    async def _try(cls, number: int, size: dict, authority: Path) -> Display | str:
-        """Xvfb on display ``number`` once it accepts connections; why not, if another server has it."""
-        # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
-        screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
-        # setpriv: killed with the sandbox, even if the sandbox itself is killed; a root sandbox's Xvfb
-        # runs as the helpers' user (``confine.helper_identity``: neither root nor the browsers' user,
-        # whose X11 it parses), without groups, capabilities or a way to gain any. setpriv execs Xvfb:
-        # the process's id is the one Xvfb writes in its lock file.
-        process = await asyncio.create_subprocess_exec(
-            *confine.drop_to_helper(no_new_privs=True),
-            cls.binary(),
-            f":{number}",
-            *("-screen", "0", screen, "-noreset"),
-            # Only clients holding the display's cookie are accepted (the server's own copy of it).
-            *("-auth", str(server_authority(authority))),
-            # The socket file only: neither TCP nor the abstract socket (@/tmp/.X11-unix/X<n>), which
-            # every process of the host's network namespace could reach (the shared browsers' jails
-            # share it). A jail sees only its own display's socket file (docs/security.md).
-            *("-nolisten", "tcp", "-nolisten", "local"),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env={"PATH": confine.PATH, "SANDBOX_BROWSER_OWNER": get().owner},
-        )
-        try:
-            async with asyncio.timeout(LAUNCH_TIMEOUT):
-                while True:
-                    if process.returncode is not None:
-                        if _lock_owner(number) not in (None, process.pid):
-                            return f"display :{number} was taken by another server"
-                        raise RuntimeError(f"Xvfb exited with {process.returncode} on display :{number}")
-                    if _lock_owner(number) == process.pid and _accepts(f"/tmp/.X11-unix/X{number}"):
-                        return cls(process, number, authority)
-                    await asyncio.sleep(0.02)
-        except BaseException:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            raise
-
-    async def stop(self) -> None:
-        try:
-            if self.process.returncode is None:
-                self.process.terminate()
-                try:
-                    async with asyncio.timeout(5):
-                        await self.process.wait()
-                except TimeoutError:
-                    self.process.kill()
-                    await self.process.wait()
-                    self._remove_leftovers()
-        finally:
-            # The folder is the display user's (``_new_authority``): nothing planted in it is followed.
-            rooted.remove_beneath(self.authority.parent.parent, self.authority.parent.name)
-
-    def _remove_leftovers(self) -> None:
-        """A killed Xvfb leaves its socket and lock files behind: removed, if they are still this server's."""
-        if self._socket_stamp is not None and _stamp(self.socket_file) == self._socket_stamp:
-            with contextlib.suppress(OSError):
-                self.socket_file.unlink()
-        if _lock_owner(self.number) == self.process.pid:
-            with contextlib.suppress(OSError):
-                Path(f"/tmp/.X{self.number}-lock").unlink()
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.lstat()
-    except OSError:
-        return None
-    return info.st_ino, info.st_ctime_ns
-
-
-XAUTH_COOKIE = b"MIT-MAGIC-COOKIE-1"
-FAMILY_WILD = 0xFFFF  # any address: the entry holds for whatever socket a client reaches the display by
-
-
-def xauthority_entry(cookie: bytes, number: str = "") -> bytes:
-    """One Xauthority entry (libXau's format): family (u16, big-endian), then address, display number,
-    authorization name and data, each a u16 big-endian length and its bytes. FamilyWild with an empty
-    number matches any address and display; Xvfb accepts every cookie of its ``-auth`` file."""
-
-    def counted(value: bytes) -> bytes:
-        return len(value).to_bytes(2, "big") + value
-
-    return (
-        FAMILY_WILD.to_bytes(2, "big")
-        + counted(b"")
-        + counted(number.encode())
-        + counted(XAUTH_COOKIE)
-        + counted(cookie)
-    )
-
-
-def server_authority(authority: Path) -> Path:
-    """The X server's copy of the display's Xauthority file (beside the browser's, ``_new_authority``)."""
-    return authority.with_name("Xauthority-server")
-
-
-def _new_authority() -> Path:
-    """A new display's Xauthority file with a fresh random cookie, in a private directory of its own
-    (root's, 0711: each user reaches its own file in it, nobody lists it): the browsers' copy
-    (``Xauthority``, which the browser's jail binds) owned by their user (``confine.own``) and the
-    server's (``server_authority``) by Xvfb's (``confine.own_helper``), both 0600. When the sandbox is not
-    root, both are its own."""
-    folder = Path(tempfile.mkdtemp(prefix="sandbox-xauth-"))
-    try:
-        authority = folder / "Xauthority"
-        entry = xauthority_entry(secrets.token_bytes(16))
-        for path, give in ((authority, confine.own), (server_authority(authority), confine.own_helper)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(entry)
-            give(path)
-        folder.chmod(0o711)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return authority
-
-
-def _x11_sockets() -> None:
-    """X servers' socket directory, shared by every user (as an X session would have it)."""
-    sockets = Path("/tmp/.X11-unix")
-    if not sockets.exists():
-        sockets.mkdir(mode=0o1777)
-        sockets.chmod(0o1777)
-
-
-FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
-
-
-def _free_displays(starting: set[int], tries: int = 64):
-    """Display numbers from ``FIRST_DISPLAY`` that no server seems to hold: no lock file of a live
-    process, no socket file anything listens on, no abstract socket, and none this process is starting.
-    A killed server's leftovers do not hold a number: Xvfb replaces a dead process's lock file, and a
-    socket file once it holds the lock."""
-    abstract = {
-        fields[7]
-        for line in Path("/proc/net/unix").read_text().splitlines()[1:]
-        if len(fields := line.split()) >= 8 and fields[7].startswith("@/tmp/.X11-unix/X")
-    }
-    number = FIRST_DISPLAY
-    while tries > 0:
-        taken = (
-            number in starting
-            or _locked(number)
-            or _accepts(f"/tmp/.X11-unix/X{number}")
-            or f"@/tmp/.X11-unix/X{number}" in abstract
-        )
-        if not taken:
-            tries -= 1
-            yield number
-        number += 1
-
-
-def _lock_owner(number: int) -> int | None:
-    """The process id in display ``number``'s lock file (the server holding it), if there is one.
-
-    The file is the X server's (the helpers' user's, ``confine.helper_identity``): read by descriptor, a
-    regular file only, never through a link and never blocking on a FIFO, at most 64 bytes."""
-    data = rooted.read_regular("/tmp", [f".X{number}-lock"], 64)
-    try:
-        return int(data.decode("ascii").strip()) if data is not None else None
-    except (UnicodeDecodeError, ValueError):
-        return None
-
-
-def _locked(number: int) -> bool:
-    """Whether display ``number``'s lock file names a live process (or cannot be read)."""
-    if not os.path.lexists(f"/tmp/.X{number}-lock"):
-        return False
-    owner = _lock_owner(number)
-    if owner is None:
-        return True
-    try:
-        os.kill(owner, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _accepts(path: str) -> bool:
-    """Whether a server listens on the Unix socket file ``path`` (a connection opens; closed at once)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-        except OSError:
-            return False
-    return True
 
 
 _engine: Engine | None = None

@@ -2,7 +2,7 @@
 that has a proxy record, set as that session's proxy in Chromium (Playwright's per-context ``proxy``).
 
 Nothing leaves the machine: the proxy plays the proxy provider and the internet behind it, and serves the
-demo sites (``sites``) only.
+demo sites (``demo_sites``) only.
 
 - It speaks what Chromium sends a proxy: ``CONNECT host:443`` (answered ``200``, then TLS with a
   certificate for that host from the sandbox's own certificate authority, which Chromium accepts through
@@ -48,11 +48,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-from starlette.requests import Request
-from starlette.routing import Route
 
-from console.sandbox import sites
-from console.sandbox.http import endpoint, ok
+from console.sandbox.sites import demo_sites
 
 log = logging.getLogger("console.sandbox.engine")
 HEAD_LIMIT = 64 * 1024
@@ -209,6 +206,45 @@ def chromium_flags() -> list[str]:
     return [f"--ignore-certificate-errors-spki-list={authority().spki_hash}"]
 
 
+# The proxy world -----------------------------------------------------------------------------------
+# What a proxy record stands for (``proxies`` reports it in checks; the listeners act it): a custom proxy
+# whose host ends in ``.invalid`` or whose port is 1 cannot be reached, and every proxy exits from an
+# address derived from its id.
+
+UNREACHABLE_SUFFIX = ".invalid"
+# Public first octets per type, so exit IPs look like what each kind of provider hands out.
+EXIT_PREFIXES = {
+    "datacenter": (45, 104, 138, 167),
+    "isp": (69, 98, 173, 204),
+    "residential": (24, 73, 86, 92),
+    "mobile": (100, 172, 174, 188),
+    "custom": (62, 81, 146, 185),
+}
+
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+
+
+def exit_ip(record: dict, attempt: int) -> str:
+    kind = record["type"]
+    host = record["config"].get("host", "")
+    if kind == "custom" and _is_ip(host) and ipaddress.ip_address(host).is_global:
+        return host
+    # Residential and mobile exit nodes rotate: each check sees another one.
+    salt = attempt if kind in ("residential", "mobile") else 0
+    digest = _digest(record["id"], salt)
+    first = EXIT_PREFIXES[kind][digest[0] % len(EXIT_PREFIXES[kind])]
+    return f"{first}.{digest[1]}.{digest[2]}.{max(digest[3], 1) % 254 + 1}"
+
+
+def reachable(record: dict) -> bool:
+    config = record["config"]
+    if record["type"] != "custom":
+        return True
+    return not (str(config.get("host", "")).lower().endswith(UNREACHABLE_SUFFIX) or config.get("port") == 1)
+
+
 # Listeners ---------------------------------------------------------------------------------------
 
 
@@ -216,8 +252,6 @@ class Listener:
     """One session's proxy: a loopback port Chromium is told to use, and what passed through it."""
 
     def __init__(self, session: dict, proxy: dict):
-        from console.sandbox.resources import proxies
-
         self.session_id = session["session_id"]
         self.proxy = proxy
         config = proxy.get("config") or {}
@@ -228,7 +262,7 @@ class Listener:
         if custom and config.get("username") and not secret:
             self.password = ""
         self.refuses = custom and str(secret or "").startswith("wrong")
-        self.reachable = proxies._reachable(proxy) and not proxy.get("_deleted")
+        self.reachable = reachable(proxy) and not proxy.get("_deleted")
         self.country = config.get("country")
         self.bypass = [host.lower() for host in proxy.get("bypass_hosts") or []]
         self.log: deque[dict] = session.setdefault("_egress", deque(maxlen=200))
@@ -373,7 +407,7 @@ class Listener:
     async def _forward(self, writer, method: str, url: str, headers: dict, body: bytes, exit_ip: str):
         host = (urlsplit(url).hostname or "").lower()
         direct = False
-        if sites.handler_for(host) is None:
+        if demo_sites.handler_for(host) is None:
             code = "destination_blocked" if _is_ip(host) else "upstream_dns_failure"
             status, out, content = (
                 502,
@@ -411,11 +445,9 @@ class Listener:
         return secrets.compare_digest(given.encode(), expected.encode())
 
     def _exit_ip(self) -> str:
-        from console.sandbox.resources import proxies
-
         # Residential and mobile exits rotate per connection; the others keep theirs.
         self.proxy["_connections"] = self.proxy.get("_connections", 0) + 1
-        return proxies._exit_ip(self.proxy, self.proxy["_connections"])
+        return exit_ip(self.proxy, self.proxy["_connections"])
 
 
 # HTTP/1.1, as much as a browser speaks to a proxy -------------------------------------------------
@@ -511,10 +543,10 @@ async def _demo(method: str, url: str, headers: dict, body: bytes, exit: tuple |
     sent = {k: v for k, v in headers.items() if k not in HOP_BY_HOP}
     if exit is not None:
         client, country = exit
-        sites.GEOLOCATION[client] = country or "ZZ"
-        transport = httpx.ASGITransport(app=sites.app, client=(client, 443))
+        demo_sites.GEOLOCATION[client] = country or "ZZ"
+        transport = httpx.ASGITransport(app=demo_sites.app, client=(client, 443))
     else:
-        transport = sites.direct_transport()
+        transport = demo_sites.direct_transport()
     response = await transport.handle_async_request(httpx.Request(method, url, headers=sent, content=body))
     content = await response.aread()
     out: dict[str, str] = {}
@@ -531,18 +563,3 @@ def _is_ip(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-# What passed through a session's proxy ------------------------------------------------------------
-
-
-@endpoint
-async def egress(request: Request):
-    """The requests the session's proxy served, oldest first (tests and operators see the path)."""
-    from console.sandbox.resources.browsers import get_session
-
-    record = get_session(request, request.path_params["id_or_name"], include_deleted=True)
-    return ok(list(record.get("_egress") or []))
-
-
-routes = [Route("/_sandbox/browsers/{id_or_name}/egress", egress, methods=["GET"])]
