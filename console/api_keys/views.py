@@ -16,13 +16,12 @@ from django.views.decorators.http import require_http_methods
 from console.accounts.audit import audited
 from console.api_keys.forms import CreateForm, RenameForm, RotateForm
 from console.service import Conflict, Invalid, NotFound, api_keys, projects
+from console.service.contract import API_KEY_STATUSES
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.paging import pager, paging
 from console.web.render import done, render
-
-STATUS_FILTERS = ("active", "deleted", "all")
 
 
 def _url(request, name: str, **kwargs) -> str:
@@ -69,7 +68,7 @@ async def api_key_list(request):
                 return _secret_page(request, created, "created")
     page_params = paging(request)
     status = request.GET.get("status", "active")
-    status = status if status in STATUS_FILTERS else "active"
+    status = status if status in API_KEY_STATUSES else "active"
     query = request.GET.get("q", "").strip()
 
     async def load() -> dict:
@@ -89,7 +88,7 @@ async def api_key_list(request):
         project_page = await projects.list_projects(request.service, limit=100)
         return {"form": CreateForm(projects=project_page.items)}
 
-    context = {"query": query, "status": status, "statuses": STATUS_FILTERS}
+    context = {"query": query, "status": status, "statuses": API_KEY_STATUSES}
     parts = [deferred.Part("api-key-create", create_form)]
     return await deferred.list_page(
         request, "api_keys/list.html", "api-keys-table", context, load, parts=parts

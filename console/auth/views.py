@@ -31,6 +31,7 @@ from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepF
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
 from console.service import auth_connections as auth
+from console.service.contract import AWAITING_STEPS, CONNECTION_STATUSES, TIMELINE_TYPES
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -38,7 +39,6 @@ from console.web.paging import pager, paging
 from console.web.render import done, render
 from console.web.text import safe_url
 
-CONNECTION_STATUSES = ("NEEDS_AUTH", "AUTHENTICATED")
 REAUTH_REASONS = {
     "external_credential": "An item of an external password manager signs in for it.",
     "cua_has_credential": "It kept the values typed at a successful login and signs in with them.",
@@ -72,7 +72,6 @@ STEP_WORDS = {
     "SUBMITTING": "Submitting",
     "COMPLETED": "Completed",
 }
-AWAITING = ("AWAITING_INPUT", "AWAITING_EXTERNAL_ACTION")
 STALE = "The login moved on before your answer was sent. Here is where it is now."
 
 
@@ -129,7 +128,7 @@ def step_context(
     link, and "Authenticated" after a success. The full page renders its own header and passes False.
     """
     flow_url = _url(org_slug, "flow", connection_id)
-    if form is None and flow.flow_running and flow.flow_step in AWAITING:
+    if form is None and flow.flow_running and flow.flow_step in AWAITING_STEPS:
         form = StepForm(flow)
     return {
         "flow": flow,
@@ -324,7 +323,7 @@ async def connection_history(request, connection_id: str):
     connection = await _connection(request, connection_id)
     page_params = paging(request)
     kind = request.GET.get("type", "")
-    if kind not in auth.TIMELINE_TYPES:
+    if kind not in TIMELINE_TYPES:
         kind = ""
     page = await auth.list_timeline(
         request.service, connection.id, type=kind or None, limit=page_params.limit, offset=page_params.offset
@@ -454,7 +453,7 @@ async def connection_submit(request, connection_id: str):
     sent = False
     current = (
         connection.flow_running
-        and connection.flow_step in AWAITING
+        and connection.flow_step in AWAITING_STEPS
         and request.POST.get("pause", "") == connection.pause_key
     )
     if not current:

@@ -39,6 +39,7 @@ from console.service import (
     proxies,
     telemetry,
 )
+from console.service.contract import CATEGORIES, EVENT_TYPES, SESSION_STATUSES
 from console.service.http import Service
 from console.service.sse import ServerEvent
 from console.web import bulk, deferred
@@ -47,7 +48,6 @@ from console.web.forms import apply_service_errors, cap_message
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
-STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
 HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
 MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
@@ -109,14 +109,14 @@ async def session_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
     status = request.GET.get("status", "active")
-    if status not in STATUSES:
+    if status not in SESSION_STATUSES:
         status = "active"
     tags = _tag_filters(request)
     chosen = [f"{k}:{v}" for k, v in tags.items()]
     context = {
         "query": query,
         "status": status,
-        "statuses": STATUSES,
+        "statuses": SESSION_STATUSES,
         "active_tags": [
             {"key": k, "value": v, "remove_url": _with(request, tag=[t for t in chosen if t != f"{k}:{v}"])}
             for k, v in tags.items()
@@ -213,7 +213,7 @@ def _filters(request) -> tuple[list[str], list[str]]:
         values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
         return [v for v in dict.fromkeys(values) if v in allowed]
 
-    return listed("category", telemetry.CATEGORIES), listed("type", telemetry.TYPES)
+    return listed("category", CATEGORIES), listed("type", EVENT_TYPES)
 
 
 async def _history(
@@ -255,7 +255,7 @@ def _filter_url(request, session_id: str, categories: list[str], types: list[str
 
 def _chips(request, session_id: str, categories: list[str], types: list[str]) -> list[dict]:
     chips = []
-    for category in telemetry.CATEGORIES:
+    for category in CATEGORIES:
         on = category in categories
         toggled = [c for c in categories if c != category] if on else [*categories, category]
         chips.append({"name": category, "on": on, "url": _filter_url(request, session_id, toggled, types)})
@@ -297,7 +297,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
         "live": not session.ended and not before,
         "categories": categories,
         "types": types,
-        "all_types": list(telemetry.TYPES),
+        "all_types": list(EVENT_TYPES),
         "chips": _chips(request, sid, categories, types),
         "clear_filters_url": _url(request, "detail", session_id=sid),
         "filtered": bool(categories or types),

@@ -32,9 +32,10 @@ from django.views.decorators.http import require_http_methods
 
 from console.browsers import presenters
 from console.browsers.panes import screen
-from console.browsers.views import STATUSES, _tag_filters
+from console.browsers.views import _tag_filters
 from console.live import screen as relay
 from console.service import ServiceError, browsers, telemetry
+from console.service.contract import SESSION_STATUSES
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -44,7 +45,6 @@ THUMBNAIL_FPS = 1.0
 BADGE_SECONDS = 15
 BADGE_TIMEOUT = 5.0
 RECENT_SECONDS = 60
-ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 
 allowance = relay.Allowance()
 WALL_KEY = re.compile(r"[A-Za-z0-9]{8,40}")  # a page's name for itself (static/js/screen.js)
@@ -67,7 +67,7 @@ def _matches(session: browsers.Session, pool: str, profile: str) -> bool:
 
 async def _sessions(request) -> tuple[list[browsers.Session], dict, bool]:
     status = request.GET.get("status", "active")
-    if status not in STATUSES:
+    if status not in SESSION_STATUSES:
         status = "active"
     query = request.GET.get("q", "").strip()
     pool = request.GET.get("pool", "").strip()
@@ -103,7 +103,7 @@ async def wall(request):
     context = {
         "tiles": tiles,
         "filters": filters,
-        "statuses": STATUSES,
+        "statuses": SESSION_STATUSES,
         "more": more,
         "max_tiles": MAX_TILES,
         "stream_url": stream_url,
@@ -162,12 +162,12 @@ async def _flagged(svc, session_id: str) -> list[str]:
         async with asyncio.timeout(BADGE_TIMEOUT):
             # The newest first (the service takes no ``since`` with ``desc``): the last minute is cut here.
             page = await telemetry.list_events(
-                svc, session_id, order="desc", limit=100, types=list(ERROR_TYPES)
+                svc, session_id, order="desc", limit=100, types=list(presenters.ERROR_TYPES)
             )
     except (TimeoutError, ServiceError):
         return []
     recent = datetime.now(UTC) - timedelta(seconds=RECENT_SECONDS)
-    rows = [presenters.row(e) for e in page.items if e.kind in ERROR_TYPES]
+    rows = [presenters.row(e) for e in page.items if e.kind in presenters.ERROR_TYPES]
     return [r.type for r in rows if r.severity == "error" and r.time is not None and r.time >= recent]
 
 

@@ -29,6 +29,12 @@ from console.service import (
     projects,
 )
 from console.service import telemetry as telemetry_service
+from console.service.contract import (
+    BUILDING_DEPLOYMENT_STATUSES,
+    FAILED_FLOW_STATUSES,
+    FLOW_IN_PROGRESS,
+    NEEDS_AUTH,
+)
 from console.web import deferred
 from console.web.decorators import load_memberships, org_view
 from console.web.render import render
@@ -42,9 +48,7 @@ TELEMETRY_SESSIONS = 5
 TELEMETRY_TIMEOUT = 2.0
 TELEMETRY_WINDOW = "1h"
 TELEMETRY_ROWS = 8
-ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 AUDIT_ROWS = 8
-IN_PROGRESS = ("queued", "in_progress")
 
 
 @require_http_methods(["GET"])
@@ -140,7 +144,7 @@ async def _pools(request) -> dict:
 
 async def _auth(request) -> dict:
     page = await auth_connections.list_connections(request.service, limit=COUNT_LIMIT)
-    waiting = [c for c in page.items if c.status == "NEEDS_AUTH"]
+    waiting = [c for c in page.items if c.status == NEEDS_AUTH]
     rows = [
         {
             "connection": c,
@@ -157,10 +161,10 @@ async def _auth(request) -> dict:
 
 
 def _auth_reason(connection) -> str:
-    if connection.flow_status == "IN_PROGRESS":
+    if connection.flow_status == FLOW_IN_PROGRESS:
         step = (connection.flow_step or "").replace("_", " ").lower()
         return f"Login in progress{': ' + step if step else ''}."
-    if connection.flow_status in ("FAILED", "EXPIRED", "CANCELED"):
+    if connection.flow_status in FAILED_FLOW_STATUSES:
         return f"Last login {connection.flow_status.lower()}" + (
             f": {connection.error_message}" if connection.error_message else "."
         )
@@ -187,7 +191,7 @@ async def _invocations(request) -> dict:
 
 async def _deployments(request) -> dict:
     page = await deployments.list_deployments(request.service, limit=COUNT_LIMIT)
-    busy = [d for d in page.items if d.status in IN_PROGRESS]
+    busy = [d for d in page.items if d.status in BUILDING_DEPLOYMENT_STATUSES]
     return {
         "deploy_rows": [
             {"deployment": d, "url": _url(request, "deployments:detail", deployment_id=d.id)}
@@ -222,7 +226,7 @@ async def _telemetry(request) -> dict:
             )
         except (TimeoutError, ServiceError):
             return session, [], False
-        rows = [presenters.row(e) for e in events.items if e.kind in ERROR_TYPES]
+        rows = [presenters.row(e) for e in events.items if e.kind in presenters.ERROR_TYPES]
         return session, [r for r in rows if r.severity in ("error", "warn")], True
 
     found = await asyncio.gather(*(errors_of(s) for s in sessions))
@@ -231,7 +235,10 @@ async def _telemetry(request) -> dict:
         if not answered:
             unanswered.append(session.session_id)
         link = _url(
-            request, "browsers:detail", "type=" + ",".join(ERROR_TYPES), session_id=session.session_id
+            request,
+            "browsers:detail",
+            "type=" + ",".join(presenters.ERROR_TYPES),
+            session_id=session.session_id,
         )
         rows += [{"row": r, "session": session, "url": link} for r in session_rows]
     rows.sort(key=lambda item: item["row"].time or datetime.min.replace(tzinfo=UTC), reverse=True)

@@ -14,6 +14,7 @@ from console.accounts.audit import audited
 from console.deployments.forms import DeploymentForm, FilterForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Invalid, NotFound, deployments
+from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
 from console.service.deployments import Deployment
 from console.service.records import parse_datetime
 from console.web import deferred
@@ -150,7 +151,7 @@ def is_terminal(event) -> bool:
     data = event.data if isinstance(event.data, dict) else {}
     if data.get("event") != "deployment_state":
         return False
-    return (data.get("deployment") or {}).get("status") in deployments.TERMINAL
+    return (data.get("deployment") or {}).get("status") in TERMINAL_DEPLOYMENT_STATUSES
 
 
 @require_http_methods(["GET"])

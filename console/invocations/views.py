@@ -16,6 +16,7 @@ from console.accounts.audit import audited
 from console.invocations.forms import FilterForm
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, NotFound, invocations
+from console.service.contract import TERMINAL_INVOCATION_STATUSES
 from console.service.invocations import Invocation
 from console.service.records import parse_datetime
 from console.web import deferred
@@ -170,7 +171,7 @@ def is_terminal(event) -> bool:
     data = event.data if isinstance(event.data, dict) else {}
     if data.get("event") != "invocation_state":
         return False
-    return (data.get("invocation") or {}).get("status") in invocations.TERMINAL
+    return (data.get("invocation") or {}).get("status") in TERMINAL_INVOCATION_STATUSES
 
 
 @require_http_methods(["GET"])

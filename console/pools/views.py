@@ -24,7 +24,7 @@ from console.service import (
     projects,
     proxies,
 )
-from console.service.pools import CATEGORIES
+from console.service.contract import CAPTURE_CATEGORIES
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, cap_message
@@ -41,7 +41,7 @@ FIELD_MAP = {
     "telemetry": "telemetry_enabled",
     "telemetry.enabled": "telemetry_enabled",
     "telemetry.browser": "telemetry_enabled",
-    **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CATEGORIES},
+    **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CAPTURE_CATEGORIES},
 }
 CONFLICT_FIELDS = {"pool_name_taken": "name"}
 

@@ -14,6 +14,7 @@ from console.accounts import audit
 from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
 from console.service import Conflict, Forbidden, Invalid, NotFound, profiles
+from console.service.contract import PROFILE_FORMATS
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -125,7 +126,7 @@ async def profile_download(request, profile_id: str):
     Operators only: a profile carries its sites' cookies, which are as good as a login.
     """
     fmt = request.GET.get("format", "tar")
-    if fmt not in profiles.FORMATS:
+    if fmt not in PROFILE_FORMATS:
         fmt = "tar"
     stack = AsyncExitStack()
     try:

@@ -24,6 +24,7 @@ from console.proxies.forms import (
     type_choices,
 )
 from console.service import Invalid, NotFound, proxies
+from console.service.contract import PROXY_TYPES
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -64,7 +65,7 @@ async def proxy_list(request):
 async def proxy_create(request):
     """``?type=`` picks the form; switching type swaps only ``#proxy-create``."""
     wanted = request.POST.get("type") or request.GET.get("type") or DEFAULT_TYPE
-    kind = wanted if wanted in proxies.TYPES else DEFAULT_TYPE
+    kind = wanted if wanted in PROXY_TYPES else DEFAULT_TYPE
     form = ProxyForm(kind=kind)
     if request.method == "POST":
         form = ProxyForm(request.POST, kind=kind)

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from console.service.contract import CAPTURE_CATEGORIES
 from console.service.http import READ_TIMEOUT, Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Count, Id, Pixels, Record, Seconds, obj
 
 __all__ = [
-    "CATEGORIES",
     "BrowserPool",
     "BrowserSession",
     "PoolConfig",
@@ -33,17 +33,6 @@ __all__ = [
     "update_pool",
 ]
 
-CATEGORIES = (
-    "console",
-    "page",
-    "interaction",
-    "network",
-    "control",
-    "connection",
-    "system",
-    "screenshot",
-    "captcha",
-)
 DEFAULT_ACQUIRE_TIMEOUT = 10
 
 
@@ -96,7 +85,7 @@ class PoolConfig(Record):
         telemetry = obj(self.telemetry)
         browser = obj(telemetry.get("browser"))
         enabled = telemetry.get("enabled", bool(browser))
-        return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CATEGORIES}
+        return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CAPTURE_CATEGORIES}
 
 
 class BrowserPool(Record):

@@ -73,6 +73,31 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+# What each telemetry category captures (console.service.contract.CAPTURE_CATEGORIES), for the session and
+# pool forms.
+CATEGORY_HELP = {
+    "console": "console.log and errors, with stack traces",
+    "network": "requests and responses (bodies truncated)",
+    "page": "navigations, load, layout shifts",
+    "interaction": "clicks, keys, scrolls",
+    "control": "calls to the browser's API",
+    "connection": "CDP and live-view attach/detach",
+    "system": "out-of-memory kills, crashes",
+    "captcha": "CAPTCHA solver results",
+    "screenshot": "periodic screenshots (high volume)",
+}
+# Viewport presets worth a word beside their size.
+PRESET_NOTES = {"768x1024@60": "portrait tablet", "390x844@60": "phone"}
+
+
+def viewport_label(preset: str) -> str:
+    """``1920x1080@25`` as people read it (a multiplication sign, Hz), with a note for the odd ones out."""
+    size, _, rate = preset.partition("@")
+    width, _, height = size.partition("x")
+    note = f" ({PRESET_NOTES[preset]})" if preset in PRESET_NOTES else ""
+    return f"{width} \u00d7 {height} @ {rate} Hz{note}"
+
+
 CAP_LABELS = {
     "max_concurrent_sessions": "concurrent sessions",
     "max_pooled_sessions": "pooled sessions",

@@ -27,6 +27,7 @@ from console.browsers import presenters
 from console.browsers.panes import common
 from console.service import Conflict, Invalid, NotFound, ServiceError, browser_replays, telemetry
 from console.service.browser_replays import MAX_DURATION, MAX_FRAMERATE, MAX_GPU_FRAMERATE
+from console.service.contract import CATEGORIES
 from console.service.records import parse_datetime
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -40,7 +41,7 @@ EVENTS_PAGE = 100
 # The service's clocks and the recorder's do not tick together: the window reads a little wider.
 WINDOW_SLACK = timedelta(seconds=1)
 # The screenshot category would bury the rest (a picture a second); the video shows the screen anyway.
-WINDOW_CATEGORIES = tuple(c for c in telemetry.CATEGORIES if c != "screenshot")
+WINDOW_CATEGORIES = tuple(c for c in CATEGORIES if c != "screenshot")
 NAVIGATION = ("page_navigation",)
 # At most 15 digits a side (a petabyte): a longer number is no range of a video, and Python refuses to
 # read a number of more than 4300 digits (a 500, before this bound).

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from django import forms
 
-from console.service.browser_tools import METHODS, SUPERVISOR_PROCESSES
+from console.service.contract import CURL_METHODS, SUPERVISOR_PROCESSES
 
 HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
 EXTENSION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -15,7 +15,7 @@ MAX_EXTENSION_BYTES = 100 * 1024 * 1024
 
 
 class CurlForm(forms.Form):
-    method = forms.ChoiceField(choices=[(m, m) for m in METHODS], initial="GET")
+    method = forms.ChoiceField(choices=[(m, m) for m in CURL_METHODS], initial="GET")
     url = forms.CharField(
         max_length=4096, label="URL", widget=forms.URLInput(attrs={"placeholder": "https://"})
     )
