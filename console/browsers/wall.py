@@ -27,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.browsers import presenters
@@ -37,6 +36,7 @@ from console.live import screen as relay
 from console.service import ServiceError, browsers, telemetry
 from console.service.contract import SESSION_STATUSES
 from console.web.decorators import org_view
+from console.web.pages import org_reverse
 from console.web.render import render
 
 MAX_TILES = 24
@@ -53,10 +53,6 @@ WALL_KEY = re.compile(r"[A-Za-z0-9]{8,40}")  # a page's name for itself (static/
 def live_tiles() -> tuple[int, int]:
     """(live tiles per viewer, per org) of this process's walls."""
     return int(getattr(settings, "WALL_LIVE_TILES", 4)), int(getattr(settings, "WALL_LIVE_TILES_PER_ORG", 8))
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 def _matches(session: browsers.Session, pool: str, profile: str) -> bool:
@@ -95,11 +91,14 @@ async def wall(request):
             {
                 "session": session,
                 "relay": await _relayable(request, session),
-                "url": _url(request, "detail", session_id=session.session_id) + "#pane-screen",
+                "url": org_reverse(request, "browsers:detail", session_id=session.session_id)
+                + "#pane-screen",
             }
         )
-    stream_url = _url(request, "wall-stream") if any(t["relay"] for t in tiles) else ""
-    badges_url = _url(request, "wall-badges") + (f"?{request.GET.urlencode()}" if request.GET else "")
+    stream_url = org_reverse(request, "browsers:wall-stream") if any(t["relay"] for t in tiles) else ""
+    badges_url = org_reverse(request, "browsers:wall-badges") + (
+        f"?{request.GET.urlencode()}" if request.GET else ""
+    )
     context = {
         "tiles": tiles,
         "filters": filters,

@@ -12,7 +12,6 @@ import asyncio
 from datetime import UTC, datetime
 
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.models import AuditLog
@@ -37,6 +36,7 @@ from console.service.contract import (
 )
 from console.web import deferred
 from console.web.decorators import load_memberships, org_view
+from console.web.pages import org_reverse
 from console.web.render import render
 
 POLL_SECONDS = 10
@@ -60,11 +60,6 @@ async def home(request):
     if memberships:
         return redirect("dashboard", org_slug=memberships[0].org.slug)
     return render(request, "dashboard/no_org.html")
-
-
-def _url(request, name: str, query: str = "", **kwargs) -> str:
-    url = reverse(name, kwargs={"org_slug": request.org.slug, **kwargs})
-    return f"{url}?{query}" if query else url
 
 
 def _count(page) -> str:
@@ -124,7 +119,7 @@ async def _sessions(request) -> dict:
     limit = cap["project_cap"] or cap["org_cap"]
     return {
         "running": _count(page),
-        "running_url": _url(request, "browsers:list", "status=active"),
+        "running_url": org_reverse(request, "browsers:list", "status=active"),
         **cap,
         "fill": _permille(running, limit),
         "state": "error"
@@ -132,14 +127,16 @@ async def _sessions(request) -> dict:
         else "warn"
         if limit and running >= 0.8 * limit
         else "ok",
-        "limits_url": _url(request, "projects:list"),
+        "limits_url": org_reverse(request, "projects:list"),
     }
 
 
 async def _pools(request) -> dict:
     page = await pools.list_pools(request.service, limit=COUNT_LIMIT)
-    rows = [{"pool": pool, "url": _url(request, "pools:detail", pool_id=pool.id)} for pool in page.items]
-    return {"pool_rows": rows, "pools_more": page.has_more, "pools_url": _url(request, "pools:list")}
+    rows = [
+        {"pool": pool, "url": org_reverse(request, "pools:detail", pool_id=pool.id)} for pool in page.items
+    ]
+    return {"pool_rows": rows, "pools_more": page.has_more, "pools_url": org_reverse(request, "pools:list")}
 
 
 async def _auth(request) -> dict:
@@ -148,7 +145,7 @@ async def _auth(request) -> dict:
     rows = [
         {
             "connection": c,
-            "url": _url(request, "auth:detail", connection_id=c.id),
+            "url": org_reverse(request, "auth:detail", connection_id=c.id),
             "reason": _auth_reason(c),
         }
         for c in waiting
@@ -156,7 +153,7 @@ async def _auth(request) -> dict:
     return {
         "auth_rows": rows,
         "auth_more": page.has_more,
-        "auth_url": _url(request, "auth:list", "status=NEEDS_AUTH"),
+        "auth_url": org_reverse(request, "auth:list", "status=NEEDS_AUTH"),
     }
 
 
@@ -179,11 +176,11 @@ async def _invocations(request) -> dict:
     )
     return {
         "running_invocations": _count(running),
-        "running_invocations_url": _url(request, "invocations:list", "status=running"),
+        "running_invocations_url": org_reverse(request, "invocations:list", "status=running"),
         "failed_invocations": _count(failed),
-        "failed_invocations_url": _url(request, "invocations:list", "since=1h&status=failed"),
+        "failed_invocations_url": org_reverse(request, "invocations:list", "since=1h&status=failed"),
         "failed_rows": [
-            {"inv": i, "url": _url(request, "invocations:detail", invocation_id=i.id)}
+            {"inv": i, "url": org_reverse(request, "invocations:detail", invocation_id=i.id)}
             for i in failed.items[:5]
         ],
     }
@@ -194,11 +191,11 @@ async def _deployments(request) -> dict:
     busy = [d for d in page.items if d.status in BUILDING_DEPLOYMENT_STATUSES]
     return {
         "deploy_rows": [
-            {"deployment": d, "url": _url(request, "deployments:detail", deployment_id=d.id)}
+            {"deployment": d, "url": org_reverse(request, "deployments:detail", deployment_id=d.id)}
             for d in busy[:5]
         ],
         "deploy_count": f"{len(busy)}+" if page.has_more and busy else str(len(busy)),
-        "deploy_url": _url(request, "deployments:list", "status=in_progress"),
+        "deploy_url": org_reverse(request, "deployments:list", "status=in_progress"),
     }
 
 
@@ -234,7 +231,7 @@ async def _telemetry(request) -> dict:
     for session, session_rows, answered in found:
         if not answered:
             unanswered.append(session.session_id)
-        link = _url(
+        link = org_reverse(
             request,
             "browsers:detail",
             "type=" + ",".join(presenters.ERROR_TYPES),
@@ -272,4 +269,4 @@ async def _usage(request) -> dict:
 
 async def _audit(request) -> dict:
     entries = [e async for e in AuditLog.objects.filter(org=request.org)[:AUDIT_ROWS]]
-    return {"audit_entries": entries, "audit_url": _url(request, "audit")}
+    return {"audit_entries": entries, "audit_url": org_reverse(request, "audit")}

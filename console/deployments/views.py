@@ -7,7 +7,6 @@ from dataclasses import replace
 from django.contrib import messages
 from django.http import Http404
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
@@ -20,22 +19,12 @@ from console.service.records import parse_datetime
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
+from console.web.pages import get_or_404, org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
 SUMMARY = "deployments/detail.html#deployment-summary"
 LOG_LINE = "deployments/detail.html#log-line"
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"deployments:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, deployment_id: str) -> Deployment:
-    try:
-        return await deployments.get_deployment(request.service, deployment_id)
-    except NotFound:
-        raise Http404("No such deployment") from None
 
 
 @require_http_methods(["GET"])
@@ -95,7 +84,7 @@ async def deployment_create(request):
                 )
             else:
                 messages.success(request, f"Deployment {created.id} queued: follow its build below.")
-                return done(request, _url(request, "detail", deployment_id=created.id))
+                return done(request, org_reverse(request, "deployments:detail", deployment_id=created.id))
     return render(request, "deployments/new.html", {"form": form}, partial="deployment-create")
 
 
@@ -106,7 +95,7 @@ def summary_context(deployment: Deployment, org_slug: str) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_detail(request, deployment_id: str):
-    deployment = await _get(request, deployment_id)
+    deployment = await get_or_404(deployments.get_deployment(request.service, deployment_id), "deployment")
     return render(request, "deployments/detail.html", summary_context(deployment, request.org.slug))
 
 
@@ -176,7 +165,7 @@ async def deployment_delete(request, deployment_id: str):
     """Confirm, then delete. The state read first says what happens (spec: state table): a running
     deployment is stopped and marked for deletion; a stopped or failed one is left unchanged."""
     require_role(request, "admin")
-    before = await _get(request, deployment_id)
+    before = await get_or_404(deployments.get_deployment(request.service, deployment_id), "deployment")
     if request.method == "POST":
         if before.terminal:
             outcome = f"was already {before.status}: nothing changed"
@@ -191,5 +180,5 @@ async def deployment_delete(request, deployment_id: str):
             messages.info(request, f"Deployment {deployment_id} {outcome}.")
         else:
             messages.success(request, f"Deployment {deployment_id} {outcome}.")
-        return done(request, _url(request, "detail", deployment_id=deployment_id))
+        return done(request, org_reverse(request, "deployments:detail", deployment_id=deployment_id))
     return render(request, "deployments/delete.html", {"dep": before}, partial="deployment-delete")

@@ -9,7 +9,6 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.template.loader import render_to_string
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
@@ -21,6 +20,7 @@ from console.service.invocations import Invocation
 from console.service.records import parse_datetime
 from console.web import deferred
 from console.web.decorators import org_view, require_role
+from console.web.pages import get_or_404, org_reverse, record_link
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -29,10 +29,6 @@ LARGE_CHARS = 2000
 LARGE_LINES = 40
 SUMMARY = "invocations/detail.html#invocation-summary"
 LOG_LINE = "invocations/detail.html#log-line"
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"invocations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 def json_block(value: Any, raw: Any) -> dict | None:
@@ -56,23 +52,6 @@ def summary_context(invocation: Invocation, org_slug: str) -> dict:
     }
 
 
-def browser_url(org_slug: str, session_id: str) -> str:
-    """The console page of a browser session, when the browsers section is installed."""
-    for kwarg in ("session_id", "browser_id", "id_or_name"):
-        try:
-            return reverse("browsers:detail", kwargs={"org_slug": org_slug, kwarg: session_id})
-        except NoReverseMatch:
-            continue
-    return ""
-
-
-async def _get(request, invocation_id: str) -> Invocation:
-    try:
-        return await invocations.get_invocation(request.service, invocation_id)
-    except NotFound:
-        raise Http404("No such invocation") from None
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_list(request):
@@ -94,7 +73,9 @@ async def invocation_list(request):
 
 async def _browsers(request, invocation_id: str) -> list[dict]:
     found = await invocations.list_browsers(request.service, invocation_id)
-    return [{"browser": b, "url": browser_url(request.org.slug, b.session_id)} for b in found]
+    return [
+        {"browser": b, "url": record_link(request, "browsers:detail", session_id=b.session_id)} for b in found
+    ]
 
 
 @require_http_methods(["GET"])
@@ -103,7 +84,9 @@ async def invocation_detail(request, invocation_id: str):
     """The frame at once; the invocation, then the browsers it made, load after (console/web/deferred.py)."""
 
     async def detail() -> dict:
-        invocation = await _get(request, invocation_id)
+        invocation = await get_or_404(
+            invocations.get_invocation(request.service, invocation_id), "invocation"
+        )
         return {
             **summary_context(invocation, request.org.slug),
             "payload": json_block(invocation.payload_value, invocation.payload),
@@ -111,7 +94,8 @@ async def invocation_detail(request, invocation_id: str):
 
     async def browsers() -> dict:
         invocation, found = await asyncio.gather(
-            _get(request, invocation_id), _browsers(request, invocation_id)
+            get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation"),
+            _browsers(request, invocation_id),
         )
         return {"inv": invocation, "browsers": found}
 
@@ -126,11 +110,9 @@ async def invocation_browsers(request, invocation_id: str):
     """The browsers partial, refreshed when the run finishes (and by its Refresh link)."""
     if not (request.htmx and request.htmx.target == "invocation-browsers"):
         # The Refresh link followed without htmx: the partial alone is no page, the invocation's is.
-        detail = reverse(
-            "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": invocation_id}
-        )
+        detail = org_reverse(request, "invocations:detail", invocation_id=invocation_id)
         return HttpResponseRedirect(f"{detail}#invocation-browsers")
-    invocation = await _get(request, invocation_id)
+    invocation = await get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation")
     context = {"inv": invocation, "browsers": await _browsers(request, invocation_id)}
     return render(request, "invocations/detail.html", context, partial="invocation-browsers")
 
@@ -199,7 +181,7 @@ async def invocation_events(request, invocation_id: str):
 async def invocation_cancel(request, invocation_id: str):
     """Confirm, then cancel (the service marks the invocation failed); a finished one is explained."""
     require_role(request, "operator")
-    invocation = await _get(request, invocation_id)
+    invocation = await get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation")
     conflict = ""
     if request.method == "POST":
         try:
@@ -207,10 +189,12 @@ async def invocation_cancel(request, invocation_id: str):
                 invocation = await invocations.cancel_invocation(request.service, invocation_id)
         except Conflict as exc:
             conflict = exc.message
-            invocation = await _get(request, invocation_id)
+            invocation = await get_or_404(
+                invocations.get_invocation(request.service, invocation_id), "invocation"
+            )
         else:
             messages.success(request, "Invocation cancelled: it is marked failed.")
-            return done(request, _url(request, "detail", invocation_id=invocation_id))
+            return done(request, org_reverse(request, "invocations:detail", invocation_id=invocation_id))
     context = {"inv": invocation, "conflict": conflict}
     return render(request, "invocations/cancel.html", context, partial="invocation-cancel")
 
@@ -221,7 +205,8 @@ async def invocation_delete_browsers(request, invocation_id: str):
     """Confirm, then delete every browser session the invocation created."""
     require_role(request, "operator")
     invocation, browsers = await asyncio.gather(
-        _get(request, invocation_id), _browsers(request, invocation_id)
+        get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation"),
+        _browsers(request, invocation_id),
     )
     if request.method == "POST":
         count = len(browsers)
@@ -232,6 +217,6 @@ async def invocation_delete_browsers(request, invocation_id: str):
         except NotFound:
             raise Http404("No such invocation") from None
         messages.success(request, f"Deleted the invocation's browser sessions ({count}).")
-        return done(request, _url(request, "detail", invocation_id=invocation_id))
+        return done(request, org_reverse(request, "invocations:detail", invocation_id=invocation_id))
     context = {"inv": invocation, "browsers": browsers}
     return render(request, "invocations/delete_browsers.html", context, partial="invocation-delete-browsers")
