@@ -32,7 +32,7 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited, record
 from console.browsers.panes import common
-from console.live import control, guard
+from console.live import cdp, control, guard
 from console.live import screen as relay
 from console.service import Conflict, Invalid, NotFound, ServiceError, browser_computer, browsers
 from console.web.decorators import org_view
@@ -84,8 +84,8 @@ async def mode(request, session: browsers.Session) -> tuple[str, str]:
         reason = "This sandbox session is simulated: it has no screencast to relay."
     else:
         try:
-            await relay.check_cdp_url(session.cdp_ws_url, allow_private=request.service.allow_private)
-        except relay.ScreenUnavailable as exc:
+            await cdp.check_cdp_url(session.cdp_ws_url, allow_private=request.service.allow_private)
+        except cdp.EndpointUnavailable as exc:
             reason = f"The console cannot relay this session's screen: {exc}."
         else:
             return "relay", ""
