@@ -6,25 +6,20 @@ from dataclasses import replace
 
 from django.contrib import messages
 from django.http import Http404
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.deployments.forms import DeploymentForm, FilterForm
-from console.live import Channel, Frame, relay_response, service_stream
+from console.live.runs import Run
 from console.service import Conflict, Invalid, NotFound, deployments
 from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
 from console.service.deployments import Deployment
-from console.service.records import parse_datetime
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.pages import get_or_404, org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
-
-SUMMARY = "deployments/detail.html#deployment-summary"
-LOG_LINE = "deployments/detail.html#log-line"
 
 
 @require_http_methods(["GET"])
@@ -99,64 +94,30 @@ async def deployment_detail(request, deployment_id: str):
     return render(request, "deployments/detail.html", summary_context(deployment, request.org.slug))
 
 
-def _log_frame(line: dict) -> Frame:
-    return Frame(html=render_to_string(LOG_LINE, {"line": line}), event="log")
-
-
-def render_event(org_slug: str):
-    def render_one(event) -> list[Frame] | None:
-        data = event.data if isinstance(event.data, dict) else {}
-        kind = data.get("event")
-        at = parse_datetime(data.get("timestamp"))
-        if kind == "log":
-            return [_log_frame({"at": at, "kind": "log", "text": str(data.get("message", ""))})]
-        if kind == "deployment_state":
-            deployment = Deployment.from_json(data.get("deployment"))
-            reason = f" ({deployment.status_reason})" if deployment.status_reason else ""
-            return [
-                _log_frame(
-                    {
-                        "at": at,
-                        "kind": f"state state-{deployment.status}",
-                        "text": f"State: {deployment.status}{reason}",
-                    }
-                ),
-                Frame(html=render_to_string(SUMMARY, summary_context(deployment, org_slug)), event="state"),
-            ]
-        if kind == "app_version_summary":
-            actions = ", ".join(a.get("name", "?") for a in data.get("actions") or [] if isinstance(a, dict))
-            text = f"Serving {data.get('app_name')} {data.get('version')}: actions {actions or 'none'}"
-            return [_log_frame({"at": at, "kind": "summary", "text": text})]
-        if kind == "error":
-            error = data.get("error") if isinstance(data.get("error"), dict) else {}
-            text = f"Error from the service: {error.get('message') or error.get('code') or 'unknown'}"
-            return [_log_frame({"at": at, "kind": "error", "text": text})]
+def _version_summary(kind: str, data: dict) -> str | None:
+    if kind != "app_version_summary":
         return None
+    actions = ", ".join(a.get("name", "?") for a in data.get("actions") or [] if isinstance(a, dict))
+    return f"Serving {data.get('app_name')} {data.get('version')}: actions {actions or 'none'}"
 
-    return render_one
 
-
-def is_terminal(event) -> bool:
-    data = event.data if isinstance(event.data, dict) else {}
-    if data.get("event") != "deployment_state":
-        return False
-    return (data.get("deployment") or {}).get("status") in TERMINAL_DEPLOYMENT_STATUSES
+RUN = Run(
+    kind="deployment",
+    record=Deployment,
+    summary="deployments/detail.html#deployment-summary",
+    log_line="deployments/detail.html#log-line",
+    summary_context=summary_context,
+    terminal=TERMINAL_DEPLOYMENT_STATUSES,
+    ended_message="The deployment is stopped or failed: no more events.",
+    other=_version_summary,
+)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_events(request, deployment_id: str):
     """Build logs and state changes, relayed until the deployment is stopped or failed."""
-    svc = request.service
-    channel = Channel(
-        key=("deployment", request.org.pk, svc.project, deployment_id),
-        open=service_stream(svc, deployments.events_path(deployment_id)),
-        render=render_event(request.org.slug),
-        is_terminal=is_terminal,
-        replay_to_new_viewers=True,
-        ended_message="The deployment is stopped or failed: no more events.",
-    )
-    return relay_response(request, channel)
+    return RUN.relay(request, deployment_id, deployments.events_path(deployment_id))
 
 
 @require_http_methods(["GET", "POST"])

@@ -7,10 +7,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE), checked here, then streamed to the service from th
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
@@ -18,6 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, extensions
+from console.web import downloads
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.pages import get_or_404, org_reverse, searchable_list
@@ -101,34 +101,16 @@ def _zip_name(disposition: str) -> str | None:
 @org_view("viewer")
 async def extension_download(request, id_or_name: str):
     """Stream the zip from the service to the browser, chunk by chunk."""
-    stack = AsyncExitStack()
-    try:
-        reply, chunks = await stack.enter_async_context(
-            extensions.download_extension(request.service, id_or_name)
-        )
-    except NotFound:
-        await stack.aclose()
-        raise Http404("No such extension") from None
-    except BaseException:
-        await stack.aclose()
-        raise
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    filename = _zip_name(reply.headers.get("content-disposition", "")) or _safe_name(id_or_name) + ".zip"
-    response = StreamingHttpResponse(body(), content_type="application/zip")
+    (reply, chunks), stack = await downloads.opened(
+        extensions.download_extension(request.service, id_or_name), "extension"
+    )
     # Always an attachment under a name of our own making: the service's header is read for the extension's
     # name only (a hostile one said ``inline; filename="../../evil.html"``).
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
-    return response
+    filename = _zip_name(reply.headers.get("content-disposition", "")) or _safe_name(id_or_name) + ".zip"
+    length = reply.headers.get("content-length")
+    return downloads.attachment(
+        chunks, stack, filename=filename, content_type="application/zip", length=length
+    )
 
 
 @require_http_methods(["GET", "POST"])

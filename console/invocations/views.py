@@ -8,16 +8,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.invocations.forms import FilterForm
-from console.live import Channel, Frame, relay_response, service_stream
+from console.live.runs import Run
 from console.service import Conflict, NotFound, invocations
 from console.service.contract import TERMINAL_INVOCATION_STATUSES
 from console.service.invocations import Invocation
-from console.service.records import parse_datetime
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.pages import get_or_404, org_reverse, record_link
@@ -27,8 +25,6 @@ from console.web.render import done, render
 # Outputs longer than this (characters or lines) start collapsed in a <details>.
 LARGE_CHARS = 2000
 LARGE_LINES = 40
-SUMMARY = "invocations/detail.html#invocation-summary"
-LOG_LINE = "invocations/detail.html#log-line"
 
 
 def json_block(value: Any, raw: Any) -> dict | None:
@@ -117,63 +113,22 @@ async def invocation_browsers(request, invocation_id: str):
     return render(request, "invocations/detail.html", context, partial="invocation-browsers")
 
 
-def _log_frame(line: dict) -> Frame:
-    return Frame(html=render_to_string(LOG_LINE, {"line": line}), event="log")
-
-
-def render_event(org_slug: str):
-    """Turn one upstream event into frames: log lines for the log pane, the summary on state changes."""
-
-    def render_one(event) -> list[Frame] | None:
-        data = event.data if isinstance(event.data, dict) else {}
-        kind = data.get("event")
-        at = parse_datetime(data.get("timestamp"))
-        if kind == "log":
-            return [_log_frame({"at": at, "kind": "log", "text": str(data.get("message", ""))})]
-        if kind == "invocation_state":
-            invocation = Invocation.from_json(data.get("invocation"))
-            text = f"State: {invocation.status}" + (
-                f" ({invocation.status_reason})" if invocation.status_reason else ""
-            )
-            summary = render_to_string(SUMMARY, summary_context(invocation, org_slug))
-            return [
-                _log_frame({"at": at, "kind": f"state state-{invocation.status}", "text": text}),
-                Frame(html=summary, event="state"),
-            ]
-        if kind == "error":
-            error = data.get("error") if isinstance(data.get("error"), dict) else {}
-            text = f"Error from the service: {error.get('message') or error.get('code') or 'unknown'}"
-            return [_log_frame({"at": at, "kind": "error", "text": text})]
-        return None  # sse_heartbeat and kinds this console does not know
-
-    return render_one
-
-
-def is_terminal(event) -> bool:
-    data = event.data if isinstance(event.data, dict) else {}
-    if data.get("event") != "invocation_state":
-        return False
-    return (data.get("invocation") or {}).get("status") in TERMINAL_INVOCATION_STATUSES
+RUN = Run(
+    kind="invocation",
+    record=Invocation,
+    summary="invocations/detail.html#invocation-summary",
+    log_line="invocations/detail.html#log-line",
+    summary_context=summary_context,
+    terminal=TERMINAL_INVOCATION_STATUSES,
+    ended_message="The invocation has finished.",
+)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_events(request, invocation_id: str):
-    """Log lines and state changes, relayed from the invocation's events stream until a terminal state.
-
-    The upstream replays the run from its start on every connection, so new viewers get the history from
-    the hub's buffer; it is not resumable (the hub numbers the frames).
-    """
-    svc = request.service
-    channel = Channel(
-        key=("invocation", request.org.pk, svc.project, invocation_id),
-        open=service_stream(svc, invocations.events_path(invocation_id)),
-        render=render_event(request.org.slug),
-        is_terminal=is_terminal,
-        replay_to_new_viewers=True,
-        ended_message="The invocation has finished.",
-    )
-    return relay_response(request, channel)
+    """Log lines and state changes, relayed from the invocation's events stream until a terminal state."""
+    return RUN.relay(request, invocation_id, invocations.events_path(invocation_id))
 
 
 @require_http_methods(["GET", "POST"])

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, StreamingHttpResponse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts import audit
 from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
-from console.service import Conflict, Forbidden, Invalid, NotFound, profiles
+from console.service import Conflict, Forbidden, Invalid, profiles
 from console.service.contract import PROFILE_FORMATS
+from console.web import downloads
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
 from console.web.pages import get_or_404, org_reverse, searchable_list
@@ -108,29 +107,21 @@ async def profile_download(request, profile_id: str):
     fmt = request.GET.get("format", "tar")
     if fmt not in PROFILE_FORMATS:
         fmt = "tar"
-    stack = AsyncExitStack()
+    (reply, chunks), stack = await downloads.opened(
+        profiles.download_profile(request.service, profile_id, format=fmt), "profile"
+    )
     try:
-        reply, chunks = await stack.enter_async_context(
-            profiles.download_profile(request.service, profile_id, format=fmt)
-        )
-    except NotFound:
+        await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
+    except BaseException:
         await stack.aclose()
-        raise Http404("No such profile") from None
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
+        raise
     # The type is the format's, never the service's (a hostile one answered text/html).
-    response = StreamingHttpResponse(body(), content_type=ARCHIVE_TYPES[fmt])
-    filename = UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
+    response = downloads.attachment(
+        chunks,
+        stack,
+        filename=UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}",
+        content_type=ARCHIVE_TYPES[fmt],
+        length=reply.headers.get("content-length"),
+    )
     response["Cache-Control"] = "no-store"
     return response

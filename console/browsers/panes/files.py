@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.http import urlencode
@@ -36,6 +35,7 @@ from console.browsers.panes.forms import (
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Invalid, NotFound, ServiceError, browser_files
 from console.service.sse import ServerEvent
+from console.web import downloads
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.render import render
@@ -350,29 +350,9 @@ def _filename(path: str, suffix: str = "") -> str:
 
 
 async def _stream(opener, filename: str, content_type: str):
-    stack = AsyncExitStack()
-    try:
-        reply, chunks = await stack.enter_async_context(opener)
-    except (NotFound, Invalid):
-        await stack.aclose()
-        raise Http404("No such file or directory") from None
-    except BaseException:
-        await stack.aclose()
-        raise
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    response = StreamingHttpResponse(body(), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    (reply, chunks), stack = await downloads.opened(opener, "file or directory", missing=(NotFound, Invalid))
+    length = reply.headers.get("content-length")
+    return downloads.attachment(chunks, stack, filename=filename, content_type=content_type, length=length)
 
 
 @require_http_methods(["GET"])
