@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
@@ -14,7 +13,7 @@ from console.service.contract import (
     VIEWPORT_PRESETS,
     preset_viewport,
 )
-from console.web.forms import CATEGORY_HELP, viewport_label
+from console.web.forms import CATEGORY_HELP, http_url, viewport_label
 
 NAME_MAX = 255
 MAX_TAGS = 50
@@ -115,9 +114,7 @@ class SessionForm(forms.Form):
     def clean_start_url(self) -> str:
         value = self.cleaned_data.get("start_url", "").strip()
         if value:
-            parts = urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise forms.ValidationError("An http:// or https:// URL.")
+            http_url(value)
         return value
 
     def clean(self):

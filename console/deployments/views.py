@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from django.contrib import messages
 from django.http import Http404
 from django.views.decorators.http import require_http_methods
@@ -14,32 +12,18 @@ from console.live.runs import Run
 from console.service import Conflict, Invalid, NotFound, deployments
 from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
 from console.service.deployments import Deployment
-from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.pages import get_or_404, org_reverse
-from console.web.paging import pager, paging
+from console.web.pages import filtered_list, get_or_404, org_reverse
 from console.web.render import done, render
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_list(request):
-    page_params = paging(request)
     form = FilterForm(request.GET)
-
-    async def load() -> dict:
-        if not form.is_valid():
-            return {"page": None, "pager": None}
-        page = await deployments.list_deployments(
-            request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
-        )
-        page = replace(page, items=[d for d in page.items if form.keeps(d)])
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    return await deferred.list_page(
-        request, "deployments/list.html", "deployments-table", {"form": form}, load
-    )
+    list_call = deployments.list_deployments
+    return await filtered_list(request, "deployments/list.html", "deployments-table", list_call, form)
 
 
 @require_http_methods(["GET", "POST"])

@@ -18,8 +18,7 @@ from console.service.contract import TERMINAL_INVOCATION_STATUSES
 from console.service.invocations import Invocation
 from console.web import deferred
 from console.web.decorators import org_view, require_role
-from console.web.pages import get_or_404, org_reverse, record_link
-from console.web.paging import pager, paging
+from console.web.pages import filtered_list, get_or_404, org_reverse, record_link
 from console.web.render import done, render
 
 # Outputs longer than this (characters or lines) start collapsed in a <details>.
@@ -51,20 +50,9 @@ def summary_context(invocation: Invocation, org_slug: str) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_list(request):
-    page_params = paging(request)
     form = FilterForm(request.GET)
-
-    async def load() -> dict:
-        if not form.is_valid():
-            return {"page": None, "pager": None}
-        page = await invocations.list_invocations(
-            request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    return await deferred.list_page(
-        request, "invocations/list.html", "invocations-table", {"form": form}, load
-    )
+    list_call = invocations.list_invocations
+    return await filtered_list(request, "invocations/list.html", "invocations-table", list_call, form)
 
 
 async def _browsers(request, invocation_id: str) -> list[dict]:

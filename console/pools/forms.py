@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
 
 from django import forms
 
@@ -15,7 +14,7 @@ from console.service.contract import (
     VIEWPORT_PRESETS,
     preset_viewport,
 )
-from console.web.forms import CATEGORY_HELP, parse_json, viewport_label
+from console.web.forms import CATEGORY_HELP, http_url, parse_json, viewport_label
 
 MAX_SIZE = 500
 MAX_POLICY_BYTES = 5 * 1024 * 1024
@@ -139,9 +138,7 @@ class PoolForm(forms.Form):
     def clean_start_url(self):
         value = self.cleaned_data["start_url"].strip()
         if value:
-            parts = urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise forms.ValidationError("Enter an http:// or https:// URL.")
+            http_url(value)
         return value
 
     def clean_chrome_policy(self):

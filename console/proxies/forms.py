@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
 from console.service.contract import PROXY_CONFIG_FIELDS, PROXY_OS, PROXY_PROTOCOLS, PROXY_TYPES
-from console.web.forms import WriteOnlyTextarea
+from console.web.forms import WriteOnlyTextarea, public_url
 
 TYPE_LABELS = {
     "datacenter": "Datacenter",
@@ -27,7 +26,6 @@ TYPE_HELP = {
     "mobile": "Exit through mobile carriers; the hardest to block, the node changes often.",
     "custom": "Your own proxy server: host, port and optional credentials.",
 }
-PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9-]{1,63})*$")
 _COUNTRY = re.compile(r"^[A-Za-z]{2}$")
 _STATE = re.compile(r"^[A-Za-z]{2}$")
@@ -218,19 +216,7 @@ class CheckForm(forms.Form):
         value = self.cleaned_data["url"].strip()
         if not value:
             return ""
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise forms.ValidationError("Enter an http:// or https:// URL.")
-        host = parts.hostname.lower().rstrip(".")
-        if _is_ip(host):
-            if not ipaddress.ip_address(host).is_global:
-                raise forms.ValidationError(
-                    f"{host} is not a public address: the service only tests public targets."
-                )
-        elif host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES):
-            raise forms.ValidationError(
-                f"{host} is not a public host: the service only tests public targets."
-            )
+        public_url(value, "the service only tests public targets")
         return value
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from django import forms
 from django.urls import reverse
@@ -37,6 +40,48 @@ def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, 
             placed = True
     if not placed:
         form.add_error(None, error.message)
+
+
+# Host names that are not on the internet, whatever they resolve to here.
+PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
+HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
+
+
+def http_url(value: str) -> SplitResult:
+    """An absolute http(s) URL typed into a form, split; anything else is a ValidationError."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise forms.ValidationError("Enter an http:// or https:// URL.")
+    return parts
+
+
+def public_url(value: str, refusal: str) -> SplitResult:
+    """``http_url``, on a public address or a host name that may be one: the service reaches it from the
+    internet, so a private one is refused with ``{host} is not a public host: <refusal>``."""
+    parts = http_url(value)
+    host = parts.hostname.lower().rstrip(".")
+    try:
+        private = not ipaddress.ip_address(host).is_global
+    except ValueError:
+        private = host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES)
+    if private:
+        raise forms.ValidationError(f"{host} is not a public host: {refusal}.")
+    return parts
+
+
+def header_lines(text: str, hint: str = "") -> dict[str, str]:
+    """``Name: value`` per line → a dict; a bad line is named by its number (it may hold a secret: never
+    echoed), with ``hint`` after the expected form."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not HEADER_NAME.match(name):
+            raise forms.ValidationError(f"Line {number}: write Name: value{hint}.")
+        headers[name] = value
+    return headers
 
 
 # Deeper than any policy or payload a person writes; deep enough input used to end in a RecursionError

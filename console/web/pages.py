@@ -1,8 +1,9 @@
-"""What the org pages repeat: their URLs, a record or 404, and the searchable list page."""
+"""What the org pages repeat: their URLs, a record or 404, and their list pages (searched, filtered)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from django.http import Http404
@@ -59,18 +60,38 @@ async def searchable_list(
     (``paging``: bounded, never forwarded as typed); the template gets ``query``, ``page``, ``pager`` and
     ``context``.
     """
-    page_params = paging(request)
     query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await list_call(
-            request.service,
-            limit=page_params.limit,
-            offset=page_params.offset,
-            query=query or None,
-            **filters,
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
+    load = _pages(request, list_call, lambda: {"query": query or None, **filters})
     context = {"query": query, **(context or {})}
     return await deferred.list_page(request, template, list_id, context, load, parts=parts)
+
+
+async def filtered_list(request, template: str, list_id: str, list_call: Callable[..., Awaitable], form):
+    """A list page (``deferred.list_page``) of one service list filtered by a form of the URL's query:
+    ``form.filters()`` go to ``list_call``, and ``form.keeps(record)`` (when the form has it) thins the
+    page by what the service cannot filter. Nothing is asked while the form is invalid: its errors say
+    why (the template gets ``form``, and ``page`` None)."""
+
+    def filters() -> dict | None:
+        return form.filters() if form.is_valid() else None
+
+    keep = getattr(form, "keeps", None)
+    load = _pages(request, list_call, filters, keep)
+    return await deferred.list_page(request, template, list_id, {"form": form}, load)
+
+
+def _pages(request, list_call, params: Callable[[], dict | None], keep=None) -> Callable[[], Awaitable[dict]]:
+    """The list part's loader: the page the console URL asks for (``paging``: bounded, never forwarded as
+    typed) with ``params()`` (None: ask nothing), ``keep`` applied to its items."""
+    page_params = paging(request)
+
+    async def load() -> dict:
+        wanted = params()
+        if wanted is None:
+            return {"page": None, "pager": None}
+        page = await list_call(request.service, limit=page_params.limit, offset=page_params.offset, **wanted)
+        if keep is not None:
+            page = replace(page, items=[item for item in page.items if keep(item)])
+        return {"page": page, "pager": pager(request, page_params, page)}
+
+    return load
