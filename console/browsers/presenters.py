@@ -26,6 +26,8 @@ def escape_text(value: Any) -> str:
 
 
 SCREENSHOT_PREVIEW = 120
+# The events the overview and the session wall count as errors: what a page logged, and failed requests.
+ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 
 
 @dataclass(frozen=True)
