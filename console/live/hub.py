@@ -129,8 +129,14 @@ class FrameLog:
         return self.base + len(self.frames)
 
     def append(self, chunk: bytes) -> None:
-        self.frames.append(chunk)
-        self.size += len(chunk)
+        self.extend([chunk])
+
+    def extend(self, chunks: list[bytes]) -> None:
+        """Add frames (a batch of events: every viewer is woken once for all of them)."""
+        if not chunks:
+            return
+        self.frames.extend(chunks)
+        self.size += sum(map(len, chunks))
         too_big = self.max_bytes is not None and self.size > 2 * self.max_bytes
         if len(self.frames) > 2 * self.cap or too_big:
             # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
@@ -264,16 +270,15 @@ class Broadcast:
 
     # Fan-out ---------------------------------------------------------------------------------------
 
-    def _publish(self, chunk: bytes, seq) -> None:
-        if seq is not None:
-            if len(self.buffer) == self.buffer.maxlen:
-                self.buffer_size -= len(self.buffer[0][1])
-            self.buffer.append((seq, chunk))
-            self.buffer_size += len(chunk)
-            # The newest frames within ``hub.buffer_bytes`` (the last one always).
-            while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
-                self.buffer_size -= len(self.buffer.popleft()[1])
-        self.log.append(chunk)
+    def _keep(self, chunk: bytes, seq) -> None:
+        """Keep a numbered frame in the replay buffer for browsers that reconnect."""
+        if len(self.buffer) == self.buffer.maxlen:
+            self.buffer_size -= len(self.buffer[0][1])
+        self.buffer.append((seq, chunk))
+        self.buffer_size += len(chunk)
+        # The newest frames within ``hub.buffer_bytes`` (the last one always).
+        while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
+            self.buffer_size -= len(self.buffer.popleft()[1])
 
     def _set_status(self, state: str, message: str = "") -> None:
         self.state = state
@@ -282,13 +287,38 @@ class Broadcast:
 
     def _end(self, state: str = "ended", message: str = "") -> None:
         self._set_status(state, message or self.channel.ended_message)
-        self._publish(
-            encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None), None
+        self.log.append(
+            encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None)
         )
         self.ended = True
         self.log.changed.set()  # wake viewers waiting for more: there is no more
 
-    def _deliver(self, event: Any) -> None:
+    def _deliver(self, batch: list[Any]) -> tuple[int, bool]:
+        """Render a batch of upstream events into the log, each once whoever watches, and wake every viewer
+        once for the whole batch: how many were new (not seen before a reconnect), and whether the last was
+        the stream's end."""
+        out: list[bytes] = []
+        fresh = 0
+        try:
+            for event in batch:
+                upstream_id = getattr(event, "id", None)
+                if (
+                    self.channel.resumable
+                    and upstream_id is not None
+                    and _seen(upstream_id, self.last_upstream_id)
+                ):
+                    continue
+                if upstream_id is not None:
+                    self.last_upstream_id = upstream_id
+                fresh += 1
+                self._render(event, out)
+                if self.channel.is_terminal is not None and self.channel.is_terminal(event):
+                    return fresh, True
+            return fresh, False
+        finally:
+            self.log.extend(out)  # what was rendered, even when a later event's rendering failed
+
+    def _render(self, event: Any, out: list[bytes]) -> None:
         rendered = self.channel.render(event)
         if rendered is None:
             return
@@ -297,7 +327,9 @@ class Broadcast:
             if seq is None:
                 seq = self.next_seq
                 self.next_seq += 1
-            self._publish(encode(frame, seq), seq)
+            chunk = encode(frame, seq)
+            self._keep(chunk, seq)
+            out.append(chunk)
 
     # Upstream --------------------------------------------------------------------------------------
 
@@ -368,30 +400,24 @@ class Broadcast:
                 dropped = False
                 try:
                     last = self.last_upstream_id if channel.resumable else None
-                    async for event in channel.open(last):
+                    async for item in channel.open(last):
                         self._heard()
-                        if event is OPENED:
+                        if item is OPENED:
                             self.upstream_stalled = False
                             self._set_status("live")
                             continue
-                        upstream_id = getattr(event, "id", None)
-                        if (
-                            channel.resumable
-                            and upstream_id is not None
-                            and _seen(upstream_id, self.last_upstream_id)
-                        ):
-                            continue
-                        if upstream_id is not None:
-                            self.last_upstream_id = upstream_id
-                        failures = 0
-                        self._deliver(event)
-                        delivered += 1
-                        if delivered % YIELD_EVERY == 0:
-                            # A burst arrives as one read: let viewers write out what they have meanwhile.
-                            await asyncio.sleep(0)
-                        if channel.is_terminal is not None and channel.is_terminal(event):
+                        # A source yields an event, or a batch of them (all that one read brought).
+                        fresh, terminal = self._deliver(item if isinstance(item, list) else [item])
+                        if fresh:
+                            failures = 0
+                        if terminal:
                             self._end()
                             return
+                        delivered += fresh
+                        if delivered >= YIELD_EVERY:
+                            # A burst arrives in large reads: let viewers write out what they have meanwhile.
+                            delivered = 0
+                            await asyncio.sleep(0)
                 except errors.StreamDropped as exc:
                     dropped = True
                     log.info("upstream %s dropped: %s", channel.key, exc.message)

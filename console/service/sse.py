@@ -1,4 +1,5 @@
-"""Reading the service's server-sent event streams (through ``http.sse`` and httpx-sse).
+"""Reading the service's server-sent event streams (``http.sse`` reads the bytes, ``http.EventParser`` the
+events in them).
 
 ``events`` reads one connection. ``follow`` keeps reading across dropped connections by
 reconnecting with ``Last-Event-ID``.
