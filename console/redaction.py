@@ -73,8 +73,7 @@ _HTML_NAME = re.compile(r"\b(?:name|id)\s*=\s*[\"']?([^\"'\s>]*)", re.I)
 _HTML_SECRET_TYPE = re.compile(r"\btype\s*=\s*[\"']?(?:password|hidden)\b", re.I)
 _HTML_VALUE = re.compile(r"(\b(?:value|content)\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s>]+)", re.I)
 # Cheap tests first: most strings of an event (ids, types, selectors, plain messages) hold nothing to
-# redact, and many are one URL.
-_HINT = re.compile(r"[=:]|eyJ")
+# redact (no "=", ":" or "eyJ" in them: three substring tests, cheaper than a regex), and many are one URL.
 _JWT = re.compile(r"\beyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]+")
 _WHOLE_URL = re.compile(r"(?i:[a-z][a-z0-9+.-]*://)[^\s\"'<>]+")
 
@@ -151,7 +150,7 @@ def url(value: str) -> str:
 def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
     """Free text with the URLs, secret-looking pairs and JSON Web Tokens in it redacted (``names``: which
     quoted keys are secrets; a body's are SECRET_NAME's, free text's narrower)."""
-    if not _HINT.search(value):
+    if "=" not in value and ":" not in value and "eyJ" not in value:
         return value
     if _WHOLE_URL.fullmatch(value):
         return url(value)

@@ -17,6 +17,7 @@ instead of stalling the others or holding memory.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import html
 import logging
@@ -85,13 +86,13 @@ class Channel:
 def encode(frame: Frame, seq: int | str | None) -> bytes:
     """One SSE frame. Like every rendered template, its HTML shows control and bidi characters as symbols
     (console.web.text): frames built in Python (telemetry rows, status messages) get the same treatment."""
-    lines = []
-    if frame.event and frame.event != "message":
-        lines.append(f"event: {frame.event}")
+    head = f"event: {frame.event}\n" if frame.event and frame.event != "message" else ""
     if seq is not None:
-        lines.append(f"id: {seq}")
-    lines.extend(f"data: {line}" for line in (visible(frame.html).splitlines() or [""]))
-    return ("\n".join(lines) + "\n\n").encode()
+        head += f"id: {seq}\n"
+    text = visible(frame.html)
+    if not (text.isascii() and "\n" not in text and "\r" not in text):  # (else one line, as a row is)
+        text = "\ndata: ".join(text.splitlines() or [""])
+    return f"{head}data: {text}\n\n".encode()
 
 
 def status_frame(state: str, message: str = "") -> bytes:
@@ -109,6 +110,9 @@ def status_frame(state: str, message: str = "") -> bytes:
 END = object()
 # Events the upstream reader handles before giving viewers a turn to write.
 YIELD_EVERY = 256
+# The most a viewer writes at once (one ASGI message; Django's ASGI handler would cut a larger one into
+# pieces of this size, copying each): a viewer far behind catches up in several, not one copy of its backlog.
+CHUNK_BYTES = 64 * 1024
 
 
 class FrameLog:
@@ -116,17 +120,22 @@ class FrameLog:
 
     def __init__(self, cap: int, max_bytes: int | None = None):
         self.frames: list[bytes] = []
+        self.starts: list[int] = []  # where each frame starts, in bytes ever appended (for slicing by size)
         self.base = 0  # the absolute position of frames[0]
+        self.total = 0  # bytes ever appended
         self.cap = cap
         # Bytes as well as frames: a frame may be large (a 64 KiB chunk of output renders to some 360 KiB,
         # a service's event may be 16 MiB), and 10 000 of them were kept whatever their size.
         self.max_bytes = max_bytes
-        self.size = 0
         self.changed = asyncio.Event()
 
     @property
     def end(self) -> int:
         return self.base + len(self.frames)
+
+    @property
+    def size(self) -> int:
+        return self.total - self.starts[0] if self.frames else 0
 
     def append(self, chunk: bytes) -> None:
         self.extend([chunk])
@@ -135,23 +144,31 @@ class FrameLog:
         """Add frames (a batch of events: every viewer is woken once for all of them)."""
         if not chunks:
             return
+        for chunk in chunks:
+            self.starts.append(self.total)
+            self.total += len(chunk)
         self.frames.extend(chunks)
-        self.size += sum(map(len, chunks))
         too_big = self.max_bytes is not None and self.size > 2 * self.max_bytes
         if len(self.frames) > 2 * self.cap or too_big:
             # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
             drop = max(len(self.frames) - self.cap, 0)
-            dropped = sum(len(frame) for frame in self.frames[:drop])
-            if self.max_bytes is not None:
-                while drop < len(self.frames) - 1 and self.size - dropped > self.max_bytes:
-                    dropped += len(self.frames[drop])
-                    drop += 1
+            if self.max_bytes is not None:  # and to the newest frames within max_bytes (the last one always)
+                within = bisect.bisect_left(self.starts, self.total - self.max_bytes)
+                drop = max(drop, min(within, len(self.frames) - 1))
             del self.frames[:drop]
+            del self.starts[:drop]
             self.base += drop
-            self.size -= dropped
         # Wake everyone waiting; later waits need a fresh (unset) event.
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
+
+    def after(self, pos: int, limit: int) -> list[bytes]:
+        """The frames from absolute position ``pos`` on, at most ``limit`` bytes of them (at least one)."""
+        first = pos - self.base
+        if self.total - self.starts[first] <= limit:
+            return self.frames[first:]
+        last = bisect.bisect_right(self.starts, self.starts[first] + limit, first + 1) - 1
+        return self.frames[first : max(last, first + 1)]
 
 
 class Viewer:
@@ -167,7 +184,8 @@ class Viewer:
         self.private.append(chunk)
 
     async def next_chunk(self, keepalive: float) -> bytes | object | None:
-        """Everything not sent yet (one chunk), None after ``keepalive`` seconds of silence, END when over."""
+        """What it has not sent yet, as one chunk (of at most about ``CHUNK_BYTES``: a viewer far behind
+        catches up in several), None after ``keepalive`` seconds of silence, END when over."""
         log = self.broadcast.log
         if not self.private and self.pos >= log.end and not self.broadcast.ended:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that races
@@ -185,8 +203,9 @@ class Viewer:
             parts += [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
             self.pos = log.base
         if self.pos < log.end:
-            parts.extend(log.frames[self.pos - log.base :])
-            self.pos = log.end
+            frames = log.after(self.pos, CHUNK_BYTES)
+            parts.extend(frames)
+            self.pos += len(frames)
         if parts:
             return b"".join(parts)
         return END if self.broadcast.ended else None
