@@ -110,18 +110,25 @@ def status_frame(state: str, message: str = "") -> bytes:
 END = object()
 # Events the upstream reader handles before giving viewers a turn to write.
 YIELD_EVERY = 256
-# The most a viewer writes at once (one ASGI message; Django's ASGI handler would cut a larger one into
-# pieces of this size, copying each): a viewer far behind catches up in several, not one copy of its backlog.
-CHUNK_BYTES = 64 * 1024
+# The most a viewer writes at once, as one ASGI message (console.asgi sends a message of this size whole):
+# a burst is a few writes per viewer; a viewer far behind catches up in several, not one copy of its backlog.
+CHUNK_BYTES = 256 * 1024
 
 
 class FrameLog:
-    """Encoded frames of one broadcast, appended once and read by every viewer from its own position."""
+    """Encoded frames of one broadcast, appended once and read by every viewer from its own position.
+
+    Frames come in batches (every event one upstream read brought), and each batch is joined once into one
+    entry: a viewer that keeps up writes that very entry, as every other viewer does, not a copy of its own.
+    Positions count entries; the bounds count frames and bytes."""
 
     def __init__(self, cap: int, max_bytes: int | None = None):
-        self.frames: list[bytes] = []
-        self.starts: list[int] = []  # where each frame starts, in bytes ever appended (for slicing by size)
-        self.base = 0  # the absolute position of frames[0]
+        self.entries: list[bytes] = []
+        self.base = 0  # the absolute position of entries[0]
+        # Where each entry starts, in frames and in bytes ever appended (for the bounds, and to read by size).
+        self.firsts: list[int] = []
+        self.starts: list[int] = []
+        self.count = 0  # frames ever appended
         self.total = 0  # bytes ever appended
         self.cap = cap
         # Bytes as well as frames: a frame may be large (a 64 KiB chunk of output renders to some 360 KiB,
@@ -131,31 +138,45 @@ class FrameLog:
 
     @property
     def end(self) -> int:
-        return self.base + len(self.frames)
+        return self.base + len(self.entries)
+
+    @property
+    def frames(self) -> int:
+        """Frames kept."""
+        return self.count - self.firsts[0] if self.entries else 0
 
     @property
     def size(self) -> int:
-        return self.total - self.starts[0] if self.frames else 0
+        """Bytes kept."""
+        return self.total - self.starts[0] if self.entries else 0
+
+    def frame_at(self, pos: int) -> int:
+        """The number of the first frame at absolute position ``pos`` (the next one appended at the end)."""
+        return self.firsts[pos - self.base] if pos < self.end else self.count
 
     def append(self, chunk: bytes) -> None:
         self.extend([chunk])
 
     def extend(self, chunks: list[bytes]) -> None:
-        """Add frames (a batch of events: every viewer is woken once for all of them)."""
+        """Add a batch of frames (joined once; every viewer is woken once for all of them)."""
         if not chunks:
             return
-        for chunk in chunks:
-            self.starts.append(self.total)
-            self.total += len(chunk)
-        self.frames.extend(chunks)
+        entry = b"".join(chunks)  # (one frame: that frame itself)
+        self.entries.append(entry)
+        self.firsts.append(self.count)
+        self.starts.append(self.total)
+        self.count += len(chunks)
+        self.total += len(entry)
         too_big = self.max_bytes is not None and self.size > 2 * self.max_bytes
-        if len(self.frames) > 2 * self.cap or too_big:
-            # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
-            drop = max(len(self.frames) - self.cap, 0)
-            if self.max_bytes is not None:  # and to the newest frames within max_bytes (the last one always)
-                within = bisect.bisect_left(self.starts, self.total - self.max_bytes)
-                drop = max(drop, min(within, len(self.frames) - 1))
-            del self.frames[:drop]
+        if self.frames > 2 * self.cap or too_big:
+            # Trimmed in steps, not per entry, to the newest ``cap`` frames and ``max_bytes`` (the last entry
+            # always); whoever is further behind than this has lagged.
+            drop = bisect.bisect_left(self.firsts, self.count - self.cap)
+            if self.max_bytes is not None:
+                drop = max(drop, bisect.bisect_left(self.starts, self.total - self.max_bytes))
+            drop = min(drop, len(self.entries) - 1)
+            del self.entries[:drop]
+            del self.firsts[:drop]
             del self.starts[:drop]
             self.base += drop
         # Wake everyone waiting; later waits need a fresh (unset) event.
@@ -163,12 +184,12 @@ class FrameLog:
         changed.set()
 
     def after(self, pos: int, limit: int) -> list[bytes]:
-        """The frames from absolute position ``pos`` on, at most ``limit`` bytes of them (at least one)."""
+        """The entries from absolute position ``pos`` on, at most ``limit`` bytes of them (at least one)."""
         first = pos - self.base
         if self.total - self.starts[first] <= limit:
-            return self.frames[first:]
+            return self.entries[first:]
         last = bisect.bisect_right(self.starts, self.starts[first] + limit, first + 1) - 1
-        return self.frames[first : max(last, first + 1)]
+        return self.entries[first : max(last, first + 1)]
 
 
 class Viewer:
@@ -177,8 +198,9 @@ class Viewer:
     def __init__(self, broadcast: Broadcast):
         self.broadcast = broadcast
         self.pos = broadcast.log.end
+        self.frame = broadcast.log.count  # the number of the next frame of the log it will send
         self.private: list[bytes] = []  # replayed frames and the current status, sent before the log
-        self.lagged = 0
+        self.lagged = 0  # frames it missed, being too slow
 
     def push(self, chunk: bytes) -> None:
         self.private.append(chunk)
@@ -199,15 +221,16 @@ class Viewer:
         parts, self.private = self.private, []
         if self.pos < log.base:
             # Too slow: the frames it missed are gone. Say so; the pane resynchronises.
-            self.lagged += log.base - self.pos
+            self.lagged += log.frame_at(log.base) - self.frame
             parts += [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
             self.pos = log.base
         if self.pos < log.end:
-            frames = log.after(self.pos, CHUNK_BYTES)
-            parts.extend(frames)
-            self.pos += len(frames)
+            entries = log.after(self.pos, CHUNK_BYTES)
+            parts.extend(entries)
+            self.pos += len(entries)
+        self.frame = log.frame_at(self.pos)
         if parts:
-            return b"".join(parts)
+            return b"".join(parts)  # (a single entry: that entry itself, shared with the other viewers)
         return END if self.broadcast.ended else None
 
     @property
