@@ -2,16 +2,18 @@
 
 A ``Channel`` says how to open its upstream stream and how to render one upstream event to HTML. The hub
 keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
-event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. Each viewer
-only holds its position in that log: publishing costs the same for 1 or 2000 viewers, and a viewer writes
-everything it has not sent yet as one chunk, so a burst costs one socket write per viewer, not one per
-event.
+event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. The source
+hands over every event one network read brought as one batch: the batch's frames are joined once into one
+entry of the log, and every viewer is woken once for it. Each viewer only holds its position in that log:
+publishing costs the same for 1 or 2000 viewers, and a viewer writes everything it has not sent yet as one
+chunk (the very entry the others write, when it keeps up; at most ``CHUNK_BYTES`` at once when it is far
+behind), so a burst costs one socket write per viewer per read from upstream, not one per event.
 
 Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
-itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer;
-the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels). The log keeps a bounded
-number of frames (``max_pending``): a viewer that falls further behind is told it lagged and resynchronises
-instead of stalling the others or holding memory.
+itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer
+(of frames, one by one); the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels).
+The log keeps a bounded number of frames and bytes (``max_pending``, ``max_pending_bytes``): a viewer that
+falls further behind is told it lagged and resynchronises instead of stalling the others or holding memory.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Frame:
 @dataclass
 class Channel:
     key: Hashable
+    # ``open(last_event_id)`` yields OPENED once connected, then events, or lists of events (a batch: every
+    # event one read brought, as console.live.sources.ServiceStream yields them).
     open: Callable[[str | None], AsyncIterator[Any]]
     render: Callable[[Any], Frame | list[Frame] | None]
     resumable: bool = False

@@ -86,14 +86,12 @@ class RelayBench:
     def upstreams(self) -> int:
         return self.tenant.control("GET", "streams").json().get(self.stream_path, 0)
 
-    def readers(self, n: int, *, via_console: bool, track_ids: bool = False) -> list[Reader]:
+    def readers(self, n: int, *, via_console: bool, **options) -> list[Reader]:
         if via_console:
-            return [
-                Reader(self.console_url, {"Cookie": self.console.cookie_header}, track_ids=track_ids)
-                for _ in range(n)
-            ]
-        auth = {"Authorization": f"Bearer {self.tenant.api_key}"}
-        return [Reader(self.direct_url, auth, track_ids=track_ids) for _ in range(n)]
+            url, headers = self.console_url, {"Cookie": self.console.cookie_header}
+        else:
+            url, headers = self.direct_url, {"Authorization": f"Bearer {self.tenant.api_key}"}
+        return [Reader(url, headers, **options) for _ in range(n)]
 
     async def open_all(self, readers: list[Reader], batch: int = 100) -> None:
         for i in range(0, len(readers), batch):
@@ -112,10 +110,16 @@ class RelayBench:
         await asyncio.gather(*(r.close() for r in readers))
         await self.wait_upstreams(0)
 
-    async def burst(self, count: int) -> None:
-        await asyncio.to_thread(
-            self.tenant.control, "POST", "telemetry/burst", {"session_id": self.session_id, "count": count}
-        )
+    async def burst(self, count: int) -> int:
+        """Emit ``count`` events at once; the seq of the last."""
+        body = {"session_id": self.session_id, "count": count}
+        answer = await asyncio.to_thread(self.tenant.control, "POST", "telemetry/burst", body)
+        return answer.json()["last_seq"]
+
+    def newest_seq(self) -> int:
+        path = f"/browsers/{self.session_id}/telemetry/events"
+        items = self.tenant.call("GET", path, params={"order": "desc", "limit": 1}).json()
+        return items[0]["seq"] if items else 0
 
     # (1) throughput --------------------------------------------------------------------------------
 
@@ -134,11 +138,15 @@ class RelayBench:
             # Connected, then never read: its socket buffers fill and the console must not wait for it.
             await reader.open(read=False)
         await self.wait_upstreams(1 if via_console else viewers)
+        # Each reader waits for the burst's last frame (frames come in order, and a viewer cannot lag here:
+        # the console keeps LIVE_MAX_PENDING frames, more than a burst). Nothing else emits meanwhile.
+        last = await asyncio.to_thread(self.newest_seq) + BURST
         for r in readers:
-            r.target_frames = r.frames + BURST
+            r.expect(last)
         before = self.cpu()
         started = time.perf_counter()
-        await self.burst(BURST)
+        if await self.burst(BURST) != last:
+            raise RuntimeError("the burst's last seq is not the one the readers wait for")
         await asyncio.wait_for(asyncio.gather(*(r.reached.wait() for r in readers)), timeout=120)
         elapsed = time.perf_counter() - started
         after = self.cpu()
@@ -180,7 +188,7 @@ class RelayBench:
 
     async def idle(self, viewers: int) -> dict:
         before = self.rss_mb()
-        readers = self.readers(viewers, via_console=True)
+        readers = self.readers(viewers, via_console=True, counting=True)  # (their keepalives)
         started = time.perf_counter()
         await self.open_all(readers)
         opened = time.perf_counter() - started

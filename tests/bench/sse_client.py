@@ -1,11 +1,12 @@
-"""A lean SSE reader for benchmarks: an asyncio protocol, chunks decoded in place, frame ids counted in bytes.
+"""A lean SSE reader for benchmarks: an asyncio protocol, chunks decoded in place, frames found in bytes.
 
-httpx would spend more CPU per event than the servers being measured, and so did a reader built on
-``asyncio.StreamReader`` (four copies of every byte: the stream's buffer, ``readexactly``, the chunk without
-its CRLF, the window): the readers share the servers' two cores, so what they spend per byte is taken from
-whichever server sends more bytes. This one counts ``\\nid: `` in each read where it lies (``bytes.count``
-with bounds, carrying the last few bytes of a chunk so a token split between two chunks or reads is not
-missed) and copies nothing but those few bytes.
+The readers share the servers' two cores, so what they spend per byte is taken from whichever server sends
+more bytes (the console's rows are some three times the service's events). httpx would spend more CPU per
+event than the servers being measured, and so did a reader built on ``asyncio.StreamReader``: four copies of
+every byte (the stream's buffer, ``readexactly``, the chunk without its CRLF, a window for the search) and
+three searches through it (frame ids, keepalives). This one copies nothing but a few bytes at the edges of
+a read and searches each byte once at most: for the id of the last frame a burst should bring
+(``expect``), or, for the benches that need them, for frame ids and keepalives (``counting=True``).
 """
 
 from __future__ import annotations
@@ -22,12 +23,21 @@ EDGE = len(TOKEN) - 1  # bytes carried from one piece of the body to the next
 
 
 class Reader:
-    def __init__(self, url: str, headers: dict[str, str] | None = None, *, track_ids: bool = False):
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        *,
+        track_ids: bool = False,
+        counting: bool = False,
+    ):
         parts = urlsplit(url)
         self.host, self.port = parts.hostname, parts.port
         self.target = parts.path + (f"?{parts.query}" if parts.query else "")
         self.headers = headers or {}
         self.track_ids = track_ids
+        self.counting = counting or track_ids  # frames (``\nid: ``) and keepalives counted
+        self.wanted = b""  # the id line of the frame that sets ``reached`` (``expect``)
         self.frames = 0
         self.keepalives = 0
         self.keepalive_times: list[float] = []
@@ -35,7 +45,7 @@ class Reader:
         self.connected = asyncio.Event()
         self.done = asyncio.Event()
         self.reached = asyncio.Event()
-        self.target_frames: int | None = None
+        self.target_frames: int | None = None  # (counting) ``reached`` once this many frames arrived
         self.transport: asyncio.Transport | None = None
         self._head = bytearray()  # the status line and headers, until they are complete
         self._opened: asyncio.Future | None = None
@@ -44,6 +54,13 @@ class Reader:
         self._size_line = bytearray()  # a chunk-size line cut between two reads
         self._skip = 0  # the CRLF after a chunk, still to skip
         self._tail = b"\n"  # the last body bytes seen, for a token cut in two
+        self._wanted_tail = b""  # likewise for the wanted id line
+
+    def expect(self, last_id: int) -> None:
+        """Set ``reached`` once the frame of this id has arrived (frames come in order)."""
+        self.wanted = b"\nid: %d\n" % last_id
+        self._wanted_tail = b""
+        self.reached.clear()
 
     async def open(self, *, read: bool = True) -> None:
         """Connect and check the status; ``read=False`` then never reads (a stalled browser)."""
@@ -114,6 +131,18 @@ class Reader:
         if end <= start:
             return
         self.connected.set()
+        if self.wanted:
+            edge = len(self.wanted) - 1
+            if (
+                data.find(self.wanted, start, end) >= 0
+                or self.wanted in self._wanted_tail + data[start : start + edge]
+            ):
+                self.wanted = b""
+                self.reached.set()
+            else:
+                self._wanted_tail = (self._wanted_tail + data[max(start, end - edge) : end])[-edge:]
+        if not self.counting:
+            return
         head = data[start : start + EDGE]
         found = data.count(TOKEN, start, end) + (self._tail + head).count(TOKEN)
         if found:
