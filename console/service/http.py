@@ -907,15 +907,19 @@ class EventParser:
             if chunk:
                 self.held.append(chunk)
                 self.held_size += len(chunk)
-            if self.held_size > MAX_EVENT:
-                raise errors.StreamDropped(
-                    f"the service sent an event larger than the console reads ({MAX_EVENT} bytes)"
-                )
+            self._bound()
             return []
         complete = b"".join([*self.held, chunk[: max(end, 0)]])
         rest = chunk[end + 2 :]
         self.held, self.held_size = ([rest], len(rest)) if rest else ([], 0)
+        self._bound()
         return self._frames(complete)
+
+    def _bound(self) -> None:
+        if self.held_size > MAX_EVENT:
+            raise errors.StreamDropped(
+                f"the service sent an event larger than the console reads ({MAX_EVENT} bytes)"
+            )
 
     def _frames(self, complete: bytes) -> list[SSEFrame]:
         frames = []
