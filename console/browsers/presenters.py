@@ -42,8 +42,19 @@ def _name(value: str) -> tuple[str, str]:
 _NAMES: dict[str, tuple[str, str]] = {}
 
 SCREENSHOT_PREVIEW = 120
-# json.dumps(body, ensure_ascii=False, default=str), without building an encoder for every event.
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+# json.dumps(body, ensure_ascii=False, default=str), without building an encoder for every event: the C
+# encoder json.dumps itself builds for each call (without the check for cycles: parsed JSON has none), made
+# once; the encoder object where the C one is missing.
+if json.encoder.c_make_encoder is not None:
+    _encode = json.encoder.c_make_encoder(
+        None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+
+    def _dumps(body: Any) -> str:
+        return "".join(_encode(body, 0))
+
+else:  # pragma: no cover
+    _dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 @dataclass(frozen=True)
@@ -88,11 +99,15 @@ class Row(NamedTuple):
         escaped only for what text needs: every byte is sent to every viewer."""
         seq = "" if self.seq is None else str(self.seq)  # a number: nothing in it to escape
         (category, category_text), (kind, kind_text) = _name(self.category), _name(self.type)
-        time_attr = f' datetime="{self.time.isoformat()}"' if self.time is not None else ""
+        if self.time is not None:
+            iso = self.time.isoformat()
+            time_attr, clock = f' datetime="{iso}"', _clock(iso)
+        else:
+            time_attr = clock = ""
         parts = [
             f'<li class="trow trow--{_name(self.severity)[0]}" data-seq="{seq}"'
             f' data-category="{category}" data-type="{kind}"><details>'
-            f"<summary><time{time_attr}>{self.clock}</time>"
+            f"<summary><time{time_attr}>{clock}</time>"
             f' <span class="cat cat--{category}">{category_text}</span>'
             f' <span class="trow__type">{kind_text}</span>'
         ]
@@ -132,10 +147,12 @@ class Row(NamedTuple):
     @property
     def clock(self) -> str:
         """``14:03:07.123`` (UTC), to the millisecond: events come many per second."""
-        t = self.time
-        if t is None:
-            return ""
-        return f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond // 1000:03d}"
+        return "" if self.time is None else _clock(self.time.isoformat())
+
+
+def _clock(iso: str) -> str:
+    """``14:03:07.123`` from ``2026-01-02T14:03:07.123456+00:00`` (a whole second has no fraction there)."""
+    return iso[11:19] + (iso[19:23] if iso[19:20] == "." else ".000")
 
 
 def raw(envelope: Envelope) -> dict:
@@ -164,7 +181,7 @@ def _pretty(envelope: Envelope) -> str:
         body["event"]["data"] = {**data, "png": f"{png[:SCREENSHOT_PREVIEW]}… ({len(png)} characters)"}
     # Compact (the C encoder; indent would use the slow pure-Python one on every live event): telemetry.js
     # indents it when a row is opened.
-    return _JSON.encode(body)
+    return _dumps(body)
 
 
 def _stack(trace: Any) -> tuple[tuple[str, tuple[StackFrame, ...]], ...]:

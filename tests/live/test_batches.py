@@ -182,3 +182,13 @@ async def test_a_viewers_chunk_goes_out_as_one_asgi_message():
     await handler.send_response(StreamingHttpResponse(body(), content_type="text/event-stream"), send)
     bodies = [m.get("body", b"") for m in sent if m["type"] == "http.response.body"]
     assert bodies[0] is chunk and bodies[1:] == [b""]
+
+
+def test_a_rows_clock_reads_to_the_millisecond_whole_seconds_included():
+    from datetime import UTC, datetime
+
+    from console.browsers.presenters import _clock
+
+    for moment in (datetime(2026, 1, 2, 14, 3, 7, 123456, UTC), datetime(2026, 1, 2, 14, 3, 7, tzinfo=UTC)):
+        expected = f"{moment:%H:%M:%S}.{moment.microsecond // 1000:03d}"
+        assert _clock(moment.isoformat()) == expected
