@@ -12,7 +12,7 @@ from django import forms
 from django.urls import reverse
 from django.utils.html import format_html
 
-from console.service.errors import CapReached, Invalid
+from console.service.errors import CapReached, Conflict, Invalid
 
 
 class WriteOnlyTextarea(forms.Textarea):
@@ -40,6 +40,21 @@ def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, 
             placed = True
     if not placed:
         form.add_error(None, error.message)
+
+
+def show_refusal(
+    form: forms.Form,
+    error: Invalid | Conflict,
+    field_map: dict[str, str] | None = None,
+    *,
+    conflict_field: str | None = "name",
+) -> None:
+    """The service's refusal of what the form sent, on the form: an ``Invalid`` field by field
+    (``apply_service_errors``), a ``Conflict`` (a name taken) on ``conflict_field`` (None: the form)."""
+    if isinstance(error, Invalid):
+        apply_service_errors(form, error, field_map)
+    else:
+        form.add_error(conflict_field, error.message)
 
 
 # Host names that are not on the internet, whatever they resolve to here.
