@@ -204,3 +204,17 @@ def one_of(choices: tuple, message: str) -> Callable[[Any, Context], Any]:
         return value
 
     return check
+
+
+def required_name(missing: str, most: int = 255) -> Callable[[Any, Context], str]:
+    """A name of 1 to ``most`` characters, trimmed; ``missing`` says so when it is absent or blank."""
+
+    def check(value, context: Context) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise Bad(missing, alone="name is required")
+        value = value.strip()
+        if len(value) > most:
+            raise Bad(f"at most {most} characters", alone="name is too long")
+        return value
+
+    return check

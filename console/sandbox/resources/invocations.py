@@ -417,13 +417,8 @@ async def update_invocation(request: Request):
 
 @endpoint
 async def invocation_events(request: Request):
-    tenant: Tenant = request.state.tenant
     record = _get(request, request.path_params["id"])
-    since = parse_since(request.query_params.get("since"), tenant.now())
-    table = tenant.table(TABLE)
-    return timeline_events(
-        request, lambda: table.get(record["id"]), view, "invocation_state", TERMINAL, since
-    )
+    return timeline_events(request, record, TABLE, view, "invocation_state", TERMINAL)
 
 
 @endpoint
