@@ -23,6 +23,29 @@ class WriteOnlyTextarea(forms.Textarea):
         return None
 
 
+class NameField(forms.CharField):
+    """A required name (255 characters at most unless told), trimmed; all blanks is refused as blank."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"max_length": 255, **kwargs})
+
+    def clean(self, value):
+        value = super().clean(value).strip()
+        if not value:
+            raise forms.ValidationError("A name cannot be blank.")
+        return value
+
+
+def path_name(value: str, what: str) -> str:
+    """A name the service takes in a URL path in place of an id: trimmed, not blank, without "/" or "%"."""
+    value = value.strip()
+    if not value:
+        raise forms.ValidationError(f"A {what} needs a name.")
+    if "/" in value or "%" in value:
+        raise forms.ValidationError(f"A {what} name cannot contain / or %.")
+    return value
+
+
 def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, str] | None = None) -> None:
     """Attach ``error.field_errors`` to the form's fields (service name → form field via ``field_map``);
     what names no field of the form goes to the form's non-field errors, with the service's message."""
