@@ -183,6 +183,23 @@ def boolean(value, context: Context) -> bool:
     return value
 
 
+def optional_boolean(value, context: Context) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise Bad("must be true or false")
+    return value
+
+
+def optional_string(message: str = "must be a string") -> Callable[[Any, Context], str | None]:
+    """A string or null (``message`` when it is something else)."""
+
+    def check(value, context: Context) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise Bad(message)
+        return value
+
+    return check
+
+
 def integer(low: int, high: int, *, message: str | None = None) -> Callable[[Any, Context], int]:
     """An integer from ``low`` to ``high``: "must be an integer", else ``message`` (by default "must be
     between <low> and <high>")."""

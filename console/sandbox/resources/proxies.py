@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from console.sandbox.chromium.forward_proxy import UNREACHABLE_SUFFIX, exit_ip, is_ip, reachable
 from console.sandbox.core.errors import ApiError, invalid
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, optional_string
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 
@@ -171,12 +171,6 @@ def _port(value, context: Context) -> int:
     return int(value)
 
 
-def _password(value, context: Context) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Bad("must be a string")
-    return value
-
-
 def _ca_bundle(value, context: Context) -> str | None:
     if value not in (None, "") and (not isinstance(value, str) or "-----BEGIN CERTIFICATE-----" not in value):
         raise Bad("must be PEM: one or more -----BEGIN CERTIFICATE----- blocks")
@@ -228,7 +222,7 @@ CONFIGS = {
             lambda value, context: _text(value),
             apply=lambda name: {"username": name} if name else {},
         ),
-        Field("password", _password, apply=_secret("password")),
+        Field("password", optional_string(), apply=_secret("password")),
         Field("ca_bundle", _ca_bundle, apply=_secret("ca_bundle")),
         complete=True,
     ),
