@@ -21,11 +21,10 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.errors import conflict, invalid, not_found
 from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
 from console.sandbox.core.http import (
     endpoint,
-    find,
     no_content,
     ok,
     paginate,
@@ -136,7 +135,11 @@ UPDATE = _destination(complete=False)
 
 
 def _find(request: Request) -> dict:
-    return find(request, TABLE, request.path_params["id_or_name"], "telemetry destination")
+    wanted = request.path_params["id_or_name"]
+    for record in scoped(request, TABLE):
+        if record["id"] == wanted or record["name"] == wanted:
+            return record
+    raise not_found("telemetry destination", wanted)
 
 
 def export_of(request: Request, telemetry) -> dict | None:
