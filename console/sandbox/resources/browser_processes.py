@@ -672,8 +672,7 @@ def _exited(proc: Proc) -> ApiError:
 
 @endpoint
 async def kill(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     name = body.get("signal")
     if name not in SIGNALS:
@@ -686,8 +685,7 @@ async def kill(request: Request):
 
 @endpoint
 async def stdin(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     raw = body.get("data_b64")
     try:
@@ -715,8 +713,7 @@ async def stdin(request: Request):
 
 @endpoint
 async def resize(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     errors = {}
     for key in ("cols", "rows"):
