@@ -194,6 +194,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "NAME", str(_test_dir / f"console-test-{os.getpid()}.sqlite3")
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Django's cache holds what allauth must remember across replicas: TOTP codes already used (a code works
+# once), its rate limits and sign-in codes. A table of the console's own database by default (created by
+# migrate: console/signin/migrations/0002), so several processes agree; a process's memory would let a code
+# be replayed once per replica. CACHE_URL may name a shared cache instead (e.g. redis://).
+CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "dbcache://console_cache")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
