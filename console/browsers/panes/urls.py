@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console.browsers.panes import computer, files, processes, replays, screen, tools
+from console.browsers.panes import computer, files, head, processes, replays, screen, tools
 
 app_name = "panes"
 
@@ -32,6 +32,7 @@ urlpatterns = [
     path("computer/screenshot.png", computer.screenshot, name="screenshot"),
     path("computer/batch/", computer.batch, name="batch"),
     path("computer/<str:action>/", computer.computer_action, name="computer-action"),
+    path("head/", head.session_head, name="head"),
     path("screen/", screen.screen_pane, name="screen"),
     path("screen/stream/", screen.screen_stream, name="screen-stream"),
     path("screen/control/", screen.screen_control, name="screen-control"),
