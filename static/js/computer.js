@@ -66,11 +66,14 @@
   // The point clicked on the screenshot, in the browser's pixels, into every x and y of the actions.
   function pick(img, event) {
     var pane = img.closest("[data-computer]");
+    // The picture inside the image's border: its content box.
     var box = img.getBoundingClientRect();
+    var left = box.left + img.clientLeft, top = box.top + img.clientTop;
+    var shownWidth = img.clientWidth, shownHeight = img.clientHeight;
     var width = Number(pane.dataset.width) || img.naturalWidth, height = Number(pane.dataset.height) || img.naturalHeight;
-    if (!box.width || !box.height || !width || !height) return;
-    var x = Math.min(width - 1, Math.max(0, Math.floor(((event.clientX - box.left) * width) / box.width)));
-    var y = Math.min(height - 1, Math.max(0, Math.floor(((event.clientY - box.top) * height) / box.height)));
+    if (!shownWidth || !shownHeight || !width || !height) return;
+    var x = Math.min(width - 1, Math.max(0, Math.floor(((event.clientX - left) * width) / shownWidth)));
+    var y = Math.min(height - 1, Math.max(0, Math.floor(((event.clientY - top) * height) / shownHeight)));
     pane.querySelectorAll("form[data-action] input[name$='-x']").forEach(function (input) { input.value = x; });
     pane.querySelectorAll("form[data-action] input[name$='-y']").forEach(function (input) { input.value = y; });
     var said = pane.querySelector("[data-picked]");

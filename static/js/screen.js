@@ -271,6 +271,13 @@
     holder.innerHTML = html;
     var fresh = holder.querySelector("[data-screen-controls]");
     if (!fresh) return;
+    // What the bar was told (an answer to the user's action, a request declined, a take-over) stays
+    // until the state changes: later check-ins say nothing new, not that it is over.
+    var told = bar.querySelector("[data-screen-notice]");
+    var who = fresh.querySelector(".screen__who");
+    if (told && who && !fresh.querySelector("[data-screen-notice]") && fresh.dataset.control === bar.dataset.control) {
+      who.after(told.cloneNode(true));
+    }
     // A button the user is about to press keeps its place: only a bar that changed is replaced.
     if (bar.outerHTML === fresh.outerHTML) {
       bar._html = html;
