@@ -570,7 +570,7 @@ async def test_it_hands_control_to_the_operator_who_asked_when_the_holder_grants
     bar = await check_in(asker, sid, "otto")
     assert state_of(bar) == "other" and "oscar is driving" in bar and "Ask for control" in bar
     asked = (await control_action(asker, sid, "ask", "otto")).content.decode()
-    assert "Asked oscar for control" in asked and "You asked oscar for control." in asked
+    assert "Asked oscar for control" in asked and "Withdraw the request" in asked
     holder_bar = await check_in(operator_client, sid, "oscar", token)
     assert state_of(holder_bar) == "mine" and "Give control to otto" in holder_bar and "Decline" in holder_bar
     granted = await control_action(operator_client, sid, "grant", "oscar", member=await member_id("otto"))

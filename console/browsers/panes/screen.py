@@ -348,7 +348,6 @@ async def _handoff(request, session_id: str, action: str):
             who = driver.username if driver else "nobody"
             what = "asked for control" if action == "ask" else "withdrew the request for control"
             await _audit(request, session_id, f"{what} of the screen ({who} driving)")
-            notice = f"You asked {who} for control." if action == "ask" else ""
     else:
         member_id = _member_id(request)
         if member_id is None:
