@@ -692,3 +692,17 @@ async def test_it_checks_a_new_window_in_only_for_a_session_of_the_org(operator_
     assert (await operator_client.post(url(sid, "presence/"), {"window": "no"})).status_code == 400
     quiet.call("DELETE", f"/browsers/{sid}")
     assert (await operator_client.post(url(sid, "presence/"), {"window": "window-1234"})).status_code == 409
+
+
+async def test_it_draws_the_header_of_an_ended_session_without_its_badge_uptime_or_actions(
+    operator_client, outsider_client, quiet
+):
+    sid = create(quiet, name="header")["session_id"]
+    head = f"/o/acme/browsers/{sid}/head/"
+    live = (await operator_client.get(head, headers={"HX-Request": "true"})).content.decode()
+    assert "badge--active" in live and "data-uptime-seconds" in live and "Delete…" in live
+    quiet.call("DELETE", f"/browsers/{sid}")
+    ended = (await operator_client.get(head, headers={"HX-Request": "true"})).content.decode()
+    assert "badge--ended" in ended and "badge--active" not in ended
+    assert "data-uptime" not in ended and "Delete…" not in ended
+    assert (await outsider_client.get(head)).status_code == 404
