@@ -264,9 +264,14 @@
     }
   }
 
+  // The bar as drawn, without what changes at every drawing (each form's CSRF token is masked anew).
+  function drawn(bar) {
+    return bar.outerHTML.replace(/name="csrfmiddlewaretoken" value="[^"]*"/g, "");
+  }
+
   function replaceControls(pane, html) {
     var bar = controlsOf(pane);
-    if (!bar || bar._html === html) return;
+    if (!bar) return;
     var holder = document.createElement("div");
     holder.innerHTML = html;
     var fresh = holder.querySelector("[data-screen-controls]");
@@ -278,14 +283,16 @@
     if (told && who && !fresh.querySelector("[data-screen-notice]") && fresh.dataset.control === bar.dataset.control) {
       who.after(told.cloneNode(true));
     }
-    // A button the user is about to press keeps its place: only a bar that changed is replaced.
-    if (bar.outerHTML === fresh.outerHTML) {
-      bar._html = html;
-      return;
-    }
+    // A button the user is about to press keeps its place: only a bar that changed is replaced, and the
+    // focus stays on the same button when it is still there.
+    if (drawn(bar) === drawn(fresh)) return;
+    var focused = bar.contains(document.activeElement) ? document.activeElement.textContent : null;
     bar.replaceWith(fresh);
-    fresh._html = html;
     if (window.htmx) window.htmx.process(fresh);
+    if (focused !== null) {
+      var same = Array.from(fresh.querySelectorAll("button")).filter(function (b) { return b.textContent === focused; })[0];
+      if (same) same.focus();
+    }
   }
 
   function checkIn(pane) {
@@ -346,13 +353,6 @@
     if (pane.dataset.controlToken) event.detail.headers["X-Screen-Control"] = pane.dataset.controlToken;
   });
 
-  document.addEventListener("htmx:afterSwap", function (event) {
-    var target = event.detail.target;
-    if (target && target.matches && target.matches("[data-screen-controls]")) {
-      var pane = target.closest("[data-screen]");
-      if (pane) syncControl(pane);
-    }
-  });
 
   // The session ended while watched: the pane is drawn again (it says so, no controls), and the page
   // is told (console:session-ended: the header's badge, uptime and actions change with it).
@@ -789,6 +789,10 @@
     if (root.matches && root.matches("[data-wall]")) initWall(root);
     root.querySelectorAll("[data-screen]").forEach(initScreen);
     root.querySelectorAll("[data-wall]").forEach(initWall);
+    // A control bar swapped in by an answer (ask, grant, decline): the pane does what it says at once.
+    if (root.matches && root.matches("[data-screen-controls]") && root.closest("[data-screen]")) {
+      syncControl(root.closest("[data-screen]"));
+    }
     if (root.matches && root.matches("[data-session-head]")) initHead(root);
     root.querySelectorAll("[data-session-head]").forEach(initHead);
   }

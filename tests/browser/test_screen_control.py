@@ -284,3 +284,20 @@ def test_it_picks_x_and_y_on_the_computer_pane_and_looks_again_after_an_action(c
     drawn = page.locator("[data-computer] img[data-screen]").get_attribute("src")
     # Once the page had time to react, the screenshot is taken again.
     expect(page.locator("[data-computer] img[data-screen]")).not_to_have_attribute("src", drawn)
+
+
+def test_it_leaves_the_control_bar_as_it_is_while_nothing_changes(consoles, team, browser_page):
+    """Every check-in's bar carried freshly masked CSRF tokens, so the bar was redrawn every 2 s under the
+    user's pointer and focus."""
+    page = browser_page
+    sid = new_session(team, "steady")
+    team.log_in(page, "operator")
+    open_pane(page, consoles[0].url, team, sid)
+    expect(page.locator("[data-screen-watchers]")).to_contain_text(team.user("operator"))  # checked in
+    page.evaluate("() => { document.querySelector('[data-screen-controls]').marked = 'yes'; }")
+    page.locator("#screen-pane").get_by_role("button", name="Take control").focus()
+    for _ in range(2):
+        with page.expect_response("**/screen/presence/"):
+            pass
+    assert page.evaluate("() => document.querySelector('[data-screen-controls]').marked") == "yes"
+    assert page.evaluate("() => document.activeElement.textContent") == "Take control"
