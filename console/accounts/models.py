@@ -232,7 +232,8 @@ class ControlLease(models.Model):
 
     A lease holds while it has not expired and its membership is the one it was granted to, at the same
     version (no role change since) and still operator or more: removing the member deletes it (cascade),
-    a demote (even one undone since) ends it. Only a hash of the holder's token is kept."""
+    a demote (even one undone since) ends it. Only a hash of the holder's token is kept; none while a
+    handoff waits for the new holder's page to claim it."""
 
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     session_id = models.CharField(max_length=200)

@@ -159,8 +159,8 @@ def _take(membership: Membership, session_id: str, force: bool) -> Taken:
 
 
 async def take(membership: Membership, session_id: str, *, force: bool = False) -> Taken:
-    """Make ``membership`` the driver of ``session_id`` unless a lease of someone else holds (or ``force``:
-    the hook for an admin's take-over, not offered yet)."""
+    """Make ``membership`` the driver of ``session_id`` unless a lease of someone else holds; ``force``: even
+    then (an admin's take-over: the caller checks the role; the former holder's windows are told)."""
     return await sync_to_async(_take)(membership, session_id, force)
 
 
