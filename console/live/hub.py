@@ -165,6 +165,15 @@ class FrameLog:
         """Add a batch of frames (joined once; every viewer is woken once for all of them)."""
         if not chunks:
             return
+        # A batch larger than the bound (a loaded console reads a burst at once) is kept as entries of at most
+        # ``cap`` frames, so trimming can still keep the bound (the last entry is always kept whole).
+        for at in range(0, len(chunks), self.cap):
+            self._add(chunks[at : at + self.cap])
+        # Wake everyone waiting; later waits need a fresh (unset) event.
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+    def _add(self, chunks: list[bytes]) -> None:
         entry = b"".join(chunks)  # (one frame: that frame itself)
         self.entries.append(entry)
         self.firsts.append(self.count)
@@ -183,9 +192,6 @@ class FrameLog:
             del self.firsts[:drop]
             del self.starts[:drop]
             self.base += drop
-        # Wake everyone waiting; later waits need a fresh (unset) event.
-        changed, self.changed = self.changed, asyncio.Event()
-        changed.set()
 
     def after(self, pos: int, limit: int) -> list[bytes]:
         """The entries from absolute position ``pos`` on, at most ``limit`` bytes of them (at least one)."""

@@ -150,6 +150,18 @@ async def test_a_viewer_that_stops_reading_does_not_hold_the_others():
     assert sleeper.lagged > 0 and "resync" in [f.get("event") for f in late]
 
 
+def test_the_log_keeps_its_bound_in_frames_when_one_batch_is_larger_than_it():
+    """A loaded console reads a whole burst at once: one batch of 50 frames with a bound of 8 was kept as one
+    entry (50 frames), since the last entry is always kept. Kept as entries of at most 8 frames instead."""
+    log = FrameLog(cap=8)
+    log.extend([f"data: {n}\n\n".encode() for n in range(1, 51)])
+    assert log.frames <= 2 * 8
+    assert log.entries[-1].endswith(b"data: 50\n\n")
+    assert log.frame_at(log.base) == 50 - log.frames  # the frames kept are the newest
+    log.extend([b"data: 51\n\n"])
+    assert log.frames <= 2 * 8 and log.count == 51
+
+
 def test_a_frame_is_one_data_line_when_its_html_is_one_printable_ascii_line():
     from console.live.hub import encode
 
