@@ -69,6 +69,7 @@ class Capacity:
     org_used: int | None = None  # as the service says (None: it does not)
     org_cap: int | None = None
     session_ids: tuple[str, ...] = field(default=(), repr=False)
+    pools: tuple[pools.BrowserPool, ...] = field(default=(), repr=False)
 
     # Figures ------------------------------------------------------------------------------------------
 
@@ -278,6 +279,7 @@ async def measure(svc: Service, *, project_name: str = "", invocations_too: bool
         org_used=org_limits.concurrent_sessions_used,
         org_cap=org_limits.max_concurrent_sessions,
         session_ids=tuple(s.session_id for s in on_demand),
+        pools=pooled.pools,
     )
 
 

@@ -181,6 +181,7 @@ def service_error_response(request, error):
     from django.shortcuts import render as django_render
 
     info = describe(request, error)
+    request.service_error_kind = type(error).__name__  # counted by /metrics (console_errors_total)
     info.update(code=getattr(error, "code", "") or "", request_id=getattr(error, "request_id", "") or "")
     log.warning(
         "service error %s on %s (code=%s request_id=%s)",
