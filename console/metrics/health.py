@@ -45,6 +45,17 @@ ERRORS = Counter(
     "exception (a crash) or http_5xx.",
     ["kind"],
 )
+# Shown at 0 from the start (a rate of a series that appears only at its first error is hard to alert on).
+for _kind in (
+    "exception",
+    "http_5xx",
+    "Unavailable",
+    "NoAnswer",
+    "Unauthorized",
+    "RateLimited",
+    "CapReached",
+):
+    ERRORS.labels(_kind)
 VIEWERS = Gauge(
     "console_live_viewers",
     "Browsers watching a live pane (events) or a screen, in this process.",
