@@ -30,6 +30,7 @@ from django.utils.html import format_html, format_html_join
 
 from console.service import CapReached, Service, ServiceError, browsers, invocations, pools, projects
 from console.service.pagination import walk
+from console.usage.models import Refusal
 
 MAX_PAGES = 10
 COUNT_LIMIT = 100
@@ -383,3 +384,9 @@ def refusal(request, error: CapReached, use: Capacity | None = None) -> str:
         format_html_join(" and ", '<a href="{}">{}</a>', using),
         limits_url(request),
     )
+
+
+async def explain(request, error: CapReached) -> str:
+    """``refusal`` with the capacity measured now, and the refusal counted for the usage page."""
+    await Refusal.objects.acreate(org=request.org, project_id=request.service.project or "", cap=error.cap)
+    return refusal(request, error, await measure_quietly(request))

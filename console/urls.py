@@ -40,6 +40,7 @@ org_urlpatterns = [
     path("audit_logs/", include("console.audit_logs.urls")),
     path("vaults/", include("console.vaults.urls")),
     path("alerts/", include("console.alerts.urls")),
+    path("usage/", include("console.usage.urls")),
 ]
 
 # /healthz and /readyz are answered by console.web.middleware.ProbeMiddleware, ahead of the Host check.

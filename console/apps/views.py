@@ -88,7 +88,7 @@ async def invoke(request, app_name: str, version: str, action_name: str):
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except CapReached as exc:
-                form.add_error(None, capacity.refusal(request, exc, await capacity.measure_quietly(request)))
+                form.add_error(None, await capacity.explain(request, exc))
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
             else:

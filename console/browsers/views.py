@@ -170,7 +170,7 @@ async def session_create(request):
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
             except CapReached as exc:
-                form.add_error(None, capacity.refusal(request, exc, await capacity.measure_quietly(request)))
+                form.add_error(None, await capacity.explain(request, exc))
             except ServiceError as exc:
                 if exc.status != 409:
                     raise

@@ -70,7 +70,7 @@ async def _choices(svc) -> dict:
 async def _apply_errors(request, form, exc) -> None:
     if isinstance(exc, CapReached):
         # The size is what went over: the explanation and the link to the project's limits go there.
-        form.add_error("size", capacity.refusal(request, exc, await capacity.measure_quietly(request)))
+        form.add_error("size", await capacity.explain(request, exc))
     elif isinstance(exc, Invalid):
         apply_service_errors(form, exc, FIELD_MAP)
     elif exc.code in CONFLICT_FIELDS:
