@@ -218,12 +218,26 @@ async def _none():
     return None
 
 
+DEFAULT_PROJECT = "default"
+
+
+async def scope_project(svc: Service) -> str | None:
+    """The project calls without a project header work in, so its own cap is the one counted: the key's
+    scope (``GET /auth/context``), else the project named "default" (where the service puts what is
+    created without a header); None when neither says (then the org's default cap per project applies)."""
+    context = await projects.get_auth_context(svc)
+    if context.project_id:
+        return context.project_id
+    named = await projects.list_projects(svc, name=DEFAULT_PROJECT, limit=1)
+    return named.items[0].id if named.items else None
+
+
 async def measure(svc: Service, *, project_name: str = "", invocations_too: bool = True) -> Capacity:
     """Measure the project ``svc`` works in (its ``project``; the default project when None).
 
     ``project_name``: how to name it ("" for "this project"). Raises what the client raises.
     """
-    project = svc.project
+    project = svc.project or await scope_project(svc)
     reads = [
         walk(
             svc,

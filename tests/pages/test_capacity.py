@@ -131,3 +131,15 @@ async def test_it_counts_a_session_as_ended_once_it_is_deleted(viewer_client, te
     )
     said = text(await page(viewer_client, "pools/?wait=1"))
     assert "6 of 12 concurrent sessions in use in this project" in said
+
+
+async def test_it_counts_the_default_projects_own_cap_when_no_project_is_chosen(viewer_client, tenant):
+    # The member works in no project: calls go to the default one, whose own cap is what the service counts.
+    default = tenant.call("GET", "/org/projects", params={"name": "default"}).json()[0]["id"]
+    tenant.call("PATCH", f"/org/projects/{default}/limits", json={"max_concurrent_sessions": 3})
+    tenant.call("PATCH", "/org/limits", json={"default_project_max_concurrent_sessions": 100})
+    tenant.call("POST", "/browsers", json={"timeout_seconds": 600})
+    overview = text(await page(viewer_client, "?part=card-sessions", **HTMX))
+    assert "1 of 3 concurrent sessions in use in this project" in overview
+    listing = await page(viewer_client, "projects/?wait=1")
+    assert f'id="project-capacity-{default}"><span data-figure="project-capacity">1 of 3 in use<' in listing
