@@ -15,6 +15,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from console import capacity
 from console.service import ServiceError, projects
 from console.usage import charts
 from console.usage.models import Sample
@@ -217,6 +218,14 @@ def _charts(rows: list[dict], win: Window) -> list[dict]:
     ]
 
 
+async def _scope(svc) -> str:
+    """The project the member works in when none is chosen (capacity.scope_project), "" if unknown."""
+    try:
+        return await capacity.scope_project(svc) or ""
+    except ServiceError:
+        return ""
+
+
 async def _project_names(svc) -> dict[str, str]:
     try:
         page = await projects.list_projects(svc, limit=100)
@@ -231,7 +240,7 @@ async def usage(request):
     form = RangeForm(request.GET or None)
     now = timezone.now()
     win = window(form, now)
-    current = request.service.project or ""
+    current = request.service.project or await _scope(request.service)
     wanted = (form.cleaned_data.get("project") if form.is_valid() else "") or current or ALL
     query = Sample.objects.filter(org=request.org, interval_start__gte=win.start, interval_start__lt=win.end)
     if wanted != ALL:
