@@ -101,6 +101,7 @@ async def tokens(request):
         "issued": issued,
         "rows": rows,
         "metrics_url": request.build_absolute_uri("/metrics"),
+        "metrics_scheme": request.scheme,
     }
     return render(request, "metrics/tokens.html", context)
 
