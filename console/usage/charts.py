@@ -27,6 +27,7 @@ def chart(
     highlight: list | None = None,
     line: list | None = None,
     unit: str = "",
+    summed: bool = True,
 ) -> dict:
     """One chart: a bar per bucket scaled to the highest value (or the line, a cap, when higher); an
     optional highlighted part of each bar (failures) and a line (the cap) across the buckets."""
@@ -68,7 +69,7 @@ def chart(
         "width": WIDTH,
         "height": HEIGHT,
         "peak": max(values, default=0),
-        "total": round(sum(values), 1),
+        "total": round(sum(values), 1) if summed else None,
         "has_highlight": bool(highlight),
         "has_line": bool(line and any(v is not None for v in line)),
     }

@@ -192,6 +192,7 @@ def _charts(rows: list[dict], win: Window) -> list[dict]:
             win.bucket,
             col("peak"),
             line=col("cap"),
+            summed=False,  # a sum of peaks means nothing
         ),
         charts.chart("ended", "Sessions ended", "sessions ended", starts, win.bucket, col("sessions_ended")),
         charts.chart(
@@ -214,6 +215,7 @@ def _charts(rows: list[dict], win: Window) -> list[dict]:
             win.bucket,
             col("pool_utilisation"),
             unit=" %",
+            summed=False,
         ),
     ]
 

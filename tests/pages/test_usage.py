@@ -64,6 +64,8 @@ async def test_it_shows_each_range_from_the_samples(viewer_client, org, tenant):
     for key in ("sessions", "headful", "headless", "peak", "ended", "refusals", "invocations", "pools"):
         assert f'id="chart-{key}"' in week
     assert week.count("<summary>Table</summary>") == 8
+    peak = week[week.index('id="chart-peak"') :]
+    assert "total" not in peak[: peak.index("</figcaption>")]  # a sum of peaks means nothing
 
 
 async def test_it_takes_a_custom_range_and_refuses_a_bad_one(viewer_client, org, tenant):
