@@ -23,6 +23,7 @@ Lists are walked within bounds (``MAX_PAGES`` pages of 100): past that a figure 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 from django.urls import NoReverseMatch, reverse
@@ -402,5 +403,9 @@ def refusal(request, error: CapReached, use: Capacity | None = None) -> str:
 
 async def explain(request, error: CapReached) -> str:
     """``refusal`` with the capacity measured now, and the refusal counted for the usage page."""
-    await Refusal.objects.acreate(org=request.org, project_id=request.service.project or "", cap=error.cap)
+    project = request.service.project
+    if not project:
+        with contextlib.suppress(ServiceError):
+            project = await scope_project(request.service)
+    await Refusal.objects.acreate(org=request.org, project_id=project or "", cap=error.cap)
     return refusal(request, error, await measure_quietly(request))

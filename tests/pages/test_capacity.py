@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from console.usage.models import Refusal
 from tests.sandbox_fixtures import wait_until
 
 HTMX = {"HX-Request": "true"}
@@ -107,6 +108,8 @@ async def test_it_explains_a_refusal_at_the_cap_in_one_sentence_with_what_uses_i
     assert '<a href="/o/acme/pools/">1 pool reserving 4</a>' in html
     assert f'href="/o/acme/projects/{project_id}/#project-limits"' in html
     assert "End a session, shrink or delete a pool, or raise the cap" in said
+    # Counted for the usage page, in the project it happened in.
+    assert await Refusal.objects.filter(project_id=project_id, cap="max_concurrent_sessions").acount() == 1
     # The form's own capacity line says the same, at the cap.
     assert "7 of 7 concurrent sessions in use in this project" in said and "at the cap" in said
 
