@@ -76,7 +76,7 @@ def endless_pools_service(org):
                 headers = {"X-Has-More": "true", "X-Next-Offset": str(offset + 1)}
             elif path.endswith("/org/limits"):
                 data = {"max_concurrent_sessions": 50}
-            elif path.endswith(("/browsers", "/invocations")):
+            elif path.endswith(("/browsers", "/invocations", "/org/projects")):
                 data = []
             else:
                 data = {}
