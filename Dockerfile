@@ -25,7 +25,7 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD python -c "import urllib.request, sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status == 200 else 1)"
 # Migrations run as a separate release step (`python manage.py migrate`), not on every replica's start.
-# The worker (alert evaluations and deliveries) runs from this same image with its own command, one or more
+# The worker (alert evaluations and deliveries, usage samples) runs from this same image with its own command, one or more
 # beside the console replicas on the same DATABASE_URL (none evaluates or sends twice; SMTP from EMAIL_*):
 #   docker run --env-file console.env IMAGE python manage.py worker
 # X-Forwarded-For/-Proto are believed only from FORWARDED_ALLOW_IPS (the TLS proxy's addresses): the login

@@ -31,7 +31,7 @@ $(BIN)/.installed-dev: $(BIN)/.installed requirements/dev.txt
 install: $(BIN)/.installed
 install-dev: $(BIN)/.installed-dev
 
-# run: everything up (sandbox, console and the worker that evaluates alerts) with demo data; Ctrl-C stops
+# run: everything up (sandbox, console and the worker that evaluates alerts and samples usage) with demo data; Ctrl-C stops
 # them. The first run writes random keys into .env (git-ignored, mode 0600); later runs reuse them.
 run: install
 	@$(MAKE) --no-print-directory system-packages PACKAGES="$(RUN_PACKAGES)" || echo "Without bubblewrap \

@@ -24,6 +24,7 @@ class Section(NamedTuple):
 SECTIONS = [
     Section("Overview", "dashboard", "viewer"),
     Section("Alerts", "alerts:list", "viewer"),
+    Section("Usage", "usage:index", "viewer"),
     Section("Sessions", "browsers:list", "viewer", BROWSERS),
     Section("Session wall", "browsers:wall", "viewer", BROWSERS),
     Section("Pools", "pools:list", "viewer", BROWSERS),

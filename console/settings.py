@@ -126,6 +126,8 @@ INSTALLED_APPS = [
     "console.worker",
     "console.alerts",
     "console.signin",
+    "console.metrics",
+    "console.usage",
 ]
 # The sandbox is its own ASGI app and never imports Django; its app here only adds `manage.py sandbox`. The
 # production image holds neither it nor its packages (requirements/sandbox.txt, .dockerignore).
@@ -142,6 +144,8 @@ SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]
 MIDDLEWARE = [
     # /healthz and /readyz, answered whatever the Host header: probes do not know the public host name.
     "console.web.middleware.ProbeMiddleware",
+    # Counts and times every request for /metrics (console/metrics/health.py).
+    "console.metrics.health.RequestMetricsMiddleware",
     "console.web.inline.SecurityMiddleware",
     "console.web.middleware.SecurityHeadersMiddleware",
     "console.web.middleware.StaticFilesMiddleware",
@@ -299,6 +303,17 @@ ALERTS_DELIVERY_LEASE_SECONDS = env.float("ALERTS_DELIVERY_LEASE_SECONDS", defau
 # Webhook URLs pass the service URL's address rules (console/service/targets.py); loopback and private
 # addresses only when this is on (default: SERVICE_URL_ALLOW_PRIVATE). Link-local and metadata: never.
 ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=SERVICE_URL_ALLOW_PRIVATE)
+# /metrics (console/metrics/): the projects of an organization measured per scrape (the first of its list),
+# and how long a scrape's fleet figures are kept per organization in a process (several scrapers cost one).
+METRICS_MAX_PROJECTS = env.int("METRICS_MAX_PROJECTS", default=20)
+METRICS_FLEET_CACHE_SECONDS = env.float("METRICS_FLEET_CACHE_SECONDS", default=15.0)
+# Usage over time (console/usage/): the worker samples each organization's projects (the first
+# USAGE_MAX_PROJECTS) every USAGE_SAMPLE_SECONDS, keeps those samples USAGE_RAW_HOURS, then one row per
+# hour until USAGE_RETENTION_DAYS.
+USAGE_SAMPLE_SECONDS = env.int("USAGE_SAMPLE_SECONDS", default=60)
+USAGE_MAX_PROJECTS = env.int("USAGE_MAX_PROJECTS", default=20)
+USAGE_RAW_HOURS = env.float("USAGE_RAW_HOURS", default=48.0)
+USAGE_RETENTION_DAYS = env.float("USAGE_RETENTION_DAYS", default=90.0)
 # The console's address as people reach it: links in e-mails and webhooks.
 CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default=f"http://127.0.0.1:{CONSOLE_PORT}")
 

@@ -10,6 +10,7 @@ from django.urls import include, path
 from console.audit import urls as audit_urls
 from console.dashboard import views as dashboard_views
 from console.members import urls as members_urls
+from console.metrics import urls as metrics_urls
 from console.org_settings import urls as org_settings_urls
 from console.signin import urls as signin_urls
 from console.web import search
@@ -21,6 +22,7 @@ org_urlpatterns = [
     *members_urls.org_urlpatterns,
     *audit_urls.org_urlpatterns,
     *org_settings_urls.org_urlpatterns,
+    *metrics_urls.org_urlpatterns,
     *signin_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
     path("proxies/", include("console.proxies.urls")),
@@ -38,12 +40,14 @@ org_urlpatterns = [
     path("audit_logs/", include("console.audit_logs.urls")),
     path("vaults/", include("console.vaults.urls")),
     path("alerts/", include("console.alerts.urls")),
+    path("usage/", include("console.usage.urls")),
 ]
 
 # /healthz and /readyz are answered by console.web.middleware.ProbeMiddleware, ahead of the Host check.
 urlpatterns = [
     path("", dashboard_views.home, name="home"),
     path("admin/", admin.site.urls),
+    *metrics_urls.urlpatterns,
     path("", include(signin_urls.urlpatterns)),
     path("", include(members_urls.urlpatterns)),
     path("o/<slug:org_slug>/", include(org_urlpatterns)),

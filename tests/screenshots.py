@@ -30,6 +30,7 @@ WIDTHS = (1440, 400)
 # Every section of the sidebar (console/nav.py), as paths under /o/<org>/.
 MAIN_PAGES = {
     "overview": "",
+    "usage": "usage/",
     "sessions": "browsers/",
     "pools": "pools/",
     "profiles": "profiles/",
@@ -49,6 +50,7 @@ MAIN_PAGES = {
     "audit": "audit/",
     "service-audit": "audit_logs/",
     "settings": "settings/",
+    "settings-metrics": "settings/metrics/",
     "search": "search/?q=demo",
     "not-found": "no-such-page/",
 }

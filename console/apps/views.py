@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.http import Http404
 from django.views.decorators.http import require_http_methods
 
+from console import capacity
 from console.accounts.audit import audited
 from console.apps import schema
 from console.apps.forms import InvokeForm
 from console.service import CapReached, Invalid, NotFound, apps, invocations
 from console.web import deferred
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors, cap_message
+from console.web.forms import apply_service_errors
 from console.web.pages import org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
@@ -87,7 +88,7 @@ async def invoke(request, app_name: str, version: str, action_name: str):
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except CapReached as exc:
-                form.add_error(None, cap_message(request, exc))
+                form.add_error(None, await capacity.explain(request, exc))
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
             else:

@@ -22,6 +22,7 @@ from django.template.loader import get_template
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
+from console import capacity
 from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
@@ -43,7 +44,7 @@ from console.service.http import Service
 from console.service.sse import ServerEvent
 from console.web import bulk, deferred
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors, cap_message
+from console.web.forms import apply_service_errors
 from console.web.pages import org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
@@ -168,7 +169,7 @@ async def session_create(request):
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
             except CapReached as exc:
-                form.add_error(None, cap_message(request, exc))
+                form.add_error(None, await capacity.explain(request, exc))
             except ServiceError as exc:
                 if exc.status != 409:
                     raise
@@ -176,7 +177,13 @@ async def session_create(request):
             else:
                 messages.success(request, f"Browser session “{session.label}” started.")
                 return done(request, org_reverse(request, "browsers:detail", session_id=session.session_id))
-    return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
+    # What a new session takes from: the same figures and words as the overview and the pools page.
+    context = {
+        "form": form,
+        "use": await capacity.measure_quietly(request),
+        "capacity_links": capacity.links(request),
+    }
+    return render(request, "browsers/create.html", context, partial="browser-create")
 
 
 # Session page -------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.http import Http404
 from django.views.decorators.http import require_http_methods
 
+from console import capacity
 from console.browsers import presenters
 from console.browsers.panes import screen
 from console.browsers.views import _tag_filters
@@ -77,6 +78,15 @@ async def _sessions(request) -> tuple[list[browsers.Session], dict, bool]:
     return found[:MAX_TILES], filters, len(found) > MAX_TILES or page.has_more
 
 
+def _why(session: browsers.Session, use: capacity.Capacity | None) -> str:
+    """What a tile says before its stream does: a session in standby shows nothing until it wakes, and
+    waking it takes a running browser (its screen wakes it when the tile goes live)."""
+    if session.ended or session.sandbox is None or session.sandbox.browser != "standby":
+        return ""
+    running = f": {use.running} of this project's browsers running" if use is not None else ""
+    return f"In standby{running}. Its browser wakes when the tile goes live."
+
+
 async def _relayable(request, session: browsers.Session) -> bool:
     return (await screen.mode(request, session))[0] == "relay"
 
@@ -85,6 +95,8 @@ async def _relayable(request, session: browsers.Session) -> bool:
 @org_view("viewer")
 async def wall(request):
     sessions, filters, more = await _sessions(request)
+    # After the tiles' list, whose failure is the page's; the capacity line is left out when unread.
+    use = await capacity.measure_quietly(request)
     tiles = []
     for session in sessions:
         tiles.append(
@@ -93,6 +105,7 @@ async def wall(request):
                 "relay": await _relayable(request, session),
                 "url": org_reverse(request, "browsers:detail", session_id=session.session_id)
                 + "#pane-screen",
+                "why": _why(session, use),
             }
         )
     stream_url = org_reverse(request, "browsers:wall-stream") if any(t["relay"] for t in tiles) else ""
@@ -111,6 +124,8 @@ async def wall(request):
         "tag_values": [f"{k}:{v}" for k, v in filters["tags"].items()],
         "fps": THUMBNAIL_FPS,
         "live_max": live_tiles()[0],
+        "use": use,
+        "capacity_links": capacity.links(request),
     }
     return render(request, "browsers/wall.html", context)
 

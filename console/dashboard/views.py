@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
+from console import capacity
 from console.accounts.models import AuditLog
 from console.auth.views import reauth_words
 from console.browsers import presenters
@@ -25,7 +26,6 @@ from console.service import (
     deployments,
     invocations,
     pools,
-    projects,
 )
 from console.service import telemetry as telemetry_service
 from console.service.contract import (
@@ -84,50 +84,14 @@ async def dashboard(request):
     return await deferred.page(request, "dashboard/index.html", context, parts)
 
 
-async def _cap(svc) -> dict:
-    """The concurrency cap of the current project (its own, else the org's default per project) and the
-    org's limit."""
-    org_limits, limits = await asyncio.gather(
-        projects.get_org_limits(svc),
-        projects.get_limits(svc, svc.project) if svc.project else _none(),
-    )
-    project_cap = limits.max_concurrent_sessions if limits is not None else None
-    if project_cap:
-        source = "project cap"
-    else:
-        project_cap, source = org_limits.default_project_max_concurrent_sessions, "default project cap"
-    return {
-        "project_cap": project_cap or None,
-        "cap_source": source,
-        "org_cap": org_limits.max_concurrent_sessions,
-    }
-
-
-async def _none():
-    return None
-
-
-def _permille(value: int, of: int | None) -> int:
-    return min(1000, round(1000 * value / of)) if of else 0
-
-
 async def _sessions(request) -> dict:
-    page, cap = await asyncio.gather(
-        browsers.list_sessions(request.service, limit=COUNT_LIMIT, status="active"), _cap(request.service)
-    )
-    running = len(page.items)
-    limit = cap["project_cap"] or cap["org_cap"]
+    """Running sessions and the capacity they take with the pools (console/capacity.py)."""
+    found = await capacity.for_page(request)
+    use = found["use"]
     return {
-        "running": _count(page),
+        **found,
+        "running": f"{use.floor}{use.on_demand}",
         "running_url": org_reverse(request, "browsers:list", "status=active"),
-        **cap,
-        "fill": _permille(running, limit),
-        "state": "error"
-        if limit and running >= limit
-        else "warn"
-        if limit and running >= 0.8 * limit
-        else "ok",
-        "limits_url": org_reverse(request, "projects:list"),
     }
 
 

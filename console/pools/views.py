@@ -9,6 +9,7 @@ from django.http import Http404
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
+from console import capacity
 from console.accounts.audit import audited
 from console.pools.forms import AcquireForm, DeleteForm, PoolForm, ReleaseForm, initial_from
 from console.service import (
@@ -20,13 +21,12 @@ from console.service import (
     extensions,
     pools,
     profiles,
-    projects,
     proxies,
 )
 from console.service.contract import CAPTURE_CATEGORIES
 from console.web import bulk, deferred
 from console.web.decorators import org_view
-from console.web.forms import apply_service_errors, cap_message
+from console.web.forms import apply_service_errors
 from console.web.pages import get_or_404, org_reverse, record_link
 from console.web.paging import pager, paging
 from console.web.render import done, render
@@ -52,43 +52,6 @@ def _detail_page(request, pool_id: str) -> dict:
     return {"pool_id": pool_id, **deferred.later(page, "pools/detail.html", ["pool-leases"])}
 
 
-async def _capacity(svc) -> dict:
-    """Pooled capacity beside the concurrency cap that applies to the current project (notes §1)."""
-    project = svc.project
-    pooled, org_limits, limits = await asyncio.gather(
-        pools.pooled_capacity(svc),
-        projects.get_org_limits(svc),
-        projects.get_limits(svc, project) if project else _none(),
-    )
-    if limits is not None and limits.max_concurrent_sessions:
-        cap, source = limits.max_concurrent_sessions, "this project's cap"
-    elif org_limits.default_project_max_concurrent_sessions:
-        cap, source = (
-            org_limits.default_project_max_concurrent_sessions,
-            "the organization's default per project",
-        )
-    else:
-        cap, source = org_limits.max_concurrent_sessions, "the organization's limit"
-    total = pooled.size
-    return {
-        "pooled": total,
-        # False when the service listed more pools than the console adds up: ``pooled`` is then a floor.
-        "pooled_complete": pooled.complete,
-        "pooled_counted": pooled.counted,
-        "pooled_pages": pools.POOLED_PAGES,
-        "cap": cap,
-        "cap_source": source,
-        "org_cap": org_limits.max_concurrent_sessions,
-        "headroom": None if cap is None else max(0, cap - total),
-        "over": 0 if cap is None else max(0, total - cap),
-        "permille": min(1000, round(1000 * total / cap)) if cap else 0,
-    }
-
-
-async def _none():
-    return None
-
-
 async def _choices(svc) -> dict:
     """The pickers' options: profiles, extensions and proxies of the project (first 100 of each)."""
     profile_page, extension_page, proxy_page = await asyncio.gather(
@@ -104,10 +67,10 @@ async def _choices(svc) -> dict:
     }
 
 
-def _apply_errors(request, form, exc) -> None:
+async def _apply_errors(request, form, exc) -> None:
     if isinstance(exc, CapReached):
         # The size is what went over: the explanation and the link to the project's limits go there.
-        form.add_error("size", cap_message(request, exc))
+        form.add_error("size", await capacity.explain(request, exc))
     elif isinstance(exc, Invalid):
         apply_service_errors(form, exc, FIELD_MAP)
     elif exc.code in CONFLICT_FIELDS:
@@ -123,13 +86,13 @@ async def pool_list(request):
     query = request.GET.get("q", "").strip()
 
     async def load() -> dict:
-        page, capacity = await asyncio.gather(
+        page, found = await asyncio.gather(
             pools.list_pools(
                 request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
             ),
-            _capacity(request.service),
+            capacity.for_page(request),
         )
-        return {"page": page, "capacity": capacity, "pager": pager(request, page_params, page)}
+        return {"page": page, **found, "pager": pager(request, page_params, page)}
 
     context = {"query": query, "poll_seconds": POLL_SECONDS}
     return await deferred.list_page(request, "pools/list.html", "pools-live", context, load, poll=True)
@@ -148,7 +111,7 @@ async def pool_create(request):
                     pool = await pools.create_pool(request.service, **form.create_body())
                     entry.target_id, entry.detail = pool.id, f"{pool.label} size={pool.size}"
             except (Invalid, Conflict, CapReached) as exc:
-                _apply_errors(request, form, exc)
+                await _apply_errors(request, form, exc)
             else:
                 messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
                 return done(request, org_reverse(request, "pools:detail", pool_id=pool.id))
@@ -311,7 +274,7 @@ async def pool_edit(request, pool_id: str):
                             request.service, pool.id, discard_all_idle=discard, **body
                         )
                 except (Invalid, Conflict, CapReached) as exc:
-                    _apply_errors(request, form, exc)
+                    await _apply_errors(request, form, exc)
                 else:
                     messages.success(request, f"Pool “{pool.label}” saved.")
                     return done(request, org_reverse(request, "pools:detail", pool_id=pool.id))

@@ -8,12 +8,15 @@ from django.contrib import messages
 from django.http import Http404
 from django.views.decorators.http import require_http_methods
 
+from console import capacity
 from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
 from console.service import Conflict, Invalid, NotFound, projects
+from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, show_refusal
-from console.web.pages import get_or_404, org_reverse, searchable_list
+from console.web.pages import get_or_404, org_reverse
+from console.web.paging import pager, paging
 from console.web.render import done, render, safe_next
 
 
@@ -35,10 +38,19 @@ async def project_list(request):
             else:
                 messages.success(request, f"Project “{project.name}” created.")
                 return done(request, org_reverse(request, "projects:detail", project_id=project.id))
-    context = {"form": form, "current_project_id": request.membership.current_project_id}
-    return await searchable_list(
-        request, "projects/list.html", "projects-table", projects.list_projects, context
-    )
+    query = request.GET.get("q", "").strip()
+    page_params = paging(request)
+
+    async def load() -> dict:
+        page = await projects.list_projects(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        uses = await capacity.measure_projects(request.service, page.items)
+        rows = [{"project": p, "use": uses.get(p.id)} for p in page.items]
+        return {"page": page, "rows": rows, "pager": pager(request, page_params, page)}
+
+    context = {"form": form, "query": query, "current_project_id": request.membership.current_project_id}
+    return await deferred.list_page(request, "projects/list.html", "projects-table", context, load)
 
 
 @require_http_methods(["GET"])
@@ -51,6 +63,7 @@ async def project_detail(request, project_id: str):
         projects.get_org_limits(svc),
     )
     project, limits, org_limits = await get_or_404(reads, "project")
+    use = await capacity.measure(svc.with_project(project.id))
     return render(
         request,
         "projects/detail.html",
@@ -59,9 +72,21 @@ async def project_detail(request, project_id: str):
             "limits": limits,
             "org_limits": org_limits,
             "form": LimitsForm(session_ceiling=org_limits.max_concurrent_sessions),
+            "use": use,
+            "capacity_links": _project_links(request, project.id),
             **_limit_rows(limits),
         },
     )
+
+
+def _project_links(request, project_id: str) -> dict:
+    """The capacity words' links: the lists are those of the project the member works in, so a project
+    other than that one links to its own limits only."""
+    links = capacity.links(request)
+    if request.service.project != project_id:
+        links["sessions"] = links["pools"] = ""
+    links["limits"] = org_reverse(request, "projects:detail", project_id=project_id) + "#project-limits"
+    return links
 
 
 def _limit_rows(limits) -> dict:

@@ -57,6 +57,7 @@ class SandboxInfo(Record):
     """What the sandbox adds to a session (``sandbox``, not in the contract)."""
 
     engine: str | None = None  # chromium | simulated
+    browser: str | None = None  # running | standby | crashed | simulated (docs/sandbox.md)
     read_only_live_view_url: str | None = None
 
 

@@ -73,6 +73,39 @@ async def fetch_page(
     return page_from_reply(items, reply.headers, limit=limit, offset=offset)
 
 
+@dataclass(frozen=True)
+class Walk(Generic[T]):
+    """Every item of a bounded walk over a list's pages; ``complete`` is False when the walk stopped at its
+    page bound while the service still said "more" (then the items are the first ones only)."""
+
+    items: list[T]
+    complete: bool
+
+
+async def walk(
+    svc: Service,
+    path: str,
+    record_cls: type[T],
+    *,
+    limit: int = 100,
+    max_pages: int = 10,
+    params: Mapping[str, Any] | None = None,
+) -> Walk[T]:
+    """The items of at most ``max_pages`` pages: for a total a page cannot give (pooled capacity, active
+    sessions), at a bounded cost whatever the service says ("more" forever costs ``max_pages`` requests)."""
+    items: list[T] = []
+    offset: int | str | None = None
+    seen: set[Any] = set()
+    for _ in range(max_pages):
+        page = await fetch_page(svc, path, record_cls, limit=limit, offset=offset, params=params)
+        items += page.items
+        if not page.has_more or page.next_offset in seen:
+            return Walk(items=items, complete=True)
+        seen.add(page.next_offset)
+        offset = page.next_offset
+    return Walk(items=items, complete=False)
+
+
 async def iter_all(
     svc: Service,
     path: str,

@@ -16,7 +16,7 @@ from console.service.browsers import Ref, Viewport
 from console.service.collection import Collection
 from console.service.contract import CAPTURE_CATEGORIES
 from console.service.http import READ_TIMEOUT, Service, request
-from console.service.pagination import Page, fetch_page
+from console.service.pagination import Page, fetch_page, walk
 from console.service.records import Count, Id, Named, Record, Seconds, obj
 
 __all__ = [
@@ -135,12 +135,20 @@ POOLED_PAGE_LIMIT = 100
 
 @dataclass(frozen=True)
 class PooledCapacity:
-    """The sum of the pools' sizes; ``complete`` is False when the walk stopped at ``POOLED_PAGES`` pages
-    while the service still said "more": then ``size`` is a lower bound (at least this many)."""
+    """The sum of the pools' sizes (and of their leased and idle browsers); ``complete`` is False when the
+    walk stopped at ``POOLED_PAGES`` pages while the service still said "more": then ``size`` is a lower
+    bound (at least this many)."""
 
     size: int
     complete: bool
     counted: int = 0  # pools added up
+    acquired: int = 0
+    available: int = 0
+    pools: tuple[BrowserPool, ...] = ()
+
+    @property
+    def warming(self) -> int:
+        return max(0, self.size - self.acquired - self.available)
 
 
 async def pooled_capacity(svc: Service) -> PooledCapacity:
@@ -150,16 +158,15 @@ async def pooled_capacity(svc: Service) -> PooledCapacity:
     ``POOLED_PAGE_LIMIT`` (1 000 pools; projects hold a handful): a broken or hostile service that always
     says "more" costs ten requests per page view, not ten thousand, and the page says "at least".
     """
-    size, counted, offset, seen = 0, 0, None, set()
-    for _ in range(POOLED_PAGES):
-        page = await POOLS.list(svc, limit=POOLED_PAGE_LIMIT, offset=offset)
-        size += sum(pool.size for pool in page.items)
-        counted += len(page.items)
-        if not page.has_more or page.next_offset in seen:
-            return PooledCapacity(size=size, complete=True, counted=counted)
-        seen.add(page.next_offset)
-        offset = page.next_offset
-    return PooledCapacity(size=size, complete=False, counted=counted)
+    found = await walk(svc, "/browser_pools", BrowserPool, limit=POOLED_PAGE_LIMIT, max_pages=POOLED_PAGES)
+    return PooledCapacity(
+        size=sum(pool.size for pool in found.items),
+        complete=found.complete,
+        counted=len(found.items),
+        acquired=sum(pool.acquired_count for pool in found.items),
+        available=sum(pool.available_count for pool in found.items),
+        pools=tuple(found.items),
+    )
 
 
 LEASES_LIMIT = 100

@@ -9,10 +9,8 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from django import forms
-from django.urls import reverse
-from django.utils.html import format_html
 
-from console.service.errors import CapReached, Conflict, Invalid
+from console.service.errors import Conflict, Invalid
 
 
 class WriteOnlyTextarea(forms.Textarea):
@@ -179,32 +177,3 @@ def viewport_label(preset: str) -> str:
     width, _, height = size.partition("x")
     note = f" ({PRESET_NOTES[preset]})" if preset in PRESET_NOTES else ""
     return f"{width} \u00d7 {height} @ {rate} Hz{note}"
-
-
-CAP_LABELS = {
-    "max_concurrent_sessions": "concurrent sessions",
-    "max_pooled_sessions": "pooled sessions",
-    "max_concurrent_invocations": "concurrent invocations",
-}
-
-
-def limits_url(request) -> str:
-    """The limits panel of the project the request works in (the project list when it is not known)."""
-    project = getattr(getattr(request, "service", None), "project", None)
-    slug = request.org.slug
-    if project:
-        return (
-            reverse("projects:detail", kwargs={"org_slug": slug, "project_id": project}) + "#project-limits"
-        )
-    return reverse("projects:list", kwargs={"org_slug": slug})
-
-
-def cap_message(request, error: CapReached) -> str:
-    """Why a create was refused by a project cap, with a link to that project's limits (safe HTML)."""
-    return format_html(
-        "This project&rsquo;s cap on {} is reached ({}). End something that is running, or raise the cap on "
-        '<a href="{}">the project&rsquo;s limits page</a>.',
-        CAP_LABELS.get(error.cap, error.cap),
-        error.message,
-        limits_url(request),
-    )

@@ -8,6 +8,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_cache_control
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from console import capacity
 from console.web import views
 from console.web.inline import AsyncMiddleware
 
@@ -147,9 +148,7 @@ def describe(request, error) -> dict:
             "status": 502,
         }
     if isinstance(error, errors.CapReached):
-        from console.web.forms import cap_message
-
-        return {"title": "Project cap reached", "html": cap_message(request, error), "status": 429}
+        return {"title": "Project cap reached", "html": capacity.refusal(request, error), "status": 429}
     if isinstance(error, errors.RateLimited):
         return {
             "title": "Service is rate limiting",
@@ -182,6 +181,7 @@ def service_error_response(request, error):
     from django.shortcuts import render as django_render
 
     info = describe(request, error)
+    request.service_error_kind = type(error).__name__  # counted by /metrics (console_errors_total)
     info.update(code=getattr(error, "code", "") or "", request_id=getattr(error, "request_id", "") or "")
     log.warning(
         "service error %s on %s (code=%s request_id=%s)",

@@ -675,6 +675,8 @@
       tile.dataset.state = status.state;
       setState(tile.querySelector("[data-tile-state]"), status);
       var line = tile.querySelector("[data-tile-why]");
+      // A session in standby (the console read it from the list) says so while it is not shown.
+      if (tile.dataset.standby && status.state === "paused") why = (why ? why + " " : "") + tile.dataset.standby;
       if (line) line.textContent = why || "";
       var button = tile.querySelector("[data-tile-action]");
       if (button) {

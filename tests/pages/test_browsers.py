@@ -443,7 +443,9 @@ async def test_it_explains_a_refusal_by_the_projects_cap_and_links_to_its_limits
     response = await operator_client.post(url("new/"), FORM)
     assert response.status_code == 200
     body = response.content.decode()
-    assert "cap on concurrent sessions is reached" in body
+    assert "This project is at its cap: 1 of 1 in use (1 on-demand session (1 running, 0 in standby)" in body
+    assert "would exceed" not in body  # the service's sentence is not repeated beside ours
+    assert 'Using it: <a href="/o/acme/browsers/?status=active">1 on-demand session</a>' in body
     assert f'href="/o/acme/projects/{project["id"]}/#project-limits"' in body
     entry = await AuditLog.objects.aget(action="browser.create")
     assert entry.outcome == "error"

@@ -41,7 +41,8 @@ async def test_it_counts_running_sessions_against_the_caps(viewer_client, tenant
         tenant.call("POST", "/browsers", json={})
     html = await card(viewer_client, "sessions")
     assert figure(html, "running-sessions") == "3"
-    assert "of 40 (default project cap)" in html
+    assert "3 of 40 concurrent sessions in use in this project" in html
+    assert "Cap: the organization&#x27;s default cap per project; 37 left." in html
     assert 'href="/o/acme/browsers/?status=active"' in html
     assert 'hx-trigger="poll" data-poll="10"' in html  # refreshes itself
 

@@ -52,10 +52,10 @@ async def test_it_shows_pooled_capacity_beside_the_project_cap(viewer_client, te
     make_pool(tenant, size=6)
     tenant.call("PATCH", "/org/limits", json={"default_project_max_concurrent_sessions": 40})
     body = (await viewer_client.get(url())).content.decode()
-    assert "Pools reserve <strong>10</strong> concurrent sessions" in body
-    assert "of <strong>40</strong> allowed by the organization&#x27;s default per project" in body
-    assert "30 left" in body
-    assert "lower bound" not in body
+    assert "10 of 40 concurrent sessions in use in this project" in body
+    assert "0 on-demand sessions and 10 reserved by 2 pools" in body
+    assert "Cap: the organization&#x27;s default cap per project; 30 left." in body
+    assert "lower bounds" not in body
 
 
 @pytest.fixture
@@ -76,6 +76,8 @@ def endless_pools_service(org):
                 headers = {"X-Has-More": "true", "X-Next-Offset": str(offset + 1)}
             elif path.endswith("/org/limits"):
                 data = {"max_concurrent_sessions": 50}
+            elif path.endswith(("/browsers", "/invocations", "/org/projects")):
+                data = []
             else:
                 data = {}
             body = json.dumps(data).encode()
@@ -97,10 +99,9 @@ async def test_it_says_at_least_when_the_service_lists_more_pools_than_it_adds_u
 ):
     body = (await viewer_client.get(url())).content.decode()
     floor = 2 * pools.POOLED_PAGES
-    assert f"Pools reserve <strong>at least {floor}</strong> concurrent sessions" in body
+    assert f"at least {floor} of 50 concurrent sessions in use in this project" in body
     assert f"at most {50 - floor} left" in body
-    assert 'id="pool-capacity-partial"' in body and "lower bound" in body
-    assert f"stopped after {pools.POOLED_PAGES} pools and {pools.POOLED_PAGES} pages" in body
+    assert "the figures are lower bounds" in body
     # The page's own list asks for one page; the sum asks for at most POOLED_PAGES more.
     assert endless_pools_service.count("/browser_pools") <= pools.POOLED_PAGES + 1
 
@@ -112,7 +113,8 @@ async def test_it_shows_the_current_projects_own_cap(viewer_client, viewer, org,
     membership.project_id = project["id"]
     await membership.asave()
     body = (await viewer_client.get(url())).content.decode()
-    assert "of <strong>12</strong> allowed by this project&#x27;s cap" in body
+    assert "0 of 12 concurrent sessions in use in this project" in body
+    assert "Cap: this project&#x27;s own cap; 12 left." in body
 
 
 async def test_it_refreshes_the_live_partial_for_htmx_polls(viewer_client, tenant, pool):
@@ -251,9 +253,10 @@ async def test_it_explains_the_concurrency_cap_at_the_size_field(admin_client, t
     response = await admin_client.post(url("new/"), {**VALID, "size": "5"})
     assert response.status_code == 200
     body = response.content.decode()
-    assert "default_project_max_concurrent_sessions of 3" in body
-    assert "cap on concurrent sessions is reached" in body
-    assert 'href="/o/acme/projects/' in body and "limits page</a>" in body
+    # Nothing is in use: the pool is too big for what is left.
+    assert "That would go over this project&#x27;s cap: 0 of 3 in use (0 on-demand sessions" in body
+    assert "default_project_max_concurrent_sessions of 3" not in body  # the service's words are not repeated
+    assert 'href="/o/acme/projects/">the project&rsquo;s limits</a>' in body
 
 
 async def test_it_returns_the_form_partial_to_htmx(admin_client, tenant):

@@ -294,7 +294,7 @@ async def test_it_returns_to_a_page_of_this_org_after_an_unknown_project(viewer_
 async def test_it_shows_the_organizations_session_usage_beside_the_limits(viewer_client, tenant, project):
     tenant.call("POST", "/browser_pools", json={"size": 3})
     body = (await viewer_client.get(f"/o/acme/projects/{project['id']}/")).content.decode()
-    assert "Organization now: <strong>3</strong> of 500 concurrent sessions in use (497 available)" in body
+    assert "Organization: 3 of 500 concurrent sessions in use in all projects." in body
 
 
 async def test_it_renders_org_limits_with_unknown_fields_and_without_the_new_ones(

@@ -157,6 +157,7 @@ BAD_INPUT = {
     "o/<slug:org_slug>/deployments/new/": {"version": ""},
     "o/<slug:org_slug>/members/invite/": {"email": "not an address", "role": "nobody"},
     "o/<slug:org_slug>/settings/": {"name": "", "service_base_url": "not a url"},
+    "o/<slug:org_slug>/settings/metrics/": {"name": " "},
     "o/<slug:org_slug>/alerts/rules/new/": {
         "name": "",
         "kind": "capacity",

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from console.accounts.models import Invite, Membership
 from console.alerts.models import Alert, Channel, Rule, Silence
+from console.metrics.models import MetricsToken
 from tests.sandbox_fixtures import SandboxTenant, new_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -167,7 +168,15 @@ def real_ids(seeded, org) -> dict[str, str]:
         "member_id": str(membership.pk),
         "invite_id": str(invite.pk),
         **alert_ids(org),
+        "token_id": str(metrics_token(org).pk),
     }
+
+
+def metrics_token(org):
+    """A /metrics token of the organization (the console's own record; its secret is thrown away)."""
+    return MetricsToken.objects.filter(org=org).first() or MetricsToken.objects.create(
+        org=org, name=f"{org.slug} scraper", digest=f"isolation-{org.slug}".ljust(64, "0"), hint="bmc_xxxx"
+    )
 
 
 def alert_ids(org) -> dict[str, str]:

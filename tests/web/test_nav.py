@@ -24,7 +24,7 @@ def labels(groups):
 
 def test_it_groups_the_sections_with_the_overview_first(sections):
     assert labels(context_processors._nav_groups("acme", "admin")) == [
-        ("", ["Overview", "Alerts"]),
+        ("", ["Overview", "Alerts", "Usage"]),
         (
             "Browsers",
             ["Sessions", "Session wall", "Pools", "Profiles", "Proxies", "Extensions", "Telemetry export"],
