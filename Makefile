@@ -49,18 +49,7 @@ run: install
 	EMAIL_BACKEND="$${EMAIL_BACKEND:-django.core.mail.backends.console.EmailBackend}" \
 	  $(BIN)/python manage.py worker -v0 & worker=$$!; \
 	trap 'echo; echo "Stopping the console, the worker, the sandbox and the identity provider..."; kill $$console $$worker $$sandbox $$idp 2>/dev/null; wait $$console $$worker $$sandbox $$idp 2>/dev/null; exit 0' INT TERM; \
-	for i in $$(seq 1 100); do \
-	  $(BIN)/python -c "import urllib.request as u; [u.urlopen(f'http://127.0.0.1:{p}{q}', timeout=1) for p, q in (($(PORT), '/healthz'), ($(SANDBOX_PORT), '/'))]" 2>/dev/null && break; sleep 0.2; \
-	done; \
-	echo; \
-	echo "  Console:  http://127.0.0.1:$(PORT)/"; \
-	echo "  Sandbox:  http://127.0.0.1:$(SANDBOX_PORT)/  (a local Browser Automation Service)"; \
-	$(BIN)/python -c "import json, urllib.request; s = json.load(urllib.request.urlopen('http://127.0.0.1:$(SANDBOX_PORT)/', timeout=2)); print('  Browsers: ' + ('real Chromium' if s['engine'] == 'chromium' else 'simulated browser') + ' (' + s['engine_reason'] + ')')" 2>/dev/null || true; \
-	echo "  Worker:   alert rules evaluated every $${ALERTS_EVALUATION_SECONDS:-30} s; alert e-mails are printed here"; \
-	echo "  Log in:   demo / $${DEMO_PASSWORD:-demo}   (also operator / viewer, same password)"; \
-	echo "  SSO:      Sign in with SSO as ada@sso.demo.test (also otto, vera), same password: demo identity provider on http://127.0.0.1:$(DEMO_IDP_PORT)/"; \
-	echo "  Ctrl-C stops them all."; \
-	echo; \
+	PORT=$(PORT) SANDBOX_PORT=$(SANDBOX_PORT) DEMO_IDP_PORT=$(DEMO_IDP_PORT) $(BIN)/python -m console.devbanner; \
 	wait $$console $$worker $$sandbox $$idp
 
 # test: installs what the tests need (bubblewrap, Debian's Chromium, ffmpeg and PostgreSQL included), then

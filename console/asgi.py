@@ -9,14 +9,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 
 class ConsoleASGIHandler(ASGIHandler):
-    """Django's ASGI handler without a thread per request.
+    """Django's ASGI handler without a thread per request, and with larger response messages.
 
     Django wraps each request in a ThreadSensitiveContext, which gives every concurrent request its own
     worker thread (and database connection) for its ORM calls, alive until the response ends. A live pane is
     a response that lasts for hours: 2000 watching browsers held 2000 idle threads. Here every ORM call runs
     on the one process-wide thread instead, like a WSGI worker's: views are async and only make short,
     self-contained queries (no transaction spans an await), so nothing needs a thread of its own.
+
+    Django sends a body in messages of at most ``chunk_size`` bytes (64 KiB), each a copy of its part and a
+    write of its own: a live pane's viewer writes a burst's frames in one chunk of up to 256 KiB
+    (``console.live.hub.CHUNK_BYTES``), sent here as one message.
     """
+
+    chunk_size = 256 * 1024
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":

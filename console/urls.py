@@ -7,8 +7,10 @@ this tree and requires 404 for non-members on every pattern.
 from django.contrib import admin
 from django.urls import include, path
 
-from console.accounts import urls as accounts_urls
+from console.audit import urls as audit_urls
 from console.dashboard import views as dashboard_views
+from console.members import urls as members_urls
+from console.org_settings import urls as org_settings_urls
 from console.signin import urls as signin_urls
 from console.web import search
 
@@ -16,7 +18,9 @@ org_urlpatterns = [
     path("", dashboard_views.dashboard, name="dashboard"),
     path("search/", search.search, name="search"),
     path("browsers/", include("console.browsers.urls")),
-    *accounts_urls.org_urlpatterns,
+    *members_urls.org_urlpatterns,
+    *audit_urls.org_urlpatterns,
+    *org_settings_urls.org_urlpatterns,
     *signin_urls.org_urlpatterns,
     path("projects/", include("console.projects.urls")),
     path("proxies/", include("console.proxies.urls")),
@@ -40,8 +44,8 @@ org_urlpatterns = [
 urlpatterns = [
     path("", dashboard_views.home, name="home"),
     path("admin/", admin.site.urls),
-    path("", include(accounts_urls.urlpatterns)),
     path("", include(signin_urls.urlpatterns)),
+    path("", include(members_urls.urlpatterns)),
     path("o/<slug:org_slug>/", include(org_urlpatterns)),
 ]
 

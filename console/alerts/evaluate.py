@@ -37,6 +37,13 @@ from console.service import (
     proxies,
 )
 from console.service import telemetry as telemetry_service
+from console.service.contract import (
+    AWAITING_EXTERNAL_ACTION,
+    AWAITING_INPUT,
+    FLOW_IN_PROGRESS,
+    NEEDS_AUTH,
+    TERMINAL_INVOCATION_STATUSES,
+)
 from console.service.errors import Forbidden, RateLimited, Unauthorized
 from console.service.http import Service
 
@@ -235,15 +242,15 @@ async def auth_needs_human(reader: Reader, rule: Rule) -> Outcome:
         key = f"auth:{c.id}"
         keys.add(key)
         why = ""
-        if c.flow_status == "IN_PROGRESS" and c.flow_step == "AWAITING_INPUT":
+        if c.flow_status == FLOW_IN_PROGRESS and c.flow_step == AWAITING_INPUT:
             why = "A login is waiting for input."
-        elif c.flow_status == "IN_PROGRESS" and c.flow_step == "AWAITING_EXTERNAL_ACTION":
+        elif c.flow_status == FLOW_IN_PROGRESS and c.flow_step == AWAITING_EXTERNAL_ACTION:
             why = (
                 f"A login is waiting for an external action: {c.external_action_message or 'see the login'}."
             )
         elif c.flow_status == "FAILED" and (c.error_code or "") in HUMAN_ERRORS:
             why = f"The last login failed: {c.error_code}."
-        elif c.status == "NEEDS_AUTH" and c.flow_status != "IN_PROGRESS":
+        elif c.status == NEEDS_AUTH and c.flow_status != FLOW_IN_PROGRESS:
             why = "The connection needs to log in again."
         if why:
             findings.append(
@@ -344,7 +351,7 @@ async def invocation_failed(reader: Reader, rule: Rule) -> Outcome:
     latest: dict[tuple, object] = {}
     failures: dict[tuple, int] = {}
     for inv in listed.items:  # newest first
-        if inv.status not in ("succeeded", "failed"):
+        if inv.status not in TERMINAL_INVOCATION_STATUSES:
             continue
         action = (inv.app_name or "?", inv.action_name or "?")
         latest.setdefault(action, inv)

@@ -19,7 +19,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
@@ -42,16 +41,13 @@ from console.service import errors as service_errors
 from console.service import targets
 from console.web import deferred
 from console.web.decorators import org_view, require_role
+from console.web.pages import org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
 CHANGED = "alerts-changed"
 HISTORY_ROWS = 50
 LOG_ROWS = 50
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"alerts:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 @dataclass
@@ -237,7 +233,7 @@ async def acknowledge(request, alert_id: int):
         messages.success(
             request, "Acknowledged: no more reminders while it fires; the resolve is still sent."
         )
-    response = done(request, _url(request, "detail", alert_id=alert_id))
+    response = done(request, org_reverse(request, "alerts:detail", alert_id=alert_id))
     return trigger_client_event(response, CHANGED)
 
 
@@ -270,7 +266,9 @@ async def silence_create(request):
     form = SilenceForm(request.POST, rules=rules)
     back = request.POST.get("alert")
     back_url = (
-        _url(request, "detail", alert_id=int(back)) if back and back.isdigit() else _url(request, "list")
+        org_reverse(request, "alerts:detail", alert_id=int(back))
+        if back and back.isdigit()
+        else org_reverse(request, "alerts:list")
     )
     if not form.is_valid():
         for field, errors in form.errors.items():
@@ -305,7 +303,7 @@ async def silence_end(request, silence_id: int):
         await silence.asave(update_fields=["ends_at"])
         await record(request, "alert.silence.end", target_id=str(silence_id), detail=silence.scope)
         messages.success(request, f"The silence of {silence.scope} has ended.")
-    return trigger_client_event(done(request, _url(request, "list")), CHANGED)
+    return trigger_client_event(done(request, org_reverse(request, "alerts:list")), CHANGED)
 
 
 # --- rules (admins) ----------------------------------------------------------------------------------
@@ -365,7 +363,7 @@ async def rule_create(request):
     if rule is not None:
         await record(request, "alert.rule.create", target_id=str(rule.pk), detail=f"{rule.kind}: {rule.name}")
         messages.success(request, f"Rule “{rule.name}” created; the next evaluation uses it.")
-        return done(request, _url(request, "rules"))
+        return done(request, org_reverse(request, "alerts:rules"))
     return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form))
 
 
@@ -380,7 +378,7 @@ async def rule_edit(request, rule_id: int):
     if saved is not None:
         await record(request, "alert.rule.update", target_id=str(saved.pk), detail=f"{saved.name}: {changed}")
         messages.success(request, f"Rule “{saved.name}” saved.")
-        return done(request, _url(request, "rules"))
+        return done(request, org_reverse(request, "alerts:rules"))
     return await sync_to_async(render)(request, "alerts/rule_form.html", _rule_form_context(form, rule))
 
 
@@ -392,13 +390,13 @@ async def rule_delete(request, rule_id: int):
         raise Http404("No such rule")
     if rule.builtin:
         messages.error(request, "The service rule belongs to every organization: it cannot be deleted.")
-        return done(request, _url(request, "rules"))
+        return done(request, org_reverse(request, "alerts:rules"))
     if request.method == "POST":
         name = rule.name
         await rule.adelete()
         await record(request, "alert.rule.delete", target_id=str(rule_id), detail=name)
         messages.success(request, f"Rule “{name}” and its alerts deleted.")
-        return done(request, _url(request, "rules"))
+        return done(request, org_reverse(request, "alerts:rules"))
     count = await Alert.objects.filter(rule=rule).acount()
     return render(request, "alerts/rule_delete.html", {"rule": rule, "alert_count": count})
 
@@ -445,7 +443,7 @@ async def channel_create(request):
                 detail=f"{channel.kind}: {channel.name}",
             )
             messages.success(request, f"Channel “{channel.name}” created. Send a test to check it.")
-            return done(request, _url(request, "channel", channel_id=channel.pk))
+            return done(request, org_reverse(request, "alerts:channel", channel_id=channel.pk))
     return render(request, "alerts/channel_form.html", {"form": form, "channel": None, "kind": kind})
 
 
@@ -483,7 +481,7 @@ async def channel_detail(request, channel_id: int):
                 detail=f"{channel.name}: {changed or 'nothing'}",
             )
             messages.success(request, f"Channel “{channel.name}” saved.")
-            return done(request, _url(request, "channel", channel_id=channel.pk))
+            return done(request, org_reverse(request, "alerts:channel", channel_id=channel.pk))
     context["form"] = form
     return render(request, "alerts/channel.html", context, partial="channel-log")
 
@@ -496,13 +494,13 @@ async def channel_delete(request, channel_id: int):
         raise Http404("No such channel")
     if channel.kind == Channel.Kind.CONSOLE:
         messages.error(request, "The console channel cannot be deleted: turn it off in a rule instead.")
-        return done(request, _url(request, "channels"))
+        return done(request, org_reverse(request, "alerts:channels"))
     if request.method == "POST":
         name = channel.name
         await channel.adelete()
         await record(request, "alert.channel.delete", target_id=str(channel_id), detail=name)
         messages.success(request, f"Channel “{name}” deleted.")
-        return done(request, _url(request, "channels"))
+        return done(request, org_reverse(request, "alerts:channels"))
     rules = await sync_to_async(list)(channel.rules.all())
     return render(request, "alerts/channel_delete.html", {"channel": channel, "rules": rules})
 
@@ -579,4 +577,4 @@ async def channel_test(request, channel_id: int):
         outcome="ok" if outcome == DeliveryAttempt.Outcome.OK else "error",
         detail=(f"HTTP {status} " if status else "") + (error[:200] or f"{latency} ms"),
     )
-    return done(request, _url(request, "channel", channel_id=channel_id))
+    return done(request, org_reverse(request, "alerts:channel", channel_id=channel_id))

@@ -9,31 +9,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.api_keys.forms import CreateForm, RenameForm, RotateForm
 from console.service import Conflict, Invalid, NotFound, api_keys, projects
+from console.service.contract import API_KEY_STATUSES
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
-
-STATUS_FILTERS = ("active", "deleted", "all")
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"api_keys:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, key_id: str) -> api_keys.APIKey:
-    try:
-        return await api_keys.get_api_key(request.service, key_id)
-    except NotFound:
-        raise Http404("No such API key") from None
 
 
 def _secret_page(request, created: api_keys.CreatedAPIKey, action: str):
@@ -67,20 +54,8 @@ async def api_key_list(request):
                 apply_service_errors(form, exc)
             else:
                 return _secret_page(request, created, "created")
-    page_params = paging(request)
     status = request.GET.get("status", "active")
-    status = status if status in STATUS_FILTERS else "active"
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await api_keys.list_api_keys(
-            request.service,
-            limit=page_params.limit,
-            offset=page_params.offset,
-            status=status,
-            query=query or None,
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
+    status = status if status in API_KEY_STATUSES else "active"
 
     async def create_form() -> dict:
         # The project picker is a service call of its own: it loads beside the list, not before the page.
@@ -89,17 +64,18 @@ async def api_key_list(request):
         project_page = await projects.list_projects(request.service, limit=100)
         return {"form": CreateForm(projects=project_page.items)}
 
-    context = {"query": query, "status": status, "statuses": STATUS_FILTERS}
+    context = {"status": status, "statuses": API_KEY_STATUSES}
     parts = [deferred.Part("api-key-create", create_form)]
-    return await deferred.list_page(
-        request, "api_keys/list.html", "api-keys-table", context, load, parts=parts
+    template = "api_keys/list.html"
+    return await searchable_list(
+        request, template, "api-keys-table", api_keys.list_api_keys, context, parts=parts, status=status
     )
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def api_key_rename(request, key_id: str):
-    key = await _get(request, key_id)
+    key = await get_or_404(api_keys.get_api_key(request.service, key_id), "API key")
     form = RenameForm(initial={"name": key.name})
     if request.method == "POST":
         form = RenameForm(request.POST)
@@ -112,7 +88,7 @@ async def api_key_rename(request, key_id: str):
                 apply_service_errors(form, exc)
             else:
                 messages.success(request, f"Renamed to “{key.label}”.")
-                return done(request, _url(request, "list"))
+                return done(request, org_reverse(request, "api_keys:list"))
     return render(request, "api_keys/rename.html", {"key": key, "form": form})
 
 
@@ -120,7 +96,7 @@ async def api_key_rename(request, key_id: str):
 @org_view("admin")
 @sensitive_variables("created")
 async def api_key_rotate(request, key_id: str):
-    key = await _get(request, key_id)
+    key = await get_or_404(api_keys.get_api_key(request.service, key_id), "API key")
     form = RotateForm()
     if request.method == "POST":
         form = RotateForm(request.POST)
@@ -140,7 +116,7 @@ async def api_key_rotate(request, key_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def api_key_delete(request, key_id: str):
-    key = await _get(request, key_id)
+    key = await get_or_404(api_keys.get_api_key(request.service, key_id), "API key")
     conflict = ""
     if request.method == "POST":
         try:
@@ -152,5 +128,5 @@ async def api_key_delete(request, key_id: str):
             raise Http404("No such API key") from None
         else:
             messages.success(request, f"API key “{key.label}” deleted.")
-            return done(request, _url(request, "list"))
+            return done(request, org_reverse(request, "api_keys:list"))
     return render(request, "api_keys/delete.html", {"key": key, "conflict": conflict})

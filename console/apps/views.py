@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
@@ -13,6 +12,7 @@ from console.service import CapReached, Invalid, NotFound, apps, invocations
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
+from console.web.pages import org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -91,10 +91,7 @@ async def invoke(request, app_name: str, version: str, action_name: str):
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
             else:
-                url = reverse(
-                    "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": started.id}
-                )
-                return done(request, url)
+                return done(request, org_reverse(request, "invocations:detail", invocation_id=started.id))
     context = {
         "summary": summary,
         "action": action,

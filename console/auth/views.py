@@ -22,7 +22,6 @@ from urllib.parse import quote
 from django.contrib import messages
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -31,14 +30,15 @@ from console.auth.forms import SERVICE_FIELDS, ConnectionForm, HealthForm, StepF
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, credentials, projects
 from console.service import auth_connections as auth
+from console.service.contract import AWAITING_STEPS, CONNECTION_STATUSES, TIMELINE_TYPES
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
+from console.web.pages import get_or_404, org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
 from console.web.text import safe_url
 
-CONNECTION_STATUSES = ("NEEDS_AUTH", "AUTHENTICATED")
 REAUTH_REASONS = {
     "external_credential": "An item of an external password manager signs in for it.",
     "cua_has_credential": "It kept the values typed at a successful login and signs in with them.",
@@ -72,22 +72,7 @@ STEP_WORDS = {
     "SUBMITTING": "Submitting",
     "COMPLETED": "Completed",
 }
-AWAITING = ("AWAITING_INPUT", "AWAITING_EXTERNAL_ACTION")
 STALE = "The login moved on before your answer was sent. Here is where it is now."
-
-
-def _url(org_slug: str, name: str, connection_id: str | None = None) -> str:
-    kwargs = {"org_slug": org_slug}
-    if connection_id is not None:
-        kwargs["connection_id"] = connection_id
-    return reverse(f"auth:{name}", kwargs=kwargs)
-
-
-async def _connection(request, connection_id: str) -> auth.AuthConnection:
-    try:
-        return await auth.get_connection(request.service, connection_id)
-    except NotFound:
-        raise Http404("No such auth connection") from None
 
 
 async def _org_limits(request):
@@ -128,8 +113,8 @@ def step_context(
     it brings the page's header along (out-of-band): no "login in progress", no hosted-page or live-view
     link, and "Authenticated" after a success. The full page renders its own header and passes False.
     """
-    flow_url = _url(org_slug, "flow", connection_id)
-    if form is None and flow.flow_running and flow.flow_step in AWAITING:
+    flow_url = org_reverse(org_slug, "auth:flow", connection_id=connection_id)
+    if form is None and flow.flow_running and flow.flow_step in AWAITING_STEPS:
         form = StepForm(flow)
     return {
         "flow": flow,
@@ -137,8 +122,8 @@ def step_context(
         "notice": notice,
         "step_words": STEP_WORDS.get(flow.flow_step or "", flow.flow_step or ""),
         "error_words": flow_error_words(flow),
-        "submit_url": _url(org_slug, "submit", connection_id),
-        "login_url": _url(org_slug, "login", connection_id),
+        "submit_url": org_reverse(org_slug, "auth:submit", connection_id=connection_id),
+        "login_url": org_reverse(org_slug, "auth:login", connection_id=connection_id),
         "flow_url": flow_url,
         "poll_url": f"{flow_url}?seen={quote(flow.pause_key)}",
         "oob_header": oob_header and flow.flow_ended,
@@ -206,7 +191,7 @@ async def connection_create(request):
             if profile_is_new:
                 text += f" The profile “{connection.profile_name}” did not exist, so it was created."
             messages.success(request, text)
-            return done(request, _url(request.org.slug, "detail", connection.id))
+            return done(request, org_reverse(request, "auth:detail", connection_id=connection.id))
     context = {
         "form": form,
         "limits": limits,
@@ -233,15 +218,16 @@ def _header_context(connection, tab: str) -> dict:
     return {"connection": connection, "tab": tab, "reason": reauth_words(connection)}
 
 
-def replay_url(org_slug: str, event: auth.TimelineEvent) -> str:
+def replay_url(org, event: auth.TimelineEvent) -> str:
     """The console's player of a login's recording (its browser session's replay), or ""."""
     ids = (event.browser_session_id or "", event.replay_id or "")
     # Ids from the service, made into a path: only id tokens (an id with "/" broke the page, ".." linked
     # elsewhere in the console).
     if not all(bulk.ID.fullmatch(i) and i.strip(".") for i in ids):
         return ""
-    kwargs = {"org_slug": org_slug, "session_id": event.browser_session_id, "replay_id": event.replay_id}
-    return reverse("browsers:panes:replay", kwargs=kwargs)
+    return org_reverse(
+        org, "browsers:panes:replay", session_id=event.browser_session_id, replay_id=event.replay_id
+    )
 
 
 async def _last_login(request, connection) -> dict | None:
@@ -255,7 +241,7 @@ async def _last_login(request, connection) -> dict | None:
     event = next((e for e in page.items if e.type in ("login", "reauth")), None)
     if event is None:
         return {"event": None, "replay_url": ""}
-    return {"event": event, "replay_url": replay_url(request.org.slug, event)}
+    return {"event": event, "replay_url": replay_url(request, event)}
 
 
 @require_GET
@@ -264,7 +250,10 @@ async def connection_detail(request, connection_id: str):
     """The frame at once; the connection loads after (console/web/deferred.py)."""
 
     async def detail() -> dict:
-        connection, limits = await asyncio.gather(_connection(request, connection_id), _org_limits(request))
+        connection, limits = await asyncio.gather(
+            get_or_404(auth.get_connection(request.service, connection_id), "auth connection"),
+            _org_limits(request),
+        )
         floor = limits.min_health_check_interval_seconds if limits else None
         return {
             **_header_context(connection, "overview"),
@@ -283,7 +272,7 @@ async def connection_detail(request, connection_id: str):
 @org_view("operator")
 async def connection_settings(request, connection_id: str):
     """The inline health settings: PATCH only the fields that changed."""
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     limits = await _org_limits(request)
     floor = limits.min_health_check_interval_seconds if limits else None
     form = HealthForm(request.POST, connection=connection, floor=floor)
@@ -308,7 +297,7 @@ async def connection_settings(request, connection_id: str):
         if saved:
             form = HealthForm(connection=connection, floor=floor)
     if saved and not request.htmx:
-        return HttpResponseRedirect(_url(request.org.slug, "detail", connection.id))
+        return HttpResponseRedirect(org_reverse(request, "auth:detail", connection_id=connection.id))
     context = {
         **_header_context(connection, "overview"),
         "health_form": form,
@@ -321,10 +310,10 @@ async def connection_settings(request, connection_id: str):
 @require_GET
 @org_view("viewer")
 async def connection_history(request, connection_id: str):
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     page_params = paging(request)
     kind = request.GET.get("type", "")
-    if kind not in auth.TIMELINE_TYPES:
+    if kind not in TIMELINE_TYPES:
         kind = ""
     page = await auth.list_timeline(
         request.service, connection.id, type=kind or None, limit=page_params.limit, offset=page_params.offset
@@ -332,7 +321,7 @@ async def connection_history(request, connection_id: str):
     context = {
         **_header_context(connection, "history"),
         "page": page,
-        "events": [(e, replay_url(request.org.slug, e)) for e in page.items],
+        "events": [(e, replay_url(request, e)) for e in page.items],
         "kind": kind,
         "kinds": [
             ("", "Everything"),
@@ -348,7 +337,7 @@ async def connection_history(request, connection_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("operator")
 async def connection_delete(request, connection_id: str):
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     if request.method == "POST":
         detail = f"{connection.profile_name} @ {connection.domain}"
         if connection.flow_running:
@@ -362,7 +351,7 @@ async def connection_delete(request, connection_id: str):
             messages.success(
                 request, f"Auth connection for {connection.profile_name} on {connection.domain} deleted."
             )
-        return done(request, _url(request.org.slug, "list"))
+        return done(request, org_reverse(request, "auth:list"))
     return render(request, "auth/delete.html", _header_context(connection, "overview"))
 
 
@@ -376,23 +365,19 @@ def _flow_page_context(request, connection, *, form=None, notice="", step_only=F
             request.org.slug, connection.id, connection, form=form, notice=notice, oob_header=step_only
         ),
         "expires_in": seconds_left(connection.flow_expires_at) if connection.flow_running else None,
-        "events_url": _url(request.org.slug, "events", connection.id),
-        "hosted_link": _flow_link(request.org.slug, connection.id, "hosted"),
-        "live_view_link": _flow_link(request.org.slug, connection.id, "live-view"),
+        "events_url": org_reverse(request, "auth:events", connection_id=connection.id),
+        "hosted_link": org_reverse(request, "auth:flow-link", connection_id=connection.id, which="hosted"),
+        "live_view_link": org_reverse(
+            request, "auth:flow-link", connection_id=connection.id, which="live-view"
+        ),
     }
-
-
-def _flow_link(org_slug: str, connection_id: str, which: str) -> str:
-    return reverse(
-        "auth:flow-link", kwargs={"org_slug": org_slug, "connection_id": connection_id, "which": which}
-    )
 
 
 @require_GET
 @org_view("viewer")
 async def connection_flow(request, connection_id: str):
     """The flow page; as the ``auth-flow-step`` partial it answers 204 while the step is unchanged."""
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     if (
         request.htmx
         and request.htmx.target == "auth-flow-step"
@@ -417,11 +402,11 @@ async def connection_flow_link(request, connection_id: str, which: str):
     if which not in FLOW_LINKS:
         raise Http404("No such page of a login")
     field, label = FLOW_LINKS[which]
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     target = safe_url(getattr(connection, field)) if connection.flow_running else ""
     if not target:
         messages.info(request, f"This login has no {label} now: it may have ended.")
-        return HttpResponseRedirect(_url(request.org.slug, "flow", connection.id))
+        return HttpResponseRedirect(org_reverse(request, "auth:flow", connection_id=connection.id))
     await record(request, "auth.flow.open", target_id=connection.id, detail=f"opened the {label}")
     response = HttpResponseRedirect(target)
     response["Referrer-Policy"] = "no-referrer"
@@ -431,7 +416,7 @@ async def connection_flow_link(request, connection_id: str, which: str):
 @require_POST
 @org_view("operator")
 async def connection_login(request, connection_id: str):
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     try:
         async with audited(request, "auth.login", target_id=connection.id) as entry:
             started = await auth.start_login(request.service, connection.id)
@@ -440,7 +425,7 @@ async def connection_login(request, connection_id: str):
         raise Http404("No such auth connection") from None
     except ServiceError as exc:
         messages.error(request, f"The login could not start: {exc.message}")
-    return done(request, _url(request.org.slug, "flow", connection.id))
+    return done(request, org_reverse(request, "auth:flow", connection_id=connection.id))
 
 
 @sensitive_post_parameters()
@@ -448,13 +433,13 @@ async def connection_login(request, connection_id: str):
 @org_view("operator")
 async def connection_submit(request, connection_id: str):
     """Send exactly one action for the current pause, echoing its interaction_id."""
-    connection = await _connection(request, connection_id)
+    connection = await get_or_404(auth.get_connection(request.service, connection_id), "auth connection")
     form = StepForm(connection, request.POST)
     notice = ""
     sent = False
     current = (
         connection.flow_running
-        and connection.flow_step in AWAITING
+        and connection.flow_step in AWAITING_STEPS
         and request.POST.get("pause", "") == connection.pause_key
     )
     if not current:
@@ -475,9 +460,9 @@ async def connection_submit(request, connection_id: str):
         else:
             sent = True
     if sent and not request.htmx:
-        return HttpResponseRedirect(_url(request.org.slug, "flow", connection.id))
+        return HttpResponseRedirect(org_reverse(request, "auth:flow", connection_id=connection.id))
     if sent or notice:
-        connection = await _connection(request, connection.id)
+        connection = await get_or_404(auth.get_connection(request.service, connection.id), "auth connection")
         form = None
     context = _flow_page_context(request, connection, form=form, notice=notice, step_only=bool(request.htmx))
     if request.htmx:

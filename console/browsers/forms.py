@@ -3,38 +3,21 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
-from console.service.browsers import CATEGORIES, OPERATIONAL_CATEGORIES
+from console.service.contract import (
+    CAPTURE_CATEGORIES,
+    DEFAULT_VIEWPORT,
+    OPERATIONAL_CATEGORIES,
+    VIEWPORT_PRESETS,
+    preset_viewport,
+)
+from console.web.forms import CATEGORY_HELP, http_url, viewport_label
 
 NAME_MAX = 255
 MAX_TAGS = 50
 MIN_TIMEOUT, MAX_TIMEOUT = 10, 259_200
-# notes §2: the known-good viewport presets.
-VIEWPORTS = [
-    "1920x1080@25",
-    "2560x1440@10",
-    "1920x1200@25",
-    "1440x900@25",
-    "1280x800@60",
-    "1024x768@60",
-    "1200x800@60",
-    "768x1024@60",
-    "390x844@60",
-]
-CATEGORY_HELP = {
-    "console": "console.log and errors, with stack traces",
-    "network": "requests and responses (bodies truncated)",
-    "page": "navigations, load, layout shifts",
-    "interaction": "clicks, keys, scrolls",
-    "control": "calls to the browser's API",
-    "connection": "CDP and live-view attach/detach",
-    "system": "out-of-memory kills, crashes",
-    "captcha": "CAPTCHA solver results",
-    "screenshot": "periodic screenshots (high volume)",
-}
 DEFAULT_CATEGORIES = [*OPERATIONAL_CATEGORIES, "console", "network", "page"]
 # Service field names → form fields, for the service's own 400 details.
 FIELD_MAP = {"telemetry": "categories", "proxy_id": "proxy", "kiosk_mode": "kiosk_mode"}
@@ -78,7 +61,9 @@ class SessionForm(forms.Form):
     kiosk_mode = forms.BooleanField(
         required=False, label="Kiosk mode", help_text="Hide the address bar and tabs in live view."
     )
-    viewport = forms.ChoiceField(choices=[(v, v.replace("@", " @ ") + " Hz") for v in VIEWPORTS])
+    viewport = forms.ChoiceField(
+        choices=[(v, viewport_label(v)) for v in VIEWPORT_PRESETS], initial=DEFAULT_VIEWPORT
+    )
     memory = forms.ChoiceField(
         required=False,
         choices=[("", "Default (8 GiB)"), ("8GiB", "8 GiB"), ("16GiB", "16 GiB")],
@@ -106,7 +91,7 @@ class SessionForm(forms.Form):
     categories = forms.MultipleChoiceField(
         required=False,
         label="Telemetry",
-        choices=[(c, f"{c} — {CATEGORY_HELP[c]}") for c in CATEGORIES],
+        choices=[(c, f"{c} — {CATEGORY_HELP[c]}") for c in CAPTURE_CATEGORIES],
         widget=forms.CheckboxSelectMultiple,
         initial=DEFAULT_CATEGORIES,
         help_text="Nothing checked: no telemetry is captured.",
@@ -129,9 +114,7 @@ class SessionForm(forms.Form):
     def clean_start_url(self) -> str:
         value = self.cleaned_data.get("start_url", "").strip()
         if value:
-            parts = urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise forms.ValidationError("An http:// or https:// URL.")
+            http_url(value)
         return value
 
     def clean(self):
@@ -145,15 +128,13 @@ class SessionForm(forms.Form):
     def body(self) -> dict:
         """The create body of notes §2 from the cleaned data (defaults left to the service)."""
         data = self.cleaned_data
-        width, rest = data["viewport"].split("x")
-        height, rate = rest.split("@")
         body: dict = {
             "headless": data["headless"],
             "stealth": data["stealth"],
             "kiosk_mode": data["kiosk_mode"],
             "region": data["region"],
             "timeout_seconds": data["timeout_seconds"],
-            "viewport": {"width": int(width), "height": int(height), "refresh_rate": int(rate)},
+            "viewport": preset_viewport(data["viewport"]),
         }
         if data["name"]:
             body["name"] = data["name"].strip()
@@ -176,6 +157,6 @@ class SessionForm(forms.Form):
         if chosen:
             body["telemetry"] = {
                 "enabled": True,
-                "browser": {c: {"enabled": c in chosen} for c in CATEGORIES},
+                "browser": {c: {"enabled": c in chosen} for c in CAPTURE_CATEGORIES},
             }
         return body

@@ -17,16 +17,16 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
+from console.browsers.panes import common
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import (
     CapReached,
@@ -39,15 +39,16 @@ from console.service import (
     proxies,
     telemetry,
 )
+from console.service.contract import CATEGORIES, EVENT_TYPES, SESSION_STATUSES
 from console.service.http import Service
 from console.service.sse import ServerEvent
 from console.web import bulk, deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors, cap_message
+from console.web.pages import org_reverse
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
-STATUSES = ("active", "deleted", "all")
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
 HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
 MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
@@ -64,20 +65,6 @@ PANES = [
     ("tools", "Tools and logs", "browsers/_tools.html"),
     ("replays", "Replays", "browsers/_replays.html"),
 ]
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, session_id: str, *, include_deleted: bool = True) -> browsers.Session:
-    try:
-        return await browsers.get_session(request.service, session_id, include_deleted=include_deleted)
-    except NotFound:
-        raise Http404("No such browser session") from None
-
-
-# List ---------------------------------------------------------------------------------------------
 
 
 def _tag_filters(request) -> dict[str, str]:
@@ -109,14 +96,14 @@ async def session_list(request):
     page_params = paging(request)
     query = request.GET.get("q", "").strip()
     status = request.GET.get("status", "active")
-    if status not in STATUSES:
+    if status not in SESSION_STATUSES:
         status = "active"
     tags = _tag_filters(request)
     chosen = [f"{k}:{v}" for k, v in tags.items()]
     context = {
         "query": query,
         "status": status,
-        "statuses": STATUSES,
+        "statuses": SESSION_STATUSES,
         "active_tags": [
             {"key": k, "value": v, "remove_url": _with(request, tag=[t for t in chosen if t != f"{k}:{v}"])}
             for k, v in tags.items()
@@ -189,7 +176,7 @@ async def session_create(request):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Browser session “{session.label}” started.")
-                return done(request, _url(request, "detail", session_id=session.session_id))
+                return done(request, org_reverse(request, "browsers:detail", session_id=session.session_id))
     return render(request, "browsers/create.html", {"form": form}, partial="browser-create")
 
 
@@ -213,7 +200,7 @@ def _filters(request) -> tuple[list[str], list[str]]:
         values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
         return [v for v in dict.fromkeys(values) if v in allowed]
 
-    return listed("category", telemetry.CATEGORIES), listed("type", telemetry.TYPES)
+    return listed("category", CATEGORIES), listed("type", EVENT_TYPES)
 
 
 async def _history(
@@ -249,13 +236,13 @@ def _filter_url(request, session_id: str, categories: list[str], types: list[str
         params.append(("category", ",".join(categories)))
     if types:
         params.append(("type", ",".join(types)))
-    base = _url(request, "detail", session_id=session_id)
+    base = org_reverse(request, "browsers:detail", session_id=session_id)
     return f"{base}?{urlencode(params)}" if params else base
 
 
 def _chips(request, session_id: str, categories: list[str], types: list[str]) -> list[dict]:
     chips = []
-    for category in telemetry.CATEGORIES:
+    for category in CATEGORIES:
         on = category in categories
         toggled = [c for c in categories if c != category] if on else [*categories, category]
         chips.append({"name": category, "on": on, "url": _filter_url(request, session_id, toggled, types)})
@@ -277,7 +264,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
         rows, older = await _history(request.service, session.session_id, categories, types, None)
     sid = session.session_id
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
-    stream_url = _url(request, "telemetry-stream", session_id=sid)
+    stream_url = org_reverse(request, "browsers:telemetry-stream", session_id=sid)
     if last_seq is not None:
         stream_url += f"?last_event_id={last_seq}"
     older_url = None
@@ -287,7 +274,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
             params.append(("category", ",".join(categories)))
         if types:
             params.append(("type", ",".join(types)))
-        older_url = f"{_url(request, 'telemetry', session_id=sid)}?{urlencode(params)}"
+        older_url = f"{org_reverse(request, 'browsers:telemetry', session_id=sid)}?{urlencode(params)}"
     return {
         "session": session,
         "rows": rows,
@@ -297,9 +284,9 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
         "live": not session.ended and not before,
         "categories": categories,
         "types": types,
-        "all_types": list(telemetry.TYPES),
+        "all_types": list(EVENT_TYPES),
         "chips": _chips(request, sid, categories, types),
-        "clear_filters_url": _url(request, "detail", session_id=sid),
+        "clear_filters_url": org_reverse(request, "browsers:detail", session_id=sid),
         "filtered": bool(categories or types),
         "max_rows": MAX_ROWS,
         "before": before,
@@ -315,7 +302,7 @@ async def session_detail(request, session_id: str):
     (console/browsers/panes/screen.py): the service's live-view URLs never reach the page."""
 
     async def detail() -> dict:
-        session = await _get(request, session_id)
+        session = await common.get_session(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
         return {
             **pane,
@@ -325,7 +312,7 @@ async def session_detail(request, session_id: str):
         }
 
     if request.htmx and request.htmx.target == "telemetry-pane":
-        session = await _get(request, session_id)
+        session = await common.get_session(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
         return render(request, "browsers/_telemetry.html#telemetry-pane", pane)
     parts = [deferred.Part("session-detail", detail)]
@@ -337,8 +324,10 @@ async def session_detail(request, session_id: str):
 async def telemetry_history(request, session_id: str):
     """Older rows for "load older" (``before`` = the cursor); without htmx, the page ending there."""
     if not request.htmx:
-        return HttpResponseRedirect(_url(request, "detail", session_id=session_id) + _query(request))
-    session = await _get(request, session_id)
+        return HttpResponseRedirect(
+            org_reverse(request, "browsers:detail", session_id=session_id) + _query(request)
+        )
+    session = await common.get_session(request, session_id)
     context = await _pane_context(request, session, request.GET.get("before") or None)
     return render(request, "browsers/_telemetry.html#telemetry-older", context)
 
@@ -390,7 +379,7 @@ async def telemetry_stream(request, session_id: str):
 @org_view("operator")
 async def telemetry_enable(request, session_id: str):
     """Turn capture on (operational categories plus console, network and page) for a session without it."""
-    session = await _get(request, session_id, include_deleted=False)
+    session = await common.get_session(request, session_id, include_deleted=False)
     body = {"enabled": True, "browser": {c: {"enabled": True} for c in ("console", "network", "page")}}
     try:
         async with audited(request, "browser.telemetry", target_id=session_id, detail="enabled"):
@@ -399,13 +388,13 @@ async def telemetry_enable(request, session_id: str):
         messages.error(request, f"Telemetry could not be turned on: {exc.message}")
     else:
         messages.success(request, f"Telemetry is on for “{session.label}”.")
-    return done(request, _url(request, "detail", session_id=session_id))
+    return done(request, org_reverse(request, "browsers:detail", session_id=session_id))
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("operator")
 async def session_delete(request, session_id: str):
-    session = await _get(request, session_id)
+    session = await common.get_session(request, session_id)
     if request.method == "POST":
         require_role(request, "operator")
         async with audited(request, "browser.delete", target_id=session_id, detail=session.name or ""):
@@ -414,7 +403,7 @@ async def session_delete(request, session_id: str):
                 with contextlib.suppress(NotFound):
                     await browsers.delete_session(request.service, session_id)
         messages.success(request, f"Browser session “{session.label}” ended.")
-        return done(request, _url(request, "list"))
+        return done(request, org_reverse(request, "browsers:list"))
     return render(request, "browsers/delete.html", {"session": session})
 
 
@@ -471,7 +460,11 @@ async def session_delete_selected(request):
         if bulk.is_confirmed(request) and selection.todo:
             await bulk.each(selection.todo, lambda row: _delete_one(request, row))
             confirmed = True
-    context = {"selection": selection, "confirmed": confirmed, "list_url": _url(request, "list")}
+    context = {
+        "selection": selection,
+        "confirmed": confirmed,
+        "list_url": org_reverse(request, "browsers:list"),
+    }
     response = render(request, "browsers/delete_selected.html", context, partial="sessions-bulk-delete")
     if confirmed and selection.done:
         trigger_client_event(response, "sessions-changed")

@@ -27,15 +27,16 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.browsers import presenters
 from console.browsers.panes import screen
-from console.browsers.views import STATUSES, _tag_filters
+from console.browsers.views import _tag_filters
 from console.live import screen as relay
 from console.service import ServiceError, browsers, telemetry
+from console.service.contract import SESSION_STATUSES
 from console.web.decorators import org_view
+from console.web.pages import org_reverse
 from console.web.render import render
 
 MAX_TILES = 24
@@ -44,7 +45,6 @@ THUMBNAIL_FPS = 1.0
 BADGE_SECONDS = 15
 BADGE_TIMEOUT = 5.0
 RECENT_SECONDS = 60
-ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 
 allowance = relay.Allowance()
 WALL_KEY = re.compile(r"[A-Za-z0-9]{8,40}")  # a page's name for itself (static/js/screen.js)
@@ -55,10 +55,6 @@ def live_tiles() -> tuple[int, int]:
     return int(getattr(settings, "WALL_LIVE_TILES", 4)), int(getattr(settings, "WALL_LIVE_TILES_PER_ORG", 8))
 
 
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"browsers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
 def _matches(session: browsers.Session, pool: str, profile: str) -> bool:
     if pool and not (session.pool and pool in (session.pool.id, session.pool.name)):
         return False
@@ -67,7 +63,7 @@ def _matches(session: browsers.Session, pool: str, profile: str) -> bool:
 
 async def _sessions(request) -> tuple[list[browsers.Session], dict, bool]:
     status = request.GET.get("status", "active")
-    if status not in STATUSES:
+    if status not in SESSION_STATUSES:
         status = "active"
     query = request.GET.get("q", "").strip()
     pool = request.GET.get("pool", "").strip()
@@ -95,15 +91,18 @@ async def wall(request):
             {
                 "session": session,
                 "relay": await _relayable(request, session),
-                "url": _url(request, "detail", session_id=session.session_id) + "#pane-screen",
+                "url": org_reverse(request, "browsers:detail", session_id=session.session_id)
+                + "#pane-screen",
             }
         )
-    stream_url = _url(request, "wall-stream") if any(t["relay"] for t in tiles) else ""
-    badges_url = _url(request, "wall-badges") + (f"?{request.GET.urlencode()}" if request.GET else "")
+    stream_url = org_reverse(request, "browsers:wall-stream") if any(t["relay"] for t in tiles) else ""
+    badges_url = org_reverse(request, "browsers:wall-badges") + (
+        f"?{request.GET.urlencode()}" if request.GET else ""
+    )
     context = {
         "tiles": tiles,
         "filters": filters,
-        "statuses": STATUSES,
+        "statuses": SESSION_STATUSES,
         "more": more,
         "max_tiles": MAX_TILES,
         "stream_url": stream_url,
@@ -162,12 +161,12 @@ async def _flagged(svc, session_id: str) -> list[str]:
         async with asyncio.timeout(BADGE_TIMEOUT):
             # The newest first (the service takes no ``since`` with ``desc``): the last minute is cut here.
             page = await telemetry.list_events(
-                svc, session_id, order="desc", limit=100, types=list(ERROR_TYPES)
+                svc, session_id, order="desc", limit=100, types=list(presenters.ERROR_TYPES)
             )
     except (TimeoutError, ServiceError):
         return []
     recent = datetime.now(UTC) - timedelta(seconds=RECENT_SECONDS)
-    rows = [presenters.row(e) for e in page.items if e.kind in ERROR_TYPES]
+    rows = [presenters.row(e) for e in page.items if e.kind in presenters.ERROR_TYPES]
     return [r.type for r in rows if r.severity == "error" and r.time is not None and r.time >= recent]
 
 

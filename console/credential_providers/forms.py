@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from django import forms
 
-from console.service.credential_providers import TYPES
+from console.service.contract import CREDENTIAL_PROVIDER_TYPES
 
 TYPE_LABELS = {"onepassword": "1Password"}
 
 
 class ProviderForm(forms.Form):
     name = forms.CharField(max_length=255, help_text="Unique in the organization; auth connections name it.")
-    provider_type = forms.ChoiceField(choices=[(t, TYPE_LABELS.get(t, t)) for t in TYPES], label="Provider")
+    provider_type = forms.ChoiceField(
+        choices=[(t, TYPE_LABELS.get(t, t)) for t in CREDENTIAL_PROVIDER_TYPES], label="Provider"
+    )
     token = forms.CharField(
         max_length=4096,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),

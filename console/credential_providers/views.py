@@ -9,50 +9,27 @@ from __future__ import annotations
 import asyncio
 
 from django.contrib import messages
-from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderForm
-from console.service import Conflict, Invalid, NotFound
+from console.service import Conflict, Invalid
 from console.service import credential_providers as providers
-from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
 PICKER_MAX = 50
 
 
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"credential_providers:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, provider_id: str) -> providers.Provider:
-    try:
-        return await providers.get_provider(request.service, provider_id)
-    except NotFound:
-        raise Http404("No such credential provider") from None
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def provider_list(request):
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await providers.list_providers(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "labels": TYPE_LABELS}
     template = "credential_providers/list.html"
-    return await deferred.list_page(request, template, "providers-table", context, load)
+    context = {"labels": TYPE_LABELS}
+    return await searchable_list(request, template, "providers-table", providers.list_providers, context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -85,7 +62,7 @@ async def provider_create(request):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Credential provider “{made.label}” added.")
-                return done(request, _url(request, "detail", provider_id=made.id))
+                return done(request, org_reverse(request, "credential_providers:detail", provider_id=made.id))
     return render(request, "credential_providers/create.html", {"form": form})
 
 
@@ -94,7 +71,7 @@ async def provider_create(request):
 @org_view("viewer")
 async def provider_detail(request, provider_id: str):
     """The provider and its items (searchable); admins edit it in place."""
-    provider = await _get(request, provider_id)
+    provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
     initial = {"name": provider.name, "enabled": provider.enabled, "priority": provider.priority or 0}
     form = EditForm(initial=initial)
     if request.method == "POST":
@@ -121,7 +98,9 @@ async def provider_detail(request, provider_id: str):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, "Credential provider saved.")
-                return done(request, _url(request, "detail", provider_id=provider.id))
+                return done(
+                    request, org_reverse(request, "credential_providers:detail", provider_id=provider.id)
+                )
     query = request.GET.get("q", "").strip()
     items, items_error = [], ""
     try:
@@ -150,7 +129,7 @@ def _matching(items: list[providers.Item], query: str) -> list[providers.Item]:
 @require_http_methods(["POST"])
 @org_view("admin")
 async def provider_test(request, provider_id: str):
-    provider = await _get(request, provider_id)
+    provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
     async with audited(request, "credential_provider.test", target_id=provider.id) as entry:
         result = await providers.test_provider(request.service, provider.id)
         # The service ran the test (the row is ok); whether the provider answered is in the detail.
@@ -168,14 +147,14 @@ async def provider_test(request, provider_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def provider_delete(request, provider_id: str):
-    provider = await _get(request, provider_id)
+    provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
     if request.method == "POST":
         async with audited(
             request, "credential_provider.delete", target_id=provider.id, detail=provider.label
         ):
             await providers.delete_provider(request.service, provider.id)
         messages.success(request, f"Credential provider “{provider.label}” deleted.")
-        return done(request, _url(request, "list"))
+        return done(request, org_reverse(request, "credential_providers:list"))
     return render(request, "credential_providers/delete.html", {"provider": provider})
 
 

@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
@@ -28,10 +27,9 @@ from console.credentials.forms import (
     CredentialForm,
 )
 from console.service import Conflict, Forbidden, Invalid, NotFound, credential_providers, credentials
-from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
 TOTP_PERIOD = 30
@@ -39,36 +37,19 @@ TOTP_PERIOD = 30
 MAX_REFRESHES = 10
 
 
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"credentials:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _credential(request, credential_id: str):
-    try:
-        return await credentials.get_credential(request.service, credential_id)
-    except NotFound:
-        raise Http404("No such credential") from None
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def credential_list(request):
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
     domain = request.GET.get("domain", "").strip()
-
-    async def load() -> dict:
-        page = await credentials.list_credentials(
-            request.service,
-            limit=page_params.limit,
-            offset=page_params.offset,
-            query=query or None,
-            domain=domain or None,
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "domain": domain}
-    return await deferred.list_page(request, "credentials/list.html", "credentials-table", context, load)
+    template = "credentials/list.html"
+    return await searchable_list(
+        request,
+        template,
+        "credentials-table",
+        credentials.list_credentials,
+        {"domain": domain},
+        domain=domain or None,
+    )
 
 
 @sensitive_post_parameters(*SECRET_FIELDS)
@@ -94,7 +75,7 @@ async def credential_create(request):
             form.add_error(None, f"The service refused to keep another credential: {exc.message}")
         else:
             messages.success(request, f"Credential “{credential.name}” saved.")
-            return done(request, _url(request, "detail", credential_id=credential.id))
+            return done(request, org_reverse(request, "credentials:detail", credential_id=credential.id))
     context = {
         "form": form,
         "sso_providers": SSO_PROVIDERS,
@@ -132,7 +113,7 @@ def _prefill(item) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def credential_detail(request, credential_id: str):
-    credential = await _credential(request, credential_id)
+    credential = await get_or_404(credentials.get_credential(request.service, credential_id), "credential")
     return render(request, "credentials/detail.html", {"credential": credential})
 
 
@@ -140,7 +121,7 @@ async def credential_detail(request, credential_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def credential_edit(request, credential_id: str):
-    credential = await _credential(request, credential_id)
+    credential = await get_or_404(credentials.get_credential(request.service, credential_id), "credential")
     form = CredentialEditForm(request.POST if request.method == "POST" else None, credential=credential)
     if request.method == "POST" and form.is_valid():
         body = form.changes()
@@ -161,7 +142,7 @@ async def credential_edit(request, credential_id: str):
             raise Http404("No such credential") from None
         else:
             messages.success(request, f"Credential “{updated.name}” updated.")
-            return done(request, _url(request, "detail", credential_id=updated.id))
+            return done(request, org_reverse(request, "credentials:detail", credential_id=updated.id))
     context = {"credential": credential, "form": form, "sso_providers": SSO_PROVIDERS}
     return render(request, "credentials/edit.html", context, partial="credential-form")
 
@@ -169,7 +150,7 @@ async def credential_edit(request, credential_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def credential_delete(request, credential_id: str):
-    credential = await _credential(request, credential_id)
+    credential = await get_or_404(credentials.get_credential(request.service, credential_id), "credential")
     if request.method == "POST":
         try:
             async with audited(request, "credential.delete", target_id=credential.id, detail=credential.name):
@@ -178,7 +159,7 @@ async def credential_delete(request, credential_id: str):
             messages.info(request, f"Credential “{credential.name}” was already deleted.")
         else:
             messages.success(request, f"Credential “{credential.name}” deleted.")
-        return done(request, _url(request, "list"))
+        return done(request, org_reverse(request, "credentials:list"))
     return render(request, "credentials/delete.html", {"credential": credential})
 
 

@@ -12,7 +12,6 @@ import asyncio
 from datetime import UTC, datetime
 
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.models import AuditLog
@@ -29,8 +28,15 @@ from console.service import (
     projects,
 )
 from console.service import telemetry as telemetry_service
+from console.service.contract import (
+    BUILDING_DEPLOYMENT_STATUSES,
+    FAILED_FLOW_STATUSES,
+    FLOW_IN_PROGRESS,
+    NEEDS_AUTH,
+)
 from console.web import deferred
 from console.web.decorators import load_memberships, org_view
+from console.web.pages import org_reverse
 from console.web.render import render
 
 POLL_SECONDS = 10
@@ -42,9 +48,7 @@ TELEMETRY_SESSIONS = 5
 TELEMETRY_TIMEOUT = 2.0
 TELEMETRY_WINDOW = "1h"
 TELEMETRY_ROWS = 8
-ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
 AUDIT_ROWS = 8
-IN_PROGRESS = ("queued", "in_progress")
 
 
 @require_http_methods(["GET"])
@@ -56,11 +60,6 @@ async def home(request):
     if memberships:
         return redirect("dashboard", org_slug=memberships[0].org.slug)
     return render(request, "dashboard/no_org.html")
-
-
-def _url(request, name: str, query: str = "", **kwargs) -> str:
-    url = reverse(name, kwargs={"org_slug": request.org.slug, **kwargs})
-    return f"{url}?{query}" if query else url
 
 
 def _count(page) -> str:
@@ -120,7 +119,7 @@ async def _sessions(request) -> dict:
     limit = cap["project_cap"] or cap["org_cap"]
     return {
         "running": _count(page),
-        "running_url": _url(request, "browsers:list", "status=active"),
+        "running_url": org_reverse(request, "browsers:list", "status=active"),
         **cap,
         "fill": _permille(running, limit),
         "state": "error"
@@ -128,23 +127,25 @@ async def _sessions(request) -> dict:
         else "warn"
         if limit and running >= 0.8 * limit
         else "ok",
-        "limits_url": _url(request, "projects:list"),
+        "limits_url": org_reverse(request, "projects:list"),
     }
 
 
 async def _pools(request) -> dict:
     page = await pools.list_pools(request.service, limit=COUNT_LIMIT)
-    rows = [{"pool": pool, "url": _url(request, "pools:detail", pool_id=pool.id)} for pool in page.items]
-    return {"pool_rows": rows, "pools_more": page.has_more, "pools_url": _url(request, "pools:list")}
+    rows = [
+        {"pool": pool, "url": org_reverse(request, "pools:detail", pool_id=pool.id)} for pool in page.items
+    ]
+    return {"pool_rows": rows, "pools_more": page.has_more, "pools_url": org_reverse(request, "pools:list")}
 
 
 async def _auth(request) -> dict:
     page = await auth_connections.list_connections(request.service, limit=COUNT_LIMIT)
-    waiting = [c for c in page.items if c.status == "NEEDS_AUTH"]
+    waiting = [c for c in page.items if c.status == NEEDS_AUTH]
     rows = [
         {
             "connection": c,
-            "url": _url(request, "auth:detail", connection_id=c.id),
+            "url": org_reverse(request, "auth:detail", connection_id=c.id),
             "reason": _auth_reason(c),
         }
         for c in waiting
@@ -152,15 +153,15 @@ async def _auth(request) -> dict:
     return {
         "auth_rows": rows,
         "auth_more": page.has_more,
-        "auth_url": _url(request, "auth:list", "status=NEEDS_AUTH"),
+        "auth_url": org_reverse(request, "auth:list", "status=NEEDS_AUTH"),
     }
 
 
 def _auth_reason(connection) -> str:
-    if connection.flow_status == "IN_PROGRESS":
+    if connection.flow_status == FLOW_IN_PROGRESS:
         step = (connection.flow_step or "").replace("_", " ").lower()
         return f"Login in progress{': ' + step if step else ''}."
-    if connection.flow_status in ("FAILED", "EXPIRED", "CANCELED"):
+    if connection.flow_status in FAILED_FLOW_STATUSES:
         return f"Last login {connection.flow_status.lower()}" + (
             f": {connection.error_message}" if connection.error_message else "."
         )
@@ -175,11 +176,11 @@ async def _invocations(request) -> dict:
     )
     return {
         "running_invocations": _count(running),
-        "running_invocations_url": _url(request, "invocations:list", "status=running"),
+        "running_invocations_url": org_reverse(request, "invocations:list", "status=running"),
         "failed_invocations": _count(failed),
-        "failed_invocations_url": _url(request, "invocations:list", "since=1h&status=failed"),
+        "failed_invocations_url": org_reverse(request, "invocations:list", "since=1h&status=failed"),
         "failed_rows": [
-            {"inv": i, "url": _url(request, "invocations:detail", invocation_id=i.id)}
+            {"inv": i, "url": org_reverse(request, "invocations:detail", invocation_id=i.id)}
             for i in failed.items[:5]
         ],
     }
@@ -187,14 +188,14 @@ async def _invocations(request) -> dict:
 
 async def _deployments(request) -> dict:
     page = await deployments.list_deployments(request.service, limit=COUNT_LIMIT)
-    busy = [d for d in page.items if d.status in IN_PROGRESS]
+    busy = [d for d in page.items if d.status in BUILDING_DEPLOYMENT_STATUSES]
     return {
         "deploy_rows": [
-            {"deployment": d, "url": _url(request, "deployments:detail", deployment_id=d.id)}
+            {"deployment": d, "url": org_reverse(request, "deployments:detail", deployment_id=d.id)}
             for d in busy[:5]
         ],
         "deploy_count": f"{len(busy)}+" if page.has_more and busy else str(len(busy)),
-        "deploy_url": _url(request, "deployments:list", "status=in_progress"),
+        "deploy_url": org_reverse(request, "deployments:list", "status=in_progress"),
     }
 
 
@@ -222,7 +223,7 @@ async def _telemetry(request) -> dict:
             )
         except (TimeoutError, ServiceError):
             return session, [], False
-        rows = [presenters.row(e) for e in events.items if e.kind in ERROR_TYPES]
+        rows = [presenters.row(e) for e in events.items if e.kind in presenters.ERROR_TYPES]
         return session, [r for r in rows if r.severity in ("error", "warn")], True
 
     found = await asyncio.gather(*(errors_of(s) for s in sessions))
@@ -230,8 +231,11 @@ async def _telemetry(request) -> dict:
     for session, session_rows, answered in found:
         if not answered:
             unanswered.append(session.session_id)
-        link = _url(
-            request, "browsers:detail", "type=" + ",".join(ERROR_TYPES), session_id=session.session_id
+        link = org_reverse(
+            request,
+            "browsers:detail",
+            "type=" + ",".join(presenters.ERROR_TYPES),
+            session_id=session.session_id,
         )
         rows += [{"row": r, "session": session, "url": link} for r in session_rows]
     rows.sort(key=lambda item: item["row"].time or datetime.min.replace(tzinfo=UTC), reverse=True)
@@ -265,4 +269,4 @@ async def _usage(request) -> dict:
 
 async def _audit(request) -> dict:
     entries = [e async for e in AuditLog.objects.filter(org=request.org)[:AUDIT_ROWS]]
-    return {"audit_entries": entries, "audit_url": _url(request, "audit")}
+    return {"audit_entries": entries, "audit_url": org_reverse(request, "audit")}

@@ -5,11 +5,9 @@ import zipfile
 
 from django import forms
 
-from console.service.deployments import REGIONS
+from console.service.contract import BUILDING_DEPLOYMENT_STATUSES, DEPLOYMENT_REGIONS, DEPLOYMENT_STATUSES
 from console.web.forms import WriteOnlyTextarea  # environment variable values are write-only
 
-STATUSES = ("running", "failed", "stopped")
-IN_PROGRESS = ("queued", "in_progress")
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -26,7 +24,7 @@ class FilterForm(forms.Form):
         choices=[
             ("", "Any"),
             ("in_progress", "in progress (queued or building)"),
-            *((s, s) for s in STATUSES),
+            *((s, s) for s in DEPLOYMENT_STATUSES if s not in BUILDING_DEPLOYMENT_STATUSES),
         ],
     )
 
@@ -43,7 +41,7 @@ class FilterForm(forms.Form):
     def keeps(self, deployment) -> bool:
         wanted = self.cleaned_data.get("status")
         if wanted == "in_progress":
-            return deployment.status in IN_PROGRESS
+            return deployment.status in BUILDING_DEPLOYMENT_STATUSES
         return not wanted or deployment.status == wanted
 
 
@@ -60,7 +58,9 @@ class DeploymentForm(forms.Form):
     version = forms.CharField(
         label="Version", max_length=64, initial="latest", help_text="A label such as 1.2.0 or latest."
     )
-    region = forms.ChoiceField(label="Region", choices=[(r, r) for r in REGIONS], initial=REGIONS[0])
+    region = forms.ChoiceField(
+        label="Region", choices=[(r, r) for r in DEPLOYMENT_REGIONS], initial=DEPLOYMENT_REGIONS[0]
+    )
     env_vars = forms.CharField(
         label="Environment variables",
         required=False,

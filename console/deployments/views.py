@@ -2,59 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from django.contrib import messages
 from django.http import Http404
-from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.deployments.forms import DeploymentForm, FilterForm
-from console.live import Channel, Frame, relay_response, service_stream
+from console.live.runs import Run
 from console.service import Conflict, Invalid, NotFound, deployments
+from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
 from console.service.deployments import Deployment
-from console.service.records import parse_datetime
-from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import filtered_list, get_or_404, org_reverse
 from console.web.render import done, render
-
-SUMMARY = "deployments/detail.html#deployment-summary"
-LOG_LINE = "deployments/detail.html#log-line"
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"deployments:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, deployment_id: str) -> Deployment:
-    try:
-        return await deployments.get_deployment(request.service, deployment_id)
-    except NotFound:
-        raise Http404("No such deployment") from None
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_list(request):
-    page_params = paging(request)
     form = FilterForm(request.GET)
-
-    async def load() -> dict:
-        if not form.is_valid():
-            return {"page": None, "pager": None}
-        page = await deployments.list_deployments(
-            request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
-        )
-        page = replace(page, items=[d for d in page.items if form.keeps(d)])
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    return await deferred.list_page(
-        request, "deployments/list.html", "deployments-table", {"form": form}, load
-    )
+    list_call = deployments.list_deployments
+    return await filtered_list(request, "deployments/list.html", "deployments-table", list_call, form)
 
 
 @require_http_methods(["GET", "POST"])
@@ -94,7 +63,7 @@ async def deployment_create(request):
                 )
             else:
                 messages.success(request, f"Deployment {created.id} queued: follow its build below.")
-                return done(request, _url(request, "detail", deployment_id=created.id))
+                return done(request, org_reverse(request, "deployments:detail", deployment_id=created.id))
     return render(request, "deployments/new.html", {"form": form}, partial="deployment-create")
 
 
@@ -105,68 +74,34 @@ def summary_context(deployment: Deployment, org_slug: str) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_detail(request, deployment_id: str):
-    deployment = await _get(request, deployment_id)
+    deployment = await get_or_404(deployments.get_deployment(request.service, deployment_id), "deployment")
     return render(request, "deployments/detail.html", summary_context(deployment, request.org.slug))
 
 
-def _log_frame(line: dict) -> Frame:
-    return Frame(html=render_to_string(LOG_LINE, {"line": line}), event="log")
-
-
-def render_event(org_slug: str):
-    def render_one(event) -> list[Frame] | None:
-        data = event.data if isinstance(event.data, dict) else {}
-        kind = data.get("event")
-        at = parse_datetime(data.get("timestamp"))
-        if kind == "log":
-            return [_log_frame({"at": at, "kind": "log", "text": str(data.get("message", ""))})]
-        if kind == "deployment_state":
-            deployment = Deployment.from_json(data.get("deployment"))
-            reason = f" ({deployment.status_reason})" if deployment.status_reason else ""
-            return [
-                _log_frame(
-                    {
-                        "at": at,
-                        "kind": f"state state-{deployment.status}",
-                        "text": f"State: {deployment.status}{reason}",
-                    }
-                ),
-                Frame(html=render_to_string(SUMMARY, summary_context(deployment, org_slug)), event="state"),
-            ]
-        if kind == "app_version_summary":
-            actions = ", ".join(a.get("name", "?") for a in data.get("actions") or [] if isinstance(a, dict))
-            text = f"Serving {data.get('app_name')} {data.get('version')}: actions {actions or 'none'}"
-            return [_log_frame({"at": at, "kind": "summary", "text": text})]
-        if kind == "error":
-            error = data.get("error") if isinstance(data.get("error"), dict) else {}
-            text = f"Error from the service: {error.get('message') or error.get('code') or 'unknown'}"
-            return [_log_frame({"at": at, "kind": "error", "text": text})]
+def _version_summary(kind: str, data: dict) -> str | None:
+    if kind != "app_version_summary":
         return None
+    actions = ", ".join(a.get("name", "?") for a in data.get("actions") or [] if isinstance(a, dict))
+    return f"Serving {data.get('app_name')} {data.get('version')}: actions {actions or 'none'}"
 
-    return render_one
 
-
-def is_terminal(event) -> bool:
-    data = event.data if isinstance(event.data, dict) else {}
-    if data.get("event") != "deployment_state":
-        return False
-    return (data.get("deployment") or {}).get("status") in deployments.TERMINAL
+RUN = Run(
+    kind="deployment",
+    record=Deployment,
+    summary="deployments/detail.html#deployment-summary",
+    log_line="deployments/detail.html#log-line",
+    summary_context=summary_context,
+    terminal=TERMINAL_DEPLOYMENT_STATUSES,
+    ended_message="The deployment is stopped or failed: no more events.",
+    other=_version_summary,
+)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def deployment_events(request, deployment_id: str):
     """Build logs and state changes, relayed until the deployment is stopped or failed."""
-    svc = request.service
-    channel = Channel(
-        key=("deployment", request.org.pk, svc.project, deployment_id),
-        open=service_stream(svc, deployments.events_path(deployment_id)),
-        render=render_event(request.org.slug),
-        is_terminal=is_terminal,
-        replay_to_new_viewers=True,
-        ended_message="The deployment is stopped or failed: no more events.",
-    )
-    return relay_response(request, channel)
+    return RUN.relay(request, deployment_id, deployments.events_path(deployment_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -175,7 +110,7 @@ async def deployment_delete(request, deployment_id: str):
     """Confirm, then delete. The state read first says what happens (spec: state table): a running
     deployment is stopped and marked for deletion; a stopped or failed one is left unchanged."""
     require_role(request, "admin")
-    before = await _get(request, deployment_id)
+    before = await get_or_404(deployments.get_deployment(request.service, deployment_id), "deployment")
     if request.method == "POST":
         if before.terminal:
             outcome = f"was already {before.status}: nothing changed"
@@ -190,5 +125,5 @@ async def deployment_delete(request, deployment_id: str):
             messages.info(request, f"Deployment {deployment_id} {outcome}.")
         else:
             messages.success(request, f"Deployment {deployment_id} {outcome}.")
-        return done(request, _url(request, "detail", deployment_id=deployment_id))
+        return done(request, org_reverse(request, "deployments:detail", deployment_id=deployment_id))
     return render(request, "deployments/delete.html", {"dep": before}, partial="deployment-delete")

@@ -7,27 +7,21 @@ FILE_UPLOAD_MAX_MEMORY_SIZE), checked here, then streamed to the service from th
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, extensions
-from console.web import deferred
+from console.web import downloads
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import render
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"extensions:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 async def _upload(request, form: UploadForm) -> extensions.Extension | None:
@@ -74,7 +68,7 @@ async def extension_list(request):
                     request, f"Extension “{label}” uploaded ({filesizeformat(uploaded.size_bytes)})."
                 )
                 if not in_place:
-                    return HttpResponseRedirect(_url(request, "list"))
+                    return HttpResponseRedirect(org_reverse(request, "extensions:list"))
                 form = UploadForm()
         if in_place:
             context = {"form": form, "max_bytes": UploadForm.max_bytes()}
@@ -82,17 +76,9 @@ async def extension_list(request):
             if uploaded is not None:
                 trigger_client_event(response, "extensions-changed")
             return response
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await extensions.list_extensions(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "form": form, "max_bytes": UploadForm.max_bytes()}
-    return await deferred.list_page(request, "extensions/list.html", "extensions-table", context, load)
+    context = {"form": form, "max_bytes": UploadForm.max_bytes()}
+    template = "extensions/list.html"
+    return await searchable_list(request, template, "extensions-table", extensions.list_extensions, context)
 
 
 DISPOSITION_NAME = re.compile(r'filename\s*=\s*"?([^";]*)"?', re.IGNORECASE)
@@ -115,44 +101,23 @@ def _zip_name(disposition: str) -> str | None:
 @org_view("viewer")
 async def extension_download(request, id_or_name: str):
     """Stream the zip from the service to the browser, chunk by chunk."""
-    stack = AsyncExitStack()
-    try:
-        reply, chunks = await stack.enter_async_context(
-            extensions.download_extension(request.service, id_or_name)
-        )
-    except NotFound:
-        await stack.aclose()
-        raise Http404("No such extension") from None
-    except BaseException:
-        await stack.aclose()
-        raise
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    filename = _zip_name(reply.headers.get("content-disposition", "")) or _safe_name(id_or_name) + ".zip"
-    response = StreamingHttpResponse(body(), content_type="application/zip")
+    (reply, chunks), stack = await downloads.opened(
+        extensions.download_extension(request.service, id_or_name), "extension"
+    )
     # Always an attachment under a name of our own making: the service's header is read for the extension's
     # name only (a hostile one said ``inline; filename="../../evil.html"``).
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
-    return response
+    filename = _zip_name(reply.headers.get("content-disposition", "")) or _safe_name(id_or_name) + ".zip"
+    length = reply.headers.get("content-length")
+    return downloads.attachment(
+        chunks, stack, filename=filename, content_type="application/zip", length=length
+    )
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def extension_delete(request, id_or_name: str):
     """Confirm, then delete; the URL takes the extension's id or its name."""
-    try:
-        extension = await extensions.get_extension(request.service, id_or_name)
-    except NotFound:
-        raise Http404("No such extension") from None
+    extension = await get_or_404(extensions.get_extension(request.service, id_or_name), "extension")
     if request.method == "POST":
         try:
             async with audited(
@@ -162,6 +127,6 @@ async def extension_delete(request, id_or_name: str):
         except NotFound:
             raise Http404("No such extension") from None
         messages.success(request, f"Extension “{extension.label}” deleted.")
-        url = _url(request, "list")
+        url = org_reverse(request, "extensions:list")
         return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
     return render(request, "extensions/delete.html", {"extension": extension})

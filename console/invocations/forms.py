@@ -5,7 +5,7 @@ from datetime import datetime
 
 from django import forms
 
-from console.service.invocations import STATUSES
+from console.service.contract import INVOCATION_STATUSES
 
 DURATION = re.compile(r"^\d+[smhd]$")
 
@@ -17,7 +17,7 @@ class FilterForm(forms.Form):
     action_name = forms.CharField(label="Action", required=False, max_length=200)
     version = forms.CharField(label="Version", required=False, max_length=100)
     status = forms.ChoiceField(
-        label="Status", required=False, choices=[("", "Any"), *((s, s) for s in STATUSES)]
+        label="Status", required=False, choices=[("", "Any"), *((s, s) for s in INVOCATION_STATUSES)]
     )
     since = forms.CharField(
         label="Since",

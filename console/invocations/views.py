@@ -8,30 +8,22 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
-from django.template.loader import render_to_string
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.invocations.forms import FilterForm
-from console.live import Channel, Frame, relay_response, service_stream
+from console.live.runs import Run
 from console.service import Conflict, NotFound, invocations
+from console.service.contract import TERMINAL_INVOCATION_STATUSES
 from console.service.invocations import Invocation
-from console.service.records import parse_datetime
 from console.web import deferred
 from console.web.decorators import org_view, require_role
-from console.web.paging import pager, paging
+from console.web.pages import filtered_list, get_or_404, org_reverse, record_link
 from console.web.render import done, render
 
 # Outputs longer than this (characters or lines) start collapsed in a <details>.
 LARGE_CHARS = 2000
 LARGE_LINES = 40
-SUMMARY = "invocations/detail.html#invocation-summary"
-LOG_LINE = "invocations/detail.html#log-line"
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"invocations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 def json_block(value: Any, raw: Any) -> dict | None:
@@ -55,45 +47,19 @@ def summary_context(invocation: Invocation, org_slug: str) -> dict:
     }
 
 
-def browser_url(org_slug: str, session_id: str) -> str:
-    """The console page of a browser session, when the browsers section is installed."""
-    for kwarg in ("session_id", "browser_id", "id_or_name"):
-        try:
-            return reverse("browsers:detail", kwargs={"org_slug": org_slug, kwarg: session_id})
-        except NoReverseMatch:
-            continue
-    return ""
-
-
-async def _get(request, invocation_id: str) -> Invocation:
-    try:
-        return await invocations.get_invocation(request.service, invocation_id)
-    except NotFound:
-        raise Http404("No such invocation") from None
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_list(request):
-    page_params = paging(request)
     form = FilterForm(request.GET)
-
-    async def load() -> dict:
-        if not form.is_valid():
-            return {"page": None, "pager": None}
-        page = await invocations.list_invocations(
-            request.service, limit=page_params.limit, offset=page_params.offset, **form.filters()
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    return await deferred.list_page(
-        request, "invocations/list.html", "invocations-table", {"form": form}, load
-    )
+    list_call = invocations.list_invocations
+    return await filtered_list(request, "invocations/list.html", "invocations-table", list_call, form)
 
 
 async def _browsers(request, invocation_id: str) -> list[dict]:
     found = await invocations.list_browsers(request.service, invocation_id)
-    return [{"browser": b, "url": browser_url(request.org.slug, b.session_id)} for b in found]
+    return [
+        {"browser": b, "url": record_link(request, "browsers:detail", session_id=b.session_id)} for b in found
+    ]
 
 
 @require_http_methods(["GET"])
@@ -102,7 +68,9 @@ async def invocation_detail(request, invocation_id: str):
     """The frame at once; the invocation, then the browsers it made, load after (console/web/deferred.py)."""
 
     async def detail() -> dict:
-        invocation = await _get(request, invocation_id)
+        invocation = await get_or_404(
+            invocations.get_invocation(request.service, invocation_id), "invocation"
+        )
         return {
             **summary_context(invocation, request.org.slug),
             "payload": json_block(invocation.payload_value, invocation.payload),
@@ -110,7 +78,8 @@ async def invocation_detail(request, invocation_id: str):
 
     async def browsers() -> dict:
         invocation, found = await asyncio.gather(
-            _get(request, invocation_id), _browsers(request, invocation_id)
+            get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation"),
+            _browsers(request, invocation_id),
         )
         return {"inv": invocation, "browsers": found}
 
@@ -125,72 +94,29 @@ async def invocation_browsers(request, invocation_id: str):
     """The browsers partial, refreshed when the run finishes (and by its Refresh link)."""
     if not (request.htmx and request.htmx.target == "invocation-browsers"):
         # The Refresh link followed without htmx: the partial alone is no page, the invocation's is.
-        detail = reverse(
-            "invocations:detail", kwargs={"org_slug": request.org.slug, "invocation_id": invocation_id}
-        )
+        detail = org_reverse(request, "invocations:detail", invocation_id=invocation_id)
         return HttpResponseRedirect(f"{detail}#invocation-browsers")
-    invocation = await _get(request, invocation_id)
+    invocation = await get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation")
     context = {"inv": invocation, "browsers": await _browsers(request, invocation_id)}
     return render(request, "invocations/detail.html", context, partial="invocation-browsers")
 
 
-def _log_frame(line: dict) -> Frame:
-    return Frame(html=render_to_string(LOG_LINE, {"line": line}), event="log")
-
-
-def render_event(org_slug: str):
-    """Turn one upstream event into frames: log lines for the log pane, the summary on state changes."""
-
-    def render_one(event) -> list[Frame] | None:
-        data = event.data if isinstance(event.data, dict) else {}
-        kind = data.get("event")
-        at = parse_datetime(data.get("timestamp"))
-        if kind == "log":
-            return [_log_frame({"at": at, "kind": "log", "text": str(data.get("message", ""))})]
-        if kind == "invocation_state":
-            invocation = Invocation.from_json(data.get("invocation"))
-            text = f"State: {invocation.status}" + (
-                f" ({invocation.status_reason})" if invocation.status_reason else ""
-            )
-            summary = render_to_string(SUMMARY, summary_context(invocation, org_slug))
-            return [
-                _log_frame({"at": at, "kind": f"state state-{invocation.status}", "text": text}),
-                Frame(html=summary, event="state"),
-            ]
-        if kind == "error":
-            error = data.get("error") if isinstance(data.get("error"), dict) else {}
-            text = f"Error from the service: {error.get('message') or error.get('code') or 'unknown'}"
-            return [_log_frame({"at": at, "kind": "error", "text": text})]
-        return None  # sse_heartbeat and kinds this console does not know
-
-    return render_one
-
-
-def is_terminal(event) -> bool:
-    data = event.data if isinstance(event.data, dict) else {}
-    if data.get("event") != "invocation_state":
-        return False
-    return (data.get("invocation") or {}).get("status") in invocations.TERMINAL
+RUN = Run(
+    kind="invocation",
+    record=Invocation,
+    summary="invocations/detail.html#invocation-summary",
+    log_line="invocations/detail.html#log-line",
+    summary_context=summary_context,
+    terminal=TERMINAL_INVOCATION_STATUSES,
+    ended_message="The invocation has finished.",
+)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def invocation_events(request, invocation_id: str):
-    """Log lines and state changes, relayed from the invocation's events stream until a terminal state.
-
-    The upstream replays the run from its start on every connection, so new viewers get the history from
-    the hub's buffer; it is not resumable (the hub numbers the frames).
-    """
-    svc = request.service
-    channel = Channel(
-        key=("invocation", request.org.pk, svc.project, invocation_id),
-        open=service_stream(svc, invocations.events_path(invocation_id)),
-        render=render_event(request.org.slug),
-        is_terminal=is_terminal,
-        replay_to_new_viewers=True,
-        ended_message="The invocation has finished.",
-    )
-    return relay_response(request, channel)
+    """Log lines and state changes, relayed from the invocation's events stream until a terminal state."""
+    return RUN.relay(request, invocation_id, invocations.events_path(invocation_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -198,7 +124,7 @@ async def invocation_events(request, invocation_id: str):
 async def invocation_cancel(request, invocation_id: str):
     """Confirm, then cancel (the service marks the invocation failed); a finished one is explained."""
     require_role(request, "operator")
-    invocation = await _get(request, invocation_id)
+    invocation = await get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation")
     conflict = ""
     if request.method == "POST":
         try:
@@ -206,10 +132,12 @@ async def invocation_cancel(request, invocation_id: str):
                 invocation = await invocations.cancel_invocation(request.service, invocation_id)
         except Conflict as exc:
             conflict = exc.message
-            invocation = await _get(request, invocation_id)
+            invocation = await get_or_404(
+                invocations.get_invocation(request.service, invocation_id), "invocation"
+            )
         else:
             messages.success(request, "Invocation cancelled: it is marked failed.")
-            return done(request, _url(request, "detail", invocation_id=invocation_id))
+            return done(request, org_reverse(request, "invocations:detail", invocation_id=invocation_id))
     context = {"inv": invocation, "conflict": conflict}
     return render(request, "invocations/cancel.html", context, partial="invocation-cancel")
 
@@ -220,7 +148,8 @@ async def invocation_delete_browsers(request, invocation_id: str):
     """Confirm, then delete every browser session the invocation created."""
     require_role(request, "operator")
     invocation, browsers = await asyncio.gather(
-        _get(request, invocation_id), _browsers(request, invocation_id)
+        get_or_404(invocations.get_invocation(request.service, invocation_id), "invocation"),
+        _browsers(request, invocation_id),
     )
     if request.method == "POST":
         count = len(browsers)
@@ -231,6 +160,6 @@ async def invocation_delete_browsers(request, invocation_id: str):
         except NotFound:
             raise Http404("No such invocation") from None
         messages.success(request, f"Deleted the invocation's browser sessions ({count}).")
-        return done(request, _url(request, "detail", invocation_id=invocation_id))
+        return done(request, org_reverse(request, "invocations:detail", invocation_id=invocation_id))
     context = {"inv": invocation, "browsers": browsers}
     return render(request, "invocations/delete_browsers.html", context, partial="invocation-delete-browsers")

@@ -2,21 +2,24 @@
 
 A ``Channel`` says how to open its upstream stream and how to render one upstream event to HTML. The hub
 keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
-event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. Each viewer
-only holds its position in that log: publishing costs the same for 1 or 2000 viewers, and a viewer writes
-everything it has not sent yet as one chunk, so a burst costs one socket write per viewer, not one per
-event.
+event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. The source
+hands over every event one network read brought as one batch: the batch's frames are joined once into one
+entry of the log, and every viewer is woken once for it. Each viewer only holds its position in that log:
+publishing costs the same for 1 or 2000 viewers, and a viewer writes everything it has not sent yet as one
+chunk (the very entry the others write, when it keeps up; at most ``CHUNK_BYTES`` at once when it is far
+behind), so a burst costs one socket write per viewer per read from upstream, not one per event.
 
 Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
-itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer;
-the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels). The log keeps a bounded
-number of frames (``max_pending``): a viewer that falls further behind is told it lagged and resynchronises
-instead of stalling the others or holding memory.
+itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer
+(of frames, one by one); the upstream is resumed with ``Last-Event-ID`` after a drop (resumable channels).
+The log keeps a bounded number of frames and bytes (``max_pending``, ``max_pending_bytes``): a viewer that
+falls further behind is told it lagged and resynchronises instead of stalling the others or holding memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import html
 import logging
@@ -65,6 +68,8 @@ class Frame:
 @dataclass
 class Channel:
     key: Hashable
+    # ``open(last_event_id)`` yields OPENED once connected, then events, or lists of events (a batch: every
+    # event one read brought, as console.live.sources.ServiceStream yields them).
     open: Callable[[str | None], AsyncIterator[Any]]
     render: Callable[[Any], Frame | list[Frame] | None]
     resumable: bool = False
@@ -85,13 +90,13 @@ class Channel:
 def encode(frame: Frame, seq: int | str | None) -> bytes:
     """One SSE frame. Like every rendered template, its HTML shows control and bidi characters as symbols
     (console.web.text): frames built in Python (telemetry rows, status messages) get the same treatment."""
-    lines = []
-    if frame.event and frame.event != "message":
-        lines.append(f"event: {frame.event}")
+    head = f"event: {frame.event}\n" if frame.event and frame.event != "message" else ""
     if seq is not None:
-        lines.append(f"id: {seq}")
-    lines.extend(f"data: {line}" for line in (visible(frame.html).splitlines() or [""]))
-    return ("\n".join(lines) + "\n\n").encode()
+        head += f"id: {seq}\n"
+    text = visible(frame.html)
+    if not (text.isascii() and "\n" not in text and "\r" not in text):  # (else one line, as a row is)
+        text = "\ndata: ".join(text.splitlines() or [""])
+    return f"{head}data: {text}\n\n".encode()
 
 
 def status_frame(state: str, message: str = "") -> bytes:
@@ -109,43 +114,86 @@ def status_frame(state: str, message: str = "") -> bytes:
 END = object()
 # Events the upstream reader handles before giving viewers a turn to write.
 YIELD_EVERY = 256
+# The most a viewer writes at once, as one ASGI message (console.asgi sends a message of this size whole):
+# a burst is a few writes per viewer; a viewer far behind catches up in several, not one copy of its backlog.
+CHUNK_BYTES = 256 * 1024
 
 
 class FrameLog:
-    """Encoded frames of one broadcast, appended once and read by every viewer from its own position."""
+    """Encoded frames of one broadcast, appended once and read by every viewer from its own position.
+
+    Frames come in batches (every event one upstream read brought), and each batch is joined once into one
+    entry: a viewer that keeps up writes that very entry, as every other viewer does, not a copy of its own.
+    Positions count entries; the bounds count frames and bytes."""
 
     def __init__(self, cap: int, max_bytes: int | None = None):
-        self.frames: list[bytes] = []
-        self.base = 0  # the absolute position of frames[0]
+        self.entries: list[bytes] = []
+        self.base = 0  # the absolute position of entries[0]
+        # Where each entry starts, in frames and in bytes ever appended (for the bounds, and to read by size).
+        self.firsts: list[int] = []
+        self.starts: list[int] = []
+        self.count = 0  # frames ever appended
+        self.total = 0  # bytes ever appended
         self.cap = cap
         # Bytes as well as frames: a frame may be large (a 64 KiB chunk of output renders to some 360 KiB,
         # a service's event may be 16 MiB), and 10 000 of them were kept whatever their size.
         self.max_bytes = max_bytes
-        self.size = 0
         self.changed = asyncio.Event()
 
     @property
     def end(self) -> int:
-        return self.base + len(self.frames)
+        return self.base + len(self.entries)
+
+    @property
+    def frames(self) -> int:
+        """Frames kept."""
+        return self.count - self.firsts[0] if self.entries else 0
+
+    @property
+    def size(self) -> int:
+        """Bytes kept."""
+        return self.total - self.starts[0] if self.entries else 0
+
+    def frame_at(self, pos: int) -> int:
+        """The number of the first frame at absolute position ``pos`` (the next one appended at the end)."""
+        return self.firsts[pos - self.base] if pos < self.end else self.count
 
     def append(self, chunk: bytes) -> None:
-        self.frames.append(chunk)
-        self.size += len(chunk)
+        self.extend([chunk])
+
+    def extend(self, chunks: list[bytes]) -> None:
+        """Add a batch of frames (joined once; every viewer is woken once for all of them)."""
+        if not chunks:
+            return
+        entry = b"".join(chunks)  # (one frame: that frame itself)
+        self.entries.append(entry)
+        self.firsts.append(self.count)
+        self.starts.append(self.total)
+        self.count += len(chunks)
+        self.total += len(entry)
         too_big = self.max_bytes is not None and self.size > 2 * self.max_bytes
-        if len(self.frames) > 2 * self.cap or too_big:
-            # Trimmed in steps, not per frame; whoever is further behind than this has lagged.
-            drop = max(len(self.frames) - self.cap, 0)
-            dropped = sum(len(frame) for frame in self.frames[:drop])
+        if self.frames > 2 * self.cap or too_big:
+            # Trimmed in steps, not per entry, to the newest ``cap`` frames and ``max_bytes`` (the last entry
+            # always); whoever is further behind than this has lagged.
+            drop = bisect.bisect_left(self.firsts, self.count - self.cap)
             if self.max_bytes is not None:
-                while drop < len(self.frames) - 1 and self.size - dropped > self.max_bytes:
-                    dropped += len(self.frames[drop])
-                    drop += 1
-            del self.frames[:drop]
+                drop = max(drop, bisect.bisect_left(self.starts, self.total - self.max_bytes))
+            drop = min(drop, len(self.entries) - 1)
+            del self.entries[:drop]
+            del self.firsts[:drop]
+            del self.starts[:drop]
             self.base += drop
-            self.size -= dropped
         # Wake everyone waiting; later waits need a fresh (unset) event.
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
+
+    def after(self, pos: int, limit: int) -> list[bytes]:
+        """The entries from absolute position ``pos`` on, at most ``limit`` bytes of them (at least one)."""
+        first = pos - self.base
+        if self.total - self.starts[first] <= limit:
+            return self.entries[first:]
+        last = bisect.bisect_right(self.starts, self.starts[first] + limit, first + 1) - 1
+        return self.entries[first : max(last, first + 1)]
 
 
 class Viewer:
@@ -154,14 +202,16 @@ class Viewer:
     def __init__(self, broadcast: Broadcast):
         self.broadcast = broadcast
         self.pos = broadcast.log.end
+        self.frame = broadcast.log.count  # the number of the next frame of the log it will send
         self.private: list[bytes] = []  # replayed frames and the current status, sent before the log
-        self.lagged = 0
+        self.lagged = 0  # frames it missed, being too slow
 
     def push(self, chunk: bytes) -> None:
         self.private.append(chunk)
 
     async def next_chunk(self, keepalive: float) -> bytes | object | None:
-        """Everything not sent yet (one chunk), None after ``keepalive`` seconds of silence, END when over."""
+        """What it has not sent yet, as one chunk (of at most about ``CHUNK_BYTES``: a viewer far behind
+        catches up in several), None after ``keepalive`` seconds of silence, END when over."""
         log = self.broadcast.log
         if not self.private and self.pos >= log.end and not self.broadcast.ended:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that races
@@ -175,14 +225,16 @@ class Viewer:
         parts, self.private = self.private, []
         if self.pos < log.base:
             # Too slow: the frames it missed are gone. Say so; the pane resynchronises.
-            self.lagged += log.base - self.pos
+            self.lagged += log.frame_at(log.base) - self.frame
             parts += [status_frame("lagged"), encode(Frame(html="", event="resync"), None)]
             self.pos = log.base
         if self.pos < log.end:
-            parts.extend(log.frames[self.pos - log.base :])
-            self.pos = log.end
+            entries = log.after(self.pos, CHUNK_BYTES)
+            parts.extend(entries)
+            self.pos += len(entries)
+        self.frame = log.frame_at(self.pos)
         if parts:
-            return b"".join(parts)
+            return b"".join(parts)  # (a single entry: that entry itself, shared with the other viewers)
         return END if self.broadcast.ended else None
 
     @property
@@ -264,16 +316,15 @@ class Broadcast:
 
     # Fan-out ---------------------------------------------------------------------------------------
 
-    def _publish(self, chunk: bytes, seq) -> None:
-        if seq is not None:
-            if len(self.buffer) == self.buffer.maxlen:
-                self.buffer_size -= len(self.buffer[0][1])
-            self.buffer.append((seq, chunk))
-            self.buffer_size += len(chunk)
-            # The newest frames within ``hub.buffer_bytes`` (the last one always).
-            while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
-                self.buffer_size -= len(self.buffer.popleft()[1])
-        self.log.append(chunk)
+    def _keep(self, chunk: bytes, seq) -> None:
+        """Keep a numbered frame in the replay buffer for browsers that reconnect."""
+        if len(self.buffer) == self.buffer.maxlen:
+            self.buffer_size -= len(self.buffer[0][1])
+        self.buffer.append((seq, chunk))
+        self.buffer_size += len(chunk)
+        # The newest frames within ``hub.buffer_bytes`` (the last one always).
+        while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
+            self.buffer_size -= len(self.buffer.popleft()[1])
 
     def _set_status(self, state: str, message: str = "") -> None:
         self.state = state
@@ -282,13 +333,38 @@ class Broadcast:
 
     def _end(self, state: str = "ended", message: str = "") -> None:
         self._set_status(state, message or self.channel.ended_message)
-        self._publish(
-            encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None), None
+        self.log.append(
+            encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None)
         )
         self.ended = True
         self.log.changed.set()  # wake viewers waiting for more: there is no more
 
-    def _deliver(self, event: Any) -> None:
+    def _deliver(self, batch: list[Any]) -> tuple[int, bool]:
+        """Render a batch of upstream events into the log, each once whoever watches, and wake every viewer
+        once for the whole batch: how many were new (not seen before a reconnect), and whether the last was
+        the stream's end."""
+        out: list[bytes] = []
+        fresh = 0
+        try:
+            for event in batch:
+                upstream_id = getattr(event, "id", None)
+                if (
+                    self.channel.resumable
+                    and upstream_id is not None
+                    and _seen(upstream_id, self.last_upstream_id)
+                ):
+                    continue
+                if upstream_id is not None:
+                    self.last_upstream_id = upstream_id
+                fresh += 1
+                self._render(event, out)
+                if self.channel.is_terminal is not None and self.channel.is_terminal(event):
+                    return fresh, True
+            return fresh, False
+        finally:
+            self.log.extend(out)  # what was rendered, even when a later event's rendering failed
+
+    def _render(self, event: Any, out: list[bytes]) -> None:
         rendered = self.channel.render(event)
         if rendered is None:
             return
@@ -297,7 +373,9 @@ class Broadcast:
             if seq is None:
                 seq = self.next_seq
                 self.next_seq += 1
-            self._publish(encode(frame, seq), seq)
+            chunk = encode(frame, seq)
+            self._keep(chunk, seq)
+            out.append(chunk)
 
     # Upstream --------------------------------------------------------------------------------------
 
@@ -368,30 +446,24 @@ class Broadcast:
                 dropped = False
                 try:
                     last = self.last_upstream_id if channel.resumable else None
-                    async for event in channel.open(last):
+                    async for item in channel.open(last):
                         self._heard()
-                        if event is OPENED:
+                        if item is OPENED:
                             self.upstream_stalled = False
                             self._set_status("live")
                             continue
-                        upstream_id = getattr(event, "id", None)
-                        if (
-                            channel.resumable
-                            and upstream_id is not None
-                            and _seen(upstream_id, self.last_upstream_id)
-                        ):
-                            continue
-                        if upstream_id is not None:
-                            self.last_upstream_id = upstream_id
-                        failures = 0
-                        self._deliver(event)
-                        delivered += 1
-                        if delivered % YIELD_EVERY == 0:
-                            # A burst arrives as one read: let viewers write out what they have meanwhile.
-                            await asyncio.sleep(0)
-                        if channel.is_terminal is not None and channel.is_terminal(event):
+                        # A source yields an event, or a batch of them (all that one read brought).
+                        fresh, terminal = self._deliver(item if isinstance(item, list) else [item])
+                        if fresh:
+                            failures = 0
+                        if terminal:
                             self._end()
                             return
+                        delivered += fresh
+                        if delivered >= YIELD_EVERY:
+                            # A burst arrives in large reads: let viewers write out what they have meanwhile.
+                            delivered = 0
+                            await asyncio.sleep(0)
                 except errors.StreamDropped as exc:
                     dropped = True
                     log.info("upstream %s dropped: %s", channel.key, exc.message)

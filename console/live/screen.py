@@ -7,32 +7,17 @@ number of the last frame it sent; when it is ready for more it takes whatever is
 skips frames and memory does not grow with the number of viewers or their speed. A viewer can also ask for
 a lower rate (the session wall's thumbnails take at most one frame a second from the same upstream).
 
-The upstream: ``websockets`` (already a dependency, maintained, asyncio-native) speaks to the session's
-``cdp_ws_url``; the CDP messages are plain JSON, so Playwright's ``connect_over_cdp`` (a browser-level
-driver process and its protocol on top) would only add weight. The relay attaches to the session's page
-target (``Target.attachToTarget`` with ``flatten``), starts ``Page.startScreencast`` and acks each frame as
-soon as it arrives, so Chromium's pace never depends on the slowest viewer. The frame's base64 JPEG is
-passed through to the browsers as it came (no re-encoding).
+The upstream: the relay speaks to the session's ``cdp_ws_url`` through console/live/cdp.py (a small CDP
+client: the URL checked and never shown, messages read within bounds and budgets), attaches to the
+session's page target (``Target.attachToTarget`` with ``flatten``), starts ``Page.startScreencast`` and has
+each frame acked as soon as it arrives, so Chromium's pace never depends on the slowest viewer. The
+frame's base64 JPEG is passed through to the browsers as it came (no re-encoding). The upstream closes
+``linger`` seconds after the last viewer left.
 
-The URL (it carries the session's ``jwt``) never leaves this process: it is checked like the service's
-base URL (``ws``/``wss`` only, the same public-address rule), the address actually connected to is checked
-again before the handshake is written, no redirect is followed, and it is neither logged nor shown (nor is
-any websockets error text, which may quote it). The upstream closes ``linger`` seconds after the last viewer
-left.
-
-What the upstream sends is not trusted, and its cost is bounded:
-
-- a message is at most ``MAX_MESSAGE``; one larger than ``SMALL`` is never parsed whole: a frame's base64 is
-  cut out where Chromium writes it (``"data":"`` in the first ``HEAD`` characters, up to the next quote)
-  and only the rest is parsed; a large message that is not a frame is dropped unread;
-- a frame is kept as it came, newest wins, and checked only when a viewer takes it (``frame_problem``:
-  plain base64, so an SSE line cannot be ended from upstream; a JPEG, by its own header, of at most
-  ``MAX_SIDE`` pixels a side): frames nobody takes cost their reading and nothing else. A bad frame is
-  dropped and counted; ``BAD_FRAMES`` in a row and the upstream is treated as broken;
-- messages the relay did not ask for (not a reply to one of its commands, not a frame of its page) and
-  frames each have a budget (``Budget``: so many a second, by size); beyond it they are dropped, and a
-  sustained excess ends the upstream with an error instead of costing the process for as long as
-  someone watches.
+A frame is kept as it came, newest wins, and checked only when a viewer takes it (``frame_problem``: plain
+base64, so an SSE line cannot be ended from upstream; a JPEG, by its own header, of at most ``MAX_SIDE``
+pixels a side): frames nobody takes cost their reading and nothing else. A bad frame is dropped and
+counted; ``BAD_FRAMES`` in a row and the upstream is treated as broken.
 
 Never imports Django.
 """
@@ -42,19 +27,16 @@ from __future__ import annotations
 import asyncio
 import binascii
 import contextlib
-import itertools
 import json
 import logging
 import math
 import re
-import socket
 import time
-import urllib.parse
 import weakref
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
-from console.service import targets
+from console.live import cdp
 from console.service.errors import ServiceError
 from console.web.text import visible
 
@@ -70,12 +52,7 @@ STATES = {
     "refused": "Refused by the service",
     "paused": "Paused",
 }
-OPEN_TIMEOUT = 10.0
-COMMAND_TIMEOUT = 10.0
 MAX_RECONNECTS = 5
-# The largest CDP message the relay reads: a screencast frame of the largest viewport (a few hundred KB of
-# base64 JPEG) with room to spare; a bigger message closes the connection (1009) instead of filling memory.
-MAX_MESSAGE = 8 * 1024 * 1024
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
@@ -83,25 +60,8 @@ FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
 # a bigger image (a decompression bomb for every viewer's browser) is dropped.
 MAX_SIDE = 4096
 BAD_FRAMES = 10  # frames in a row failing the check before the upstream counts as broken
-SMALL = 64 * 1024  # a message parsed whole; a larger one must be a frame, parsed with its data cut out
-HEAD = 1024  # where a frame's data must start (Chromium writes it first) to be cut out cheaply
-DATA_KEY = re.compile(r'"data"\s*:\s*"')
-# Budgets in tokens (``cost``: one a message and one per 64 KiB). Chromium sends a handful of events the
-# relay did not ask for over a whole session; frames come at most at the display's rate, a few hundred KB
-# each (1080p at 60 a second is about 20 MB/s): 64 MiB/s, and 64 MiB at once, is far above either.
-UNSOLICITED_BUDGET = {"rate": 50, "burst": 200, "flood": 2000}
-FRAME_BUDGET = {"rate": 1024, "burst": 1024, "flood": 4096}
 # The JPEG markers that start a frame header (SOF0..SOF15 but DHT, JPG and DAC): they carry its size.
 JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-class ScreenUnavailable(Exception):
-    """The session has no usable CDP endpoint (missing, not allowed, refused, no page): no relayed screen."""
-
-
-class Busy(Exception):
-    """The service refused the CDP connection for now (429: no browser free, a rate limit): said in words,
-    not retried in a loop (a retry is the viewer's to ask for)."""
 
 
 @dataclass
@@ -121,56 +81,6 @@ class Source:
     locate: Callable[[], Awaitable[Target]]
     allow_private: bool = False
     quality: int = 70
-
-
-async def check_cdp_url(url: str | None, *, allow_private: bool) -> None:
-    """Raise ScreenUnavailable unless the console may open ``url`` (the base URL rule, over ws/wss)."""
-    if not url:
-        raise ScreenUnavailable("the session has no cdp_ws_url")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("ws", "wss"):
-        raise ScreenUnavailable("the session's cdp_ws_url is not a ws:// or wss:// URL")
-    as_http = urllib.parse.urlunsplit(parts._replace(scheme="http" if parts.scheme == "ws" else "https"))
-    try:
-        await targets.acheck_url(as_http, allow_private=allow_private)
-    except targets.ForbiddenTarget as exc:
-        raise ScreenUnavailable(
-            exc.message.replace("the service base URL", "the session's cdp_ws_url")
-        ) from None
-
-
-class Budget:
-    """A token bucket that runs into debt: ``take`` says whether a message of ``cost`` tokens is within
-    ``rate`` tokens a second (after a ``burst``); what is beyond is dropped and still owed, and a debt of
-    ``flood`` tokens (a sustained excess, not a burst) raises ``Flooded``."""
-
-    def __init__(self, what: str, *, rate: float, burst: float, flood: float):
-        self.what = what
-        self.rate, self.burst, self.flood = rate, burst, flood
-        self.level = burst
-        self.at = time.monotonic()
-        self.dropped = 0
-
-    def take(self, cost: float) -> bool:
-        now = time.monotonic()
-        self.level = min(self.burst, self.level + (now - self.at) * self.rate)
-        self.at = now
-        self.level -= cost
-        if self.level >= 0:
-            return True
-        self.dropped += 1
-        if self.level < -self.flood:
-            raise Flooded(f"the CDP endpoint flooded the relay with {self.what} ({self.dropped:,} dropped)")
-        return False
-
-
-def cost(raw: str | bytes) -> int:
-    """A message's tokens: one, and one per 64 KiB (the reading, not the parsing, is most of the cost)."""
-    return 1 + len(raw) // 65536
-
-
-class Flooded(Exception):
-    """The upstream sent far more than its budget, for long enough: it is ended, not read on."""
 
 
 def frame_problem(data: object, metadata: object) -> str:
@@ -301,7 +211,7 @@ class Screen:
     frames_bad: int = 0  # frames dropped by the check
     bad_in_row: int = 0
     connections: int = 0  # upstream connections opened over the screen's life
-    upstream: _Cdp | None = None  # the current connection (its budgets' counts)
+    upstream: cdp.Cdp | None = None  # the current connection (its budgets' counts)
     heard_at: float = 0.0  # event-loop time of the upstream's last message
     stalled: bool = False  # silent, and a probe went unanswered: until it is heard again
     probes: int = 0  # probes sent (a test figure)
@@ -362,7 +272,7 @@ class Screen:
             self.stalled = False
             self._set_status("live")
 
-    async def _watch(self, cdp: _Cdp) -> None:
+    async def _watch(self, client: cdp.Cdp) -> None:
         """A page that does not change sends no frames: silence alone says nothing. After
         ``hub.probe_after`` s of it the browser is asked something cheap (``Target.getTargets``); no
         answer within ``hub.probe_timeout`` s, and still nothing else from it: "stalled" (a frozen
@@ -377,7 +287,7 @@ class Screen:
             self.probes += 1
             try:
                 async with asyncio.timeout(self.hub.probe_timeout):
-                    await cdp.call("Target.getTargets")
+                    await client.call("Target.getTargets")
             except TimeoutError:
                 if self.heard_at < asked:
                     self.stalled = True
@@ -440,13 +350,13 @@ class Screen:
                     if target.ended:
                         self._end("ended", "no more frames will arrive")
                         return
-                    await check_cdp_url(target.cdp_ws_url, allow_private=self.source.allow_private)
+                    await cdp.check_cdp_url(target.cdp_ws_url, allow_private=self.source.allow_private)
                     self.connections += 1
                     await self._read(target)
-                except Busy as exc:
+                except cdp.Busy as exc:
                     self._end("refused", str(exc))
                     return
-                except ScreenUnavailable as exc:
+                except cdp.EndpointUnavailable as exc:
                     if first or self.frames_in == 0:
                         self._end("unavailable", str(exc))
                         return
@@ -455,9 +365,9 @@ class Screen:
                     dropped = type(exc).__name__
                 except ServiceError as exc:
                     dropped = exc.message
-                except _Closed as exc:
+                except cdp.Closed as exc:
                     dropped = str(exc)
-                except Flooded as exc:
+                except cdp.Flooded as exc:
                     # Not a dropped connection: an upstream that floods would flood again.
                     log.info("screen %s: %s", self.source.key[0], exc)
                     self._end("unavailable", str(exc))
@@ -490,45 +400,13 @@ class Screen:
             self._end("unavailable", f"the screen relay failed ({type(exc).__name__})")
 
     async def _read(self, target: Target) -> None:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
-
-        # The TCP connection is opened (and its address checked) here, before a byte of the handshake is
-        # written; websockets follows no redirect over a socket it was given.
-        sock = await _open_socket(target.cdp_ws_url, allow_private=self.source.allow_private)
-        try:
-            upstream = await connect(
-                target.cdp_ws_url,
-                sock=sock,
-                max_size=MAX_MESSAGE,
-                open_timeout=OPEN_TIMEOUT,
-                compression=None,
-            )
-        except InvalidStatus as exc:
-            sock.close()
-            status = exc.response.status_code
-            said = _refusal_words(exc.response.body, target.cdp_ws_url)
-            if status == 429:
-                raise Busy(f"busy{said}") from None
-            if status >= 500:
-                # A browser still starting: try again like a dropped connection (then say what it said).
-                raise _Closed(f"the CDP endpoint answered {status}{said}") from None
-            raise ScreenUnavailable(
-                f"the CDP endpoint refused the connection ({_short(exc)}){said}"
-            ) from None
-        except (InvalidHandshake, InvalidURI, ValueError) as exc:
-            # Never the exception's text: websockets quotes the URL (and so the jwt) in some of them.
-            sock.close()
-            raise ScreenUnavailable(f"the CDP endpoint refused the connection ({_short(exc)})") from None
-        except BaseException:
-            sock.close()
-            raise
+        upstream = await cdp.open_connection(target.cdp_ws_url, allow_private=self.source.allow_private)
         async with upstream:
-            cdp = self.upstream = _Cdp(upstream)
-            reader = asyncio.get_running_loop().create_task(cdp.read(self))
+            client = self.upstream = cdp.Cdp(upstream)
+            reader = asyncio.get_running_loop().create_task(client.read(self))
             try:
-                page = await cdp.page_session()
-                await cdp.call(
+                page = await client.page_session()
+                await client.call(
                     "Page.startScreencast",
                     {
                         "format": FORMAT,
@@ -540,14 +418,12 @@ class Screen:
                 )
                 self.heard()
                 self._set_status("live")
-                watcher = asyncio.get_running_loop().create_task(self._watch(cdp))
+                watcher = asyncio.get_running_loop().create_task(self._watch(client))
                 try:
                     await reader
                 finally:
                     watcher.cancel()
-            except ConnectionClosed as exc:
-                raise _Closed(_short(exc)) from None
-            except Flooded:
+            except cdp.Flooded:
                 upstream.transport.abort()  # no closing handshake for it to stall (close_timeout is 10 s)
                 raise
             except asyncio.CancelledError:
@@ -558,208 +434,6 @@ class Screen:
                 reader.cancel()
                 with contextlib.suppress(BaseException):
                     await reader
-
-
-class _Closed(Exception):
-    pass
-
-
-async def _open_socket(url: str, *, allow_private: bool) -> socket.socket:
-    """A TCP connection to ``url``'s host, to an address the relay may reach (checked on the address
-    connected to, so a name that resolves elsewhere a moment after ``check_cdp_url`` gets nothing)."""
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "wss" else 80)
-    except ValueError:
-        raise ScreenUnavailable("the session's cdp_ws_url has an invalid port") from None
-    loop = asyncio.get_running_loop()
-    async with asyncio.timeout(OPEN_TIMEOUT):
-        infos = await loop.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-        failed: OSError | None = None
-        for family, kind, proto, _, address in infos:
-            reason = targets.refusal(str(address[0]), allow_private=allow_private)
-            if reason:
-                raise ScreenUnavailable(f"the session's cdp_ws_url reached {reason}")
-            sock = socket.socket(family, kind, proto)
-            sock.setblocking(False)
-            try:
-                await loop.sock_connect(sock, address)
-            except OSError as exc:
-                sock.close()
-                failed = exc
-                continue
-            except BaseException:
-                sock.close()
-                raise
-            return sock
-    raise failed or OSError("the session's cdp_ws_url's host has no address")
-
-
-def _refusal_words(body: bytes | bytearray, url: str | None) -> str:
-    """What a refused handshake's body says (the service's error ``code: message``, or its first line of
-    text), short, for the viewer: ", <words>" or "". Never a secret of the URL it was refused for."""
-    text = bytes(body[:4096]).decode("utf-8", "replace").strip()
-    try:
-        error = json.loads(text)
-    except ValueError:
-        error = None
-    if isinstance(error, dict) and isinstance(error.get("error"), dict):
-        error = error["error"]  # {"error": {"code", "message"}} as well as {"code", "message"}
-    if isinstance(error, dict):
-        parts = [
-            str(error.get(k)) for k in ("code", "message") if isinstance(error.get(k), str) and error.get(k)
-        ]
-        text = ": ".join(parts)
-    else:
-        text = text.splitlines()[0] if text else ""
-    for _, value in urllib.parse.parse_qsl(urllib.parse.urlsplit(url or "").query):
-        if len(value) >= 8:
-            text = text.replace(value, "[redacted]")
-    text = text[:300]
-    return f" ({text})" if text else ""
-
-
-def _short(exc: Exception) -> str:
-    # websockets' messages may quote the request line (and so the jwt): keep its class and status only.
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    return f"HTTP {status}" if status else type(exc).__name__
-
-
-class _Cdp:
-    """Just enough of a CDP client: numbered commands awaiting their replies, frames handed to the screen."""
-
-    def __init__(self, socket):
-        self.socket = socket
-        self.ids = itertools.count(1)
-        self.replies: dict[int, asyncio.Future] = {}
-        self.acks: set[int] = set()  # acks whose reply has not come (a reply to one is not unsolicited)
-        self.page: str | None = None
-        self.detached = False
-        self.unsolicited = Budget("messages it did not ask for", **UNSOLICITED_BUDGET)
-        self.frames = Budget("frames", **FRAME_BUDGET)
-
-    async def call(self, method: str, params: dict | None = None, *, session: str | None = None) -> dict:
-        number = next(self.ids)
-        message: dict = {"id": number, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        future = asyncio.get_running_loop().create_future()
-        self.replies[number] = future
-        await self.socket.send(json.dumps(message))
-        try:
-            async with asyncio.timeout(COMMAND_TIMEOUT):
-                reply = await future
-        finally:
-            self.replies.pop(number, None)
-        if "error" in reply:
-            raise ScreenUnavailable(f"{method} failed: {str(reply['error'].get('message', ''))[:200]}")
-        return reply.get("result") or {}
-
-    async def page_session(self) -> str:
-        found = await self.call("Target.getTargets")
-        pages = [t for t in found.get("targetInfos", []) if t.get("type") == "page"]
-        if not pages:
-            raise ScreenUnavailable("the browser has no page to show")
-        attached = await self.call(
-            "Target.attachToTarget", {"targetId": pages[0]["targetId"], "flatten": True}
-        )
-        self.page = attached.get("sessionId")
-        if not self.page:
-            raise ScreenUnavailable("could not attach to the session's page")
-        return self.page
-
-    async def read(self, screen: Screen) -> None:
-        why = "the CDP connection closed"
-        try:
-            await self._read(screen)
-        except Flooded as exc:
-            why = exc
-            raise
-        finally:
-            # Whoever waits for a reply will not get one: fail them now rather than at their timeout (with
-            # the flood, if it was one: that is no dropped connection to come back to).
-            for future in self.replies.values():
-                if not future.done():
-                    future.set_exception(Flooded(str(why)) if isinstance(why, Flooded) else _Closed(why))
-
-    async def _read(self, screen: Screen) -> None:
-        async for raw in self.socket:
-            screen.heard()
-            message, data = split(raw)
-            if message is None:  # not JSON, or large and no frame: dropped unparsed
-                self.unsolicited.take(cost(raw))
-                continue
-            number = message.get("id")
-            if isinstance(number, int) and (number in self.replies or number in self.acks):
-                self.acks.discard(number)
-                future = self.replies.get(number)
-                if future is not None and not future.done():
-                    future.set_result(message)
-                continue
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
-            if (
-                number is None
-                and message.get("method") == "Page.screencastFrame"
-                and message.get("sessionId") == self.page
-            ):
-                # Ack first: Chromium sends the next frame when this one is acknowledged (even one over the
-                # budget, or a legitimate Chromium would wait for ever).
-                ack = next(self.ids)
-                self.acks.add(ack)
-                if len(self.acks) > 64:  # an upstream that never answers them
-                    self.acks.discard(min(self.acks))
-                command = {
-                    "id": ack,
-                    "sessionId": self.page,
-                    "method": "Page.screencastFrameAck",
-                    "params": {"sessionId": params.get("sessionId")},
-                }
-                await self.socket.send(json.dumps(command))
-                if self.frames.take(cost(raw)):
-                    screen.arrive(params.get("data") if data is None else data, params.get("metadata"))
-            elif self.unsolicited.take(cost(raw)) and _ends_page(message, self.page):
-                raise _Closed(str(message.get("method")))
-
-
-def split(raw: str | bytes) -> tuple[dict | None, str | None]:
-    """A CDP message without parsing a large one whole: (the message, its frame data if it was cut out).
-
-    A frame's data is cut out where Chromium writes it (``"data":"`` early in the message, base64 up to the
-    next quote) and the rest parsed; that the cut was the frame's own data is checked by the rest having
-    ``params.data == ""`` there. Otherwise a message of at most ``SMALL`` is parsed whole; a larger one, or
-    one that is not a JSON object, is (None, None)."""
-    if isinstance(raw, bytes):  # CDP is text
-        return None, None
-    found = DATA_KEY.search(raw, 0, HEAD)
-    if found:
-        start = found.end()
-        end = raw.find('"', start)
-        if end > 0 and start + len(raw) - end <= SMALL:
-            message = _loads(raw[:start] + raw[end:])
-            params = message.get("params") if message is not None else None
-            if isinstance(params, dict) and params.get("data") == "":
-                return message, raw[start:end]
-    return (_loads(raw), None) if len(raw) <= SMALL else (None, None)
-
-
-def _loads(text: str) -> dict | None:
-    try:
-        message = json.loads(text)
-    except ValueError:
-        return None
-    return message if isinstance(message, dict) else None
-
-
-def _ends_page(message: dict, page: str | None) -> bool:
-    """The page we attached to went away (detached, crashed) or the whole inspector did."""
-    method = message.get("method")
-    if method == "Inspector.detached":
-        return True
-    if method == "Target.detachedFromTarget":
-        params = message.get("params")
-        return isinstance(params, dict) and params.get("sessionId") == page
-    return method == "Inspector.targetCrashed" and message.get("sessionId") == page
 
 
 class ScreenHub:

@@ -80,19 +80,20 @@ class ServiceStream:
     def __init__(self, svc: Service, path: str, params: Mapping[str, Any] | None = None):
         self.svc, self.path, self.params = svc, path, params
 
-    def __call__(self, last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
+    def __call__(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
         return self._open(last_event_id)
 
-    async def _open(self, last_event_id: str | None) -> AsyncIterator[ServerEvent | object]:
+    async def _open(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
         heard = upstream_heard.get()
         async with sse(
-            self.svc, self.path, params=self.params, last_event_id=last_event_id, on_bytes=heard
-        ) as frames:
+            self.svc, self.path, params=self.params, last_event_id=last_event_id, on_bytes=heard, batches=True
+        ) as reads:
             yield OPENED
-            async for frame in frames:
-                event = _to_event(frame)
-                if event is not None:
-                    yield event
+            async for frames in reads:
+                # Every event one read brought, as one batch: the hub renders them and wakes viewers once.
+                batch = [event for event in map(_to_event, frames) if event is not None]
+                if batch:
+                    yield batch
 
     async def probe(self, since: float, timeout: float) -> bool:
         return await prober(self.svc).answered_since(since, timeout)

@@ -3,66 +3,21 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
 
 from django import forms
 
-from console.service.pools import CATEGORIES
-from console.web.forms import parse_json
+from console.service.contract import (
+    BLOCKED_POLICIES,
+    CAPTURE_CATEGORIES,
+    DEFAULT_VIEWPORT,
+    OPERATIONAL_CATEGORIES,
+    VIEWPORT_PRESETS,
+    preset_viewport,
+)
+from console.web.forms import CATEGORY_HELP, http_url, parse_json, viewport_label
 
 MAX_SIZE = 500
 MAX_POLICY_BYTES = 5 * 1024 * 1024
-# Chrome policies the service manages itself (extensions, proxy, CDP) and refuses (notes §2).
-BLOCKED_POLICIES = (
-    "ExtensionInstallForcelist",
-    "ExtensionInstallAllowlist",
-    "ExtensionInstallBlocklist",
-    "ExtensionSettings",
-    "ProxySettings",
-    "ProxyMode",
-    "ProxyServer",
-    "ProxyPacUrl",
-    "ProxyBypassList",
-    "RemoteDebuggingAllowed",
-)
-# Known-good viewport presets (notes §2): value "WxH@R".
-PRESET_NOTES = {"768x1024@60": "portrait tablet", "390x844@60": "phone"}
-TIMES = "\u00d7"
-
-
-def _preset_label(value: str) -> str:
-    size, _, rate = value.partition("@")
-    width, _, height = size.partition("x")
-    note = f" ({PRESET_NOTES[value]})" if value in PRESET_NOTES else ""
-    return f"{width} {TIMES} {height} @ {rate} Hz{note}"
-
-
-VIEWPORT_PRESETS = [
-    (value, _preset_label(value))
-    for value in (
-        "2560x1440@10",
-        "1920x1080@25",
-        "1920x1200@25",
-        "1440x900@25",
-        "1280x800@60",
-        "1024x768@60",
-        "1200x800@60",
-        "768x1024@60",
-        "390x844@60",
-    )
-]
-CATEGORY_HELP = {
-    "console": "console logs and errors",
-    "page": "navigations, loads, layout",
-    "interaction": "clicks, keys, scrolls",
-    "network": "requests and responses",
-    "control": "calls to the in-browser API",
-    "connection": "CDP and live-view attach/detach",
-    "system": "crashes and out-of-memory kills",
-    "screenshot": "periodic screenshots (high volume)",
-    "captcha": "CAPTCHA solve results",
-}
-DEFAULT_ON = ("control", "connection", "system", "captcha")
 # The fields of the PATCH body that each form field feeds.
 WIRE_FIELDS = {
     "size": "size",
@@ -83,7 +38,7 @@ WIRE_FIELDS = {
     "chrome_policy": "chrome_policy",
     "start_url": "start_url",
     "telemetry_enabled": "telemetry",
-    **{f"telemetry_{c}": "telemetry" for c in CATEGORIES},
+    **{f"telemetry_{c}": "telemetry" for c in CAPTURE_CATEGORIES},
 }
 
 
@@ -160,14 +115,14 @@ class PoolForm(forms.Form):
             (p.id, f"{p.name or p.id} ({p.type})") for p in proxies
         ]
         self.fields["viewport"].choices = [
-            ("", f"Service default (1920 {TIMES} 1080 @ 25 Hz)"),
-            *VIEWPORT_PRESETS,
+            ("", f"Service default ({viewport_label(DEFAULT_VIEWPORT)})"),
+            *((v, viewport_label(v)) for v in VIEWPORT_PRESETS),
             ("custom", "Custom…"),
         ]
-        for category in CATEGORIES:
+        for category in CAPTURE_CATEGORIES:
             self.fields[f"telemetry_{category}"] = forms.BooleanField(
                 required=False,
-                initial=category in DEFAULT_ON,
+                initial=category in OPERATIONAL_CATEGORIES,
                 label=category,
                 help_text=CATEGORY_HELP[category],
             )
@@ -183,9 +138,7 @@ class PoolForm(forms.Form):
     def clean_start_url(self):
         value = self.cleaned_data["start_url"].strip()
         if value:
-            parts = urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise forms.ValidationError("Enter an http:// or https:// URL.")
+            http_url(value)
         return value
 
     def clean_chrome_policy(self):
@@ -227,16 +180,16 @@ class PoolForm(forms.Form):
             if self.cleaned_data.get("viewport_refresh_rate"):
                 shape["refresh_rate"] = self.cleaned_data["viewport_refresh_rate"]
             return shape
-        size, _, rate = choice.partition("@")
-        width, _, height = size.partition("x")
-        return {"width": int(width), "height": int(height), "refresh_rate": int(rate)}
+        return preset_viewport(choice)
 
     def _telemetry(self) -> dict:
         if not self.cleaned_data.get("telemetry_enabled"):
             return {"enabled": False}
         return {
             "enabled": True,
-            "browser": {c: {"enabled": bool(self.cleaned_data.get(f"telemetry_{c}"))} for c in CATEGORIES},
+            "browser": {
+                c: {"enabled": bool(self.cleaned_data.get(f"telemetry_{c}"))} for c in CAPTURE_CATEGORIES
+            },
         }
 
     def wire(self, name: str):
@@ -299,7 +252,7 @@ class PoolForm(forms.Form):
     # --- template helpers -----------------------------------------------------------------------
 
     def telemetry_fields(self):
-        return [self[f"telemetry_{c}"] for c in CATEGORIES]
+        return [self[f"telemetry_{c}"] for c in CAPTURE_CATEGORIES]
 
 
 def initial_from(pool) -> dict:
@@ -309,7 +262,7 @@ def initial_from(pool) -> dict:
     preset = ""
     if viewport and viewport.width:
         key = f"{viewport.width}x{viewport.height}@{viewport.refresh_rate}"
-        preset = key if key in dict(VIEWPORT_PRESETS) else "custom"
+        preset = key if key in VIEWPORT_PRESETS else "custom"
     telemetry = config.telemetry or {}
     categories = config.telemetry_categories
     return {

@@ -6,7 +6,6 @@ import asyncio
 
 from django.contrib import messages
 from django.http import Http404
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
@@ -24,10 +23,11 @@ from console.service import (
     projects,
     proxies,
 )
-from console.service.pools import CATEGORIES
+from console.service.contract import CAPTURE_CATEGORIES
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, cap_message
+from console.web.pages import get_or_404, org_reverse, record_link
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -41,26 +41,15 @@ FIELD_MAP = {
     "telemetry": "telemetry_enabled",
     "telemetry.enabled": "telemetry_enabled",
     "telemetry.browser": "telemetry_enabled",
-    **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CATEGORIES},
+    **{f"telemetry.browser.{c}": f"telemetry_{c}" for c in CAPTURE_CATEGORIES},
 }
 CONFLICT_FIELDS = {"pool_name_taken": "name"}
 
 
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"pools:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
 def _detail_page(request, pool_id: str) -> dict:
     """What a form's answer needs to render the whole pool page: the leases load after."""
-    page = _url(request, "detail", pool_id=pool_id)
+    page = org_reverse(request, "pools:detail", pool_id=pool_id)
     return {"pool_id": pool_id, **deferred.later(page, "pools/detail.html", ["pool-leases"])}
-
-
-async def _get(request, pool_id: str) -> pools.BrowserPool:
-    try:
-        return await pools.get_pool(request.service, pool_id)
-    except NotFound:
-        raise Http404("No such pool") from None
 
 
 async def _capacity(svc) -> dict:
@@ -127,16 +116,6 @@ def _apply_errors(request, form, exc) -> None:
         form.add_error(None, exc.message)
 
 
-def session_url(request, session_id: str) -> str:
-    """The browsers page of a session, when that page exists in this console."""
-    for kwarg in ("session_id", "id", "browser_id"):
-        try:
-            return reverse("browsers:detail", kwargs={"org_slug": request.org.slug, kwarg: session_id})
-        except NoReverseMatch:
-            continue
-    return ""
-
-
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def pool_list(request):
@@ -172,7 +151,7 @@ async def pool_create(request):
                 _apply_errors(request, form, exc)
             else:
                 messages.success(request, f"Pool “{pool.label}” created; it warms up at its fill rate.")
-                return done(request, _url(request, "detail", pool_id=pool.id))
+                return done(request, org_reverse(request, "pools:detail", pool_id=pool.id))
     context = {"form": form, "pool": None, **choices}
     return render(request, "pools/form.html", context, partial="pool-form")
 
@@ -186,20 +165,26 @@ def _form_choices(choices: dict) -> dict:
 async def pool_detail(request, pool_id: str):
     """The frame at once; the pool, then its leases, load after (console/web/deferred.py)."""
     if request.htmx and request.htmx.target == "pool-counts":
-        context = {"pool": await _get(request, pool_id), "poll_seconds": POLL_SECONDS}
+        context = {
+            "pool": await get_or_404(pools.get_pool(request.service, pool_id), "pool"),
+            "poll_seconds": POLL_SECONDS,
+        }
         return render(request, "pools/detail.html#pool-counts", context)
 
     async def detail() -> dict:
         return {
-            "pool": await _get(request, pool_id),
+            "pool": await get_or_404(pools.get_pool(request.service, pool_id), "pool"),
             "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
             "release_form": ReleaseForm(),
         }
 
     async def leases() -> dict:
-        pool = await _get(request, pool_id)
+        pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
         page = await pools.leased_sessions(request.service, pool)
-        rows = [{"session": s, "url": session_url(request, s.session_id)} for s in page.items]
+        rows = [
+            {"session": s, "url": record_link(request, "browsers:detail", session_id=s.session_id)}
+            for s in page.items
+        ]
         return {"lease_rows": rows, "leases_more": page.has_more, "leases_limit": pools.LEASES_LIMIT}
 
     parts = [deferred.Part("pool-detail", detail), deferred.Part("pool-leases", leases)]
@@ -237,13 +222,15 @@ async def pool_acquire(request, pool_id: str):
                 form.add_error("name", exc.message)
         else:
             waited = session is None
-    pool = await _get(request, pool_id)
+    pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
     context = {
         "pool": pool,
         "acquire_form": form,
         "release_form": ReleaseForm(initial={"session_id": session.session_id} if session else None),
         "session": session,
-        "session_url": session_url(request, session.session_id) if session else "",
+        "session_url": record_link(request, "browsers:detail", session_id=session.session_id)
+        if session
+        else "",
         "waited": waited,
         "waited_seconds": timeout,
         "poll_seconds": POLL_SECONDS,
@@ -277,8 +264,8 @@ async def pool_release(request, pool_id: str):
         else:
             what = "returned to the pool" if reuse else "destroyed; the pool warms a new one"
             messages.success(request, f"Session {session_id} released: the browser was {what}.")
-            return done(request, _url(request, "detail", pool_id=pool_id))
-    pool = await _get(request, pool_id)
+            return done(request, org_reverse(request, "pools:detail", pool_id=pool_id))
+    pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
     context = {
         "pool": pool,
         "acquire_form": AcquireForm(initial={"timeout_seconds": 10}),
@@ -298,13 +285,15 @@ async def pool_flush(request, pool_id: str):
     except NotFound:
         raise Http404("No such pool") from None
     messages.success(request, "Idle browsers flushed; leased ones are untouched. The pool warms up again.")
-    return done(request, _url(request, "detail", pool_id=pool_id))
+    return done(request, org_reverse(request, "pools:detail", pool_id=pool_id))
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def pool_edit(request, pool_id: str):
-    pool, choices = await asyncio.gather(_get(request, pool_id), _choices(request.service))
+    pool, choices = await asyncio.gather(
+        get_or_404(pools.get_pool(request.service, pool_id), "pool"), _choices(request.service)
+    )
     initial = initial_from(pool)
     form = PoolForm(initial=initial, **_form_choices(choices))
     if request.method == "POST":
@@ -325,7 +314,7 @@ async def pool_edit(request, pool_id: str):
                     _apply_errors(request, form, exc)
                 else:
                     messages.success(request, f"Pool “{pool.label}” saved.")
-                    return done(request, _url(request, "detail", pool_id=pool.id))
+                    return done(request, org_reverse(request, "pools:detail", pool_id=pool.id))
     context = {"form": form, "pool": pool, **choices}
     return render(request, "pools/form.html", context, partial="pool-form")
 
@@ -334,7 +323,7 @@ async def pool_edit(request, pool_id: str):
 @org_view("admin")
 async def pool_delete(request, pool_id: str):
     """Confirm; while browsers are leased the service refuses unless forced, which terminates them."""
-    pool = await _get(request, pool_id)
+    pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
     form = DeleteForm()
     conflict = ""
     if request.method == "POST":
@@ -348,10 +337,10 @@ async def pool_delete(request, pool_id: str):
                 await pools.delete_pool(request.service, pool.id, force=force)
         except Conflict as exc:
             conflict = exc.message
-            pool = await _get(request, pool_id)
+            pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
         else:
             messages.success(request, f"Pool “{pool.label}” deleted.")
-            return done(request, _url(request, "list"))
+            return done(request, org_reverse(request, "pools:list"))
     context = {"pool": pool, "form": form, "conflict": conflict}
     return render(request, "pools/delete.html", context, partial="pool-delete")
 
@@ -377,7 +366,7 @@ async def pool_release_selected(request, pool_id: str):
 
     Only sessions this pool has leased, as the service lists them now, are ever sent (notes §7).
     """
-    pool = await _get(request, pool_id)
+    pool = await get_or_404(pools.get_pool(request.service, pool_id), "pool")
     selection = bulk.chosen(request.POST.getlist("session_id"), "session")
     confirmed = bulk.is_confirmed(request)
     reuse = not confirmed or request.POST.get("reuse") == "on"

@@ -3,36 +3,23 @@
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, StreamingHttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts import audit
 from console.accounts.audit import audited
 from console.profiles.forms import ProfileForm
-from console.service import Conflict, Forbidden, Invalid, NotFound, profiles
-from console.web import deferred
+from console.service import Conflict, Forbidden, Invalid, profiles
+from console.service.contract import PROFILE_FORMATS
+from console.web import downloads
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
 UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 ARCHIVE_TYPES = {"tar": "application/x-tar", "tar.zst": "application/zstd"}
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"profiles:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, profile_id: str) -> profiles.Profile:
-    try:
-        return await profiles.get_profile(request.service, profile_id)
-    except NotFound:
-        raise Http404("No such profile") from None
 
 
 @require_http_methods(["GET", "POST"])
@@ -56,24 +43,17 @@ async def profile_list(request):
                 form.add_error(None, f"The service refused to keep another profile: {exc.message}")
             else:
                 messages.success(request, f"Profile “{profile.label}” created.")
-                return done(request, _url(request, "list") + f"?q={profile.id}")
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await profiles.list_profiles(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "form": form}
-    return await deferred.list_page(request, "profiles/list.html", "profiles-table", context, load)
+                return done(request, org_reverse(request, "profiles:list") + f"?q={profile.id}")
+    context = {"form": form}
+    return await searchable_list(
+        request, "profiles/list.html", "profiles-table", profiles.list_profiles, context
+    )
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def profile_rename(request, profile_id: str):
-    profile = await _get(request, profile_id)
+    profile = await get_or_404(profiles.get_profile(request.service, profile_id), "profile")
     form = ProfileForm(initial={"name": profile.name})
     if request.method == "POST":
         form = ProfileForm(request.POST)
@@ -88,7 +68,7 @@ async def profile_rename(request, profile_id: str):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Renamed to “{profile.label}”.")
-                return done(request, _url(request, "list"))
+                return done(request, org_reverse(request, "profiles:list"))
     return render(
         request, "profiles/rename.html", {"profile": profile, "form": form}, partial="profile-rename"
     )
@@ -98,7 +78,7 @@ async def profile_rename(request, profile_id: str):
 @org_view("admin")
 async def profile_delete(request, profile_id: str):
     """Confirm, then delete; a profile still used by a pool is refused (409) and explained."""
-    profile = await _get(request, profile_id)
+    profile = await get_or_404(profiles.get_profile(request.service, profile_id), "profile")
     conflict = ""
     if request.method == "POST":
         try:
@@ -108,7 +88,7 @@ async def profile_delete(request, profile_id: str):
             conflict = exc.message
         else:
             messages.success(request, f"Profile “{profile.label}” deleted.")
-            return done(request, _url(request, "list"))
+            return done(request, org_reverse(request, "profiles:list"))
     return render(
         request,
         "profiles/delete.html",
@@ -125,31 +105,23 @@ async def profile_download(request, profile_id: str):
     Operators only: a profile carries its sites' cookies, which are as good as a login.
     """
     fmt = request.GET.get("format", "tar")
-    if fmt not in profiles.FORMATS:
+    if fmt not in PROFILE_FORMATS:
         fmt = "tar"
-    stack = AsyncExitStack()
+    (reply, chunks), stack = await downloads.opened(
+        profiles.download_profile(request.service, profile_id, format=fmt), "profile"
+    )
     try:
-        reply, chunks = await stack.enter_async_context(
-            profiles.download_profile(request.service, profile_id, format=fmt)
-        )
-    except NotFound:
+        await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
+    except BaseException:
         await stack.aclose()
-        raise Http404("No such profile") from None
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    await audit.record(request, "profile.download", target_id=profile_id, detail=f"format={fmt}")
+        raise
     # The type is the format's, never the service's (a hostile one answered text/html).
-    response = StreamingHttpResponse(body(), content_type=ARCHIVE_TYPES[fmt])
-    filename = UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
+    response = downloads.attachment(
+        chunks,
+        stack,
+        filename=UNSAFE_FILENAME.sub("_", profile_id) + f".{fmt}",
+        content_type=ARCHIVE_TYPES[fmt],
+        length=reply.headers.get("content-length"),
+    )
     response["Cache-Control"] = "no-store"
     return response

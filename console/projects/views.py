@@ -6,21 +6,15 @@ import asyncio
 
 from django.contrib import messages
 from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
 from console.service import Conflict, Invalid, NotFound, projects
-from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render, safe_next
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"projects:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
 
 
 @require_http_methods(["GET", "POST"])
@@ -42,32 +36,23 @@ async def project_list(request):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Project “{project.name}” created.")
-                return done(request, _url(request, "detail", project_id=project.id))
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await projects.list_projects(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "form": form, "current_project_id": request.membership.current_project_id}
-    return await deferred.list_page(request, "projects/list.html", "projects-table", context, load)
+                return done(request, org_reverse(request, "projects:detail", project_id=project.id))
+    context = {"form": form, "current_project_id": request.membership.current_project_id}
+    return await searchable_list(
+        request, "projects/list.html", "projects-table", projects.list_projects, context
+    )
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def project_detail(request, project_id: str):
     svc = request.service
-    try:
-        project, limits, org_limits = await asyncio.gather(
-            projects.get_project(svc, project_id),
-            projects.get_limits(svc, project_id),
-            projects.get_org_limits(svc),
-        )
-    except NotFound:
-        raise Http404("No such project") from None
+    reads = asyncio.gather(
+        projects.get_project(svc, project_id),
+        projects.get_limits(svc, project_id),
+        projects.get_org_limits(svc),
+    )
+    project, limits, org_limits = await get_or_404(reads, "project")
     return render(
         request,
         "projects/detail.html",
@@ -115,10 +100,7 @@ async def project_limits(request, project_id: str):
                 else:
                     messages.success(request, "Limits saved.")
                     form, editing = LimitsForm(session_ceiling=ceiling), False
-    try:
-        limits = await projects.get_limits(svc, project_id)
-    except NotFound:
-        raise Http404("No such project") from None
+    limits = await get_or_404(projects.get_limits(svc, project_id), "project")
     context = {
         "project": {"id": project_id},
         "limits": limits,
@@ -134,10 +116,7 @@ async def project_limits(request, project_id: str):
 @org_view("viewer")
 async def project_rename(request, project_id: str):
     require_role(request, "admin")
-    try:
-        project = await projects.get_project(request.service, project_id)
-    except NotFound:
-        raise Http404("No such project") from None
+    project = await get_or_404(projects.get_project(request.service, project_id), "project")
     form = ProjectForm(initial={"name": project.name})
     if request.method == "POST":
         form = ProjectForm(request.POST)
@@ -152,7 +131,7 @@ async def project_rename(request, project_id: str):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Renamed to “{project.name}”.")
-                return done(request, _url(request, "detail", project_id=project_id))
+                return done(request, org_reverse(request, "projects:detail", project_id=project_id))
     return render(
         request, "projects/rename.html", {"project": project, "form": form}, partial="project-rename"
     )
@@ -166,7 +145,7 @@ async def project_status(request, project_id: str):
     status = request.POST.get("status")
     if status not in ("active", "archived"):
         messages.error(request, "Choose archive or restore.")
-        return done(request, _url(request, "detail", project_id=project_id))
+        return done(request, org_reverse(request, "projects:detail", project_id=project_id))
     action = f"project.{'archive' if status == 'archived' else 'restore'}"
     try:
         async with audited(request, action, target_id=project_id):
@@ -176,7 +155,7 @@ async def project_status(request, project_id: str):
     messages.success(
         request, f"Project “{project.name}” {'archived' if status == 'archived' else 'restored'}."
     )
-    return done(request, _url(request, "detail", project_id=project_id))
+    return done(request, org_reverse(request, "projects:detail", project_id=project_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -184,10 +163,7 @@ async def project_status(request, project_id: str):
 async def project_delete(request, project_id: str):
     """Confirm, then soft-delete; a project that still holds resources is refused (409) and explained."""
     require_role(request, "admin")
-    try:
-        project = await projects.get_project(request.service, project_id)
-    except NotFound:
-        raise Http404("No such project") from None
+    project = await get_or_404(projects.get_project(request.service, project_id), "project")
     conflict = ""
     if request.method == "POST":
         try:
@@ -200,7 +176,7 @@ async def project_delete(request, project_id: str):
                 request.membership.project_id = request.membership.project_name = ""
                 await request.membership.asave(update_fields=["project_id", "project_name"])
             messages.success(request, f"Project “{project.name}” deleted.")
-            return done(request, _url(request, "list"))
+            return done(request, org_reverse(request, "projects:list"))
     return render(
         request, "projects/delete.html", {"project": project, "conflict": conflict}, partial="project-delete"
     )
@@ -229,7 +205,7 @@ async def project_select(request):
             project = await projects.get_project(request.service.with_project(None), project_id)
         except NotFound:
             messages.error(request, "That project no longer exists.")
-            return done(request, _back(request, _url(request, "list")))
+            return done(request, _back(request, org_reverse(request, "projects:list")))
         project_id, project_name = project.id, project.name or project.id
         messages.info(request, f"Now working in project “{project_name}”.")
     else:
@@ -238,7 +214,7 @@ async def project_select(request):
     request.membership.project_id = project_id
     request.membership.project_name = project_name
     await request.membership.asave(update_fields=["project_id", "project_name"])
-    return done(request, _back(request, reverse("dashboard", kwargs={"org_slug": request.org.slug})))
+    return done(request, _back(request, org_reverse(request, "dashboard")))
 
 
 def _back(request, fallback: str) -> str:

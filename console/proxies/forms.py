@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
-from console.service.proxies import CONFIG_FIELDS, TYPES
-from console.web.forms import WriteOnlyTextarea
+from console.service.contract import PROXY_CONFIG_FIELDS, PROXY_OS, PROXY_PROTOCOLS, PROXY_TYPES
+from console.web.forms import WriteOnlyTextarea, public_url
 
 TYPE_LABELS = {
     "datacenter": "Datacenter",
@@ -18,6 +17,7 @@ TYPE_LABELS = {
     "mobile": "Mobile",
     "custom": "Custom",
 }
+OS_LABELS = {"windows": "Windows", "macos": "macOS", "android": "Android"}
 # The create form's first tab (the service no longer accepts datacenter).
 DEFAULT_TYPE = "isp"
 TYPE_HELP = {
@@ -26,7 +26,6 @@ TYPE_HELP = {
     "mobile": "Exit through mobile carriers; the hardest to block, the node changes often.",
     "custom": "Your own proxy server: host, port and optional credentials.",
 }
-PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9-]{1,63})*$")
 _COUNTRY = re.compile(r"^[A-Za-z]{2}$")
 _STATE = re.compile(r"^[A-Za-z]{2}$")
@@ -51,7 +50,7 @@ class ProxyForm(forms.Form):
 
     name = forms.CharField(max_length=255, required=False, help_text="Names need not be unique.")
     protocol = forms.ChoiceField(
-        choices=[("https", "HTTPS"), ("http", "HTTP")],
+        choices=[(protocol, protocol.upper()) for protocol in PROXY_PROTOCOLS],
         initial="https",
         help_text="How browsers talk to the proxy.",
     )
@@ -75,7 +74,7 @@ class ProxyForm(forms.Form):
     os = forms.ChoiceField(
         required=False,
         label="Operating system",
-        choices=[("", "Any"), ("windows", "Windows"), ("macos", "macOS"), ("android", "Android")],
+        choices=[("", "Any"), *((os, OS_LABELS[os]) for os in PROXY_OS)],
     )
     host = forms.CharField(max_length=253)
     port = forms.IntegerField(
@@ -102,7 +101,7 @@ class ProxyForm(forms.Form):
     def __init__(self, *args, kind: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.kind = kind
-        keep = {"name", "protocol", "bypass_hosts", *CONFIG_FIELDS[kind]}
+        keep = {"name", "protocol", "bypass_hosts", *PROXY_CONFIG_FIELDS[kind]}
         for field in list(self.fields):
             if field not in keep:
                 del self.fields[field]
@@ -182,7 +181,7 @@ class ProxyForm(forms.Form):
     def config(self) -> dict:
         """The ``config`` object of the create body: only this type's fields, empty ones left out."""
         config = {}
-        for field in CONFIG_FIELDS[self.kind]:
+        for field in PROXY_CONFIG_FIELDS[self.kind]:
             value = self.cleaned_data.get(field)
             if value not in (None, ""):
                 config[field] = value
@@ -192,7 +191,7 @@ class ProxyForm(forms.Form):
 
 
 # The service's field names → this form's fields.
-FIELD_MAP = {f"config.{field}": field for fields in CONFIG_FIELDS.values() for field in fields}
+FIELD_MAP = {f"config.{field}": field for fields in PROXY_CONFIG_FIELDS.values() for field in fields}
 
 
 class RenameForm(forms.Form):
@@ -217,21 +216,9 @@ class CheckForm(forms.Form):
         value = self.cleaned_data["url"].strip()
         if not value:
             return ""
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise forms.ValidationError("Enter an http:// or https:// URL.")
-        host = parts.hostname.lower().rstrip(".")
-        if _is_ip(host):
-            if not ipaddress.ip_address(host).is_global:
-                raise forms.ValidationError(
-                    f"{host} is not a public address: the service only tests public targets."
-                )
-        elif host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES):
-            raise forms.ValidationError(
-                f"{host} is not a public host: the service only tests public targets."
-            )
+        public_url(value, "the service only tests public targets")
         return value
 
 
 def type_choices() -> list[tuple[str, str, str]]:
-    return [(kind, TYPE_LABELS[kind], TYPE_HELP[kind]) for kind in TYPES]
+    return [(kind, TYPE_LABELS[kind], TYPE_HELP[kind]) for kind in PROXY_TYPES]

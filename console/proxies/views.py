@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
@@ -24,38 +23,18 @@ from console.proxies.forms import (
     type_choices,
 )
 from console.service import Invalid, NotFound, proxies
-from console.web import deferred
+from console.service.contract import PROXY_TYPES
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"proxies:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, proxy_id: str) -> proxies.Proxy:
-    try:
-        return await proxies.get_proxy(request.service, proxy_id)
-    except NotFound:
-        raise Http404("No such proxy") from None
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def proxy_list(request):
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await proxies.list_proxies(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
-    context = {"query": query, "labels": TYPE_LABELS}
-    return await deferred.list_page(request, "proxies/list.html", "proxies-table", context, load)
+    context = {"labels": TYPE_LABELS}
+    return await searchable_list(request, "proxies/list.html", "proxies-table", proxies.list_proxies, context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -64,7 +43,7 @@ async def proxy_list(request):
 async def proxy_create(request):
     """``?type=`` picks the form; switching type swaps only ``#proxy-create``."""
     wanted = request.POST.get("type") or request.GET.get("type") or DEFAULT_TYPE
-    kind = wanted if wanted in proxies.TYPES else DEFAULT_TYPE
+    kind = wanted if wanted in PROXY_TYPES else DEFAULT_TYPE
     form = ProxyForm(kind=kind)
     if request.method == "POST":
         form = ProxyForm(request.POST, kind=kind)
@@ -89,7 +68,7 @@ async def proxy_create(request):
                 apply_service_errors(form, exc, {**FIELD_MAP, "type": "name"})
             else:
                 messages.success(request, f"{TYPE_LABELS[kind]} proxy “{proxy.name or proxy.id}” created.")
-                return done(request, _url(request, "detail", proxy_id=proxy.id))
+                return done(request, org_reverse(request, "proxies:detail", proxy_id=proxy.id))
     context = {"form": form, "kind": kind, "types": type_choices(), "labels": TYPE_LABELS}
     return render(request, "proxies/create.html", context, partial="proxy-create")
 
@@ -109,7 +88,7 @@ def _detail_context(proxy, **extra) -> dict:
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def proxy_detail(request, proxy_id: str):
-    proxy = await _get(request, proxy_id)
+    proxy = await get_or_404(proxies.get_proxy(request.service, proxy_id), "proxy")
     return render(request, "proxies/detail.html", _detail_context(proxy), partial="proxy-health")
 
 
@@ -117,7 +96,7 @@ async def proxy_detail(request, proxy_id: str):
 @org_view("admin")
 async def proxy_rename(request, proxy_id: str):
     """Inline: GET swaps the name for a form, POST saves it and swaps the name back."""
-    proxy = await _get(request, proxy_id)
+    proxy = await get_or_404(proxies.get_proxy(request.service, proxy_id), "proxy")
     form = RenameForm(initial={"name": proxy.name})
     editing = request.GET.get("cancel") != "1"
     if request.method == "POST":
@@ -134,7 +113,7 @@ async def proxy_rename(request, proxy_id: str):
             else:
                 messages.success(request, f"Renamed to “{proxy.name}”.")
                 if not request.htmx:
-                    return HttpResponseRedirect(_url(request, "detail", proxy_id=proxy_id))
+                    return HttpResponseRedirect(org_reverse(request, "proxies:detail", proxy_id=proxy_id))
                 form, editing = RenameForm(initial={"name": proxy.name}), False
     context = _detail_context(proxy, rename_form=form, editing=editing)
     return render(request, "proxies/detail.html", context, partial="proxy-name")
@@ -144,7 +123,7 @@ async def proxy_rename(request, proxy_id: str):
 @org_view("operator")
 async def proxy_check(request, proxy_id: str):
     """Run a health check; a check with a target URL leaves the recorded health as it was."""
-    proxy = await _get(request, proxy_id)
+    proxy = await get_or_404(proxies.get_proxy(request.service, proxy_id), "proxy")
     form = CheckForm(request.POST)
     result = None
     if form.is_valid():
@@ -173,7 +152,7 @@ async def proxy_check(request, proxy_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def proxy_delete(request, proxy_id: str):
-    proxy = await _get(request, proxy_id)
+    proxy = await get_or_404(proxies.get_proxy(request.service, proxy_id), "proxy")
     if request.method == "POST":
         try:
             async with audited(request, "proxy.delete", target_id=proxy_id, detail=proxy.name or ""):
@@ -181,5 +160,5 @@ async def proxy_delete(request, proxy_id: str):
         except NotFound:
             raise Http404("No such proxy") from None
         messages.success(request, f"Proxy “{proxy.name or proxy.id}” deleted.")
-        return done(request, _url(request, "list"))
+        return done(request, org_reverse(request, "proxies:list"))
     return render(request, "proxies/delete.html", {"proxy": proxy, "labels": TYPE_LABELS})

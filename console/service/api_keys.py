@@ -25,8 +25,6 @@ __all__ = [
     "rotate_api_key",
 ]
 
-STATUSES = ("active", "deleted", "all")
-SORTS = ("created_at", "name", "expires_at")
 MAX_DAYS = 3650
 
 

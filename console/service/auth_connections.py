@@ -19,15 +19,13 @@ from datetime import datetime
 from typing import Any
 
 from console.service import sse
+from console.service.contract import TERMINAL_FLOW_STATUSES
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Name, Record, Seconds, Text
 
 __all__ = [
-    "FLOW_STEPS",
     "SETTABLE_FIELDS",
-    "TERMINAL_FLOW_STATUSES",
-    "TIMELINE_TYPES",
     "AuthConnection",
     "FlowState",
     "Input",
@@ -50,9 +48,6 @@ __all__ = [
     "update_connection",
 ]
 
-TERMINAL_FLOW_STATUSES = frozenset({"SUCCESS", "FAILED", "EXPIRED", "CANCELED"})
-FLOW_STEPS = ("DISCOVERING", "AWAITING_INPUT", "AWAITING_EXTERNAL_ACTION", "SUBMITTING", "COMPLETED")
-TIMELINE_TYPES = ("login", "reauth", "health_check")
 # Every create field but domain and profile_name may be changed with PATCH.
 SETTABLE_FIELDS = (
     "login_url",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from console.service import errors
+from console.service.contract import REPLAY_VIDEO_TYPES
 from console.service.http import Service, list_max_bytes, path_segment, request, stream_bytes
 from console.service.records import Record
 
@@ -20,7 +21,6 @@ __all__ = [
     "MAX_DURATION",
     "MAX_FRAMERATE",
     "MAX_GPU_FRAMERATE",
-    "VIDEO_TYPES",
     "Replay",
     "Video",
     "download",
@@ -35,7 +35,6 @@ MAX_FRAMERATE = 20
 MAX_GPU_FRAMERATE = 60
 MAX_DURATION = 3600
 # What a replay download may be; anything else (an HTML error page, JSON) is not passed to a browser.
-VIDEO_TYPES = ("video/mp4", "video/webm", "application/octet-stream")
 
 
 class Replay(Record):
@@ -60,7 +59,7 @@ class Video:
     """An open replay download: ``chunks`` yields its bytes."""
 
     status: int  # 200 (the whole file) or 206 (the range asked for)
-    content_type: str  # as the service sent it, checked against VIDEO_TYPES
+    content_type: str  # as the service sent it, checked against REPLAY_VIDEO_TYPES
     content_length: int | None
     content_range: str | None  # the service's Content-Range on a 206
     chunks: AsyncIterator[bytes]
@@ -116,13 +115,13 @@ async def download(
 
     A body that is not a video (by its content type) raises ``BadResponse`` before anything is read.
     """
-    headers = {"Accept": ", ".join(VIDEO_TYPES)}
+    headers = {"Accept": ", ".join(REPLAY_VIDEO_TYPES)}
     if byte_range:
         headers["Range"] = byte_range
     path = _path(session_id, f"/{path_segment(replay_id)}")
     async with stream_bytes(svc, "GET", path, headers=headers) as (reply, chunks):
         content_type = (reply.headers.get("content-type") or "").split(";")[0].strip().lower()
-        if content_type not in VIDEO_TYPES:
+        if content_type not in REPLAY_VIDEO_TYPES:
             raise errors.BadResponse(
                 f"the service sent a replay that is not a video ({content_type or 'no content type'})",
                 status=reply.status,

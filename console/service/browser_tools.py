@@ -11,10 +11,7 @@ from typing import IO, Any
 from console.service.http import Service, path_segment, request
 from console.service.records import Millis, Record, Text
 
-__all__ = ["METHODS", "SUPERVISOR_PROCESSES", "CurlResult", "curl", "load_extensions", "logs_stream_path"]
-
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-SUPERVISOR_PROCESSES = ("chromium", "kernel-images-api", "neko", "xvfb")
+__all__ = ["CurlResult", "curl", "load_extensions", "logs_stream_path"]
 
 
 class CurlResult(Record):

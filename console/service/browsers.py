@@ -10,14 +10,12 @@ from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.service.contract import CAPTURE_CATEGORIES
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Count, Millis, Pixels, Record, Seconds, obj
 
 __all__ = [
-    "CATEGORIES",
-    "CDP_CATEGORIES",
-    "OPERATIONAL_CATEGORIES",
     "Ref",
     "Session",
     "Viewport",
@@ -27,12 +25,6 @@ __all__ = [
     "list_sessions",
     "update_session",
 ]
-
-# notes §6.3: operational categories are on whenever telemetry is; the others are opt-in.
-OPERATIONAL_CATEGORIES = ("control", "connection", "system", "captcha")
-CDP_CATEGORIES = ("console", "network", "page", "interaction")
-CATEGORIES = (*CDP_CATEGORIES, *OPERATIONAL_CATEGORIES, "screenshot")
-STATUSES = ("active", "deleted", "all")
 
 
 class Ref(Record):
@@ -135,7 +127,7 @@ class Session(Record):
     def telemetry_categories(self) -> list[str]:
         """The captured categories, in display order (empty when telemetry is off)."""
         browser = obj(obj(self.telemetry).get("browser"))
-        return [c for c in CATEGORIES if obj(browser.get(c)).get("enabled") is True]
+        return [c for c in CAPTURE_CATEGORIES if obj(browser.get(c)).get("enabled") is True]
 
     @property
     def telemetry_enabled(self) -> bool:

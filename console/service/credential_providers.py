@@ -12,7 +12,6 @@ from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
 __all__ = [
-    "TYPES",
     "Item",
     "Provider",
     "TestResult",
@@ -24,8 +23,6 @@ __all__ = [
     "test_provider",
     "update_provider",
 ]
-
-TYPES = ("onepassword",)
 
 
 class Provider(Record):

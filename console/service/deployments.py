@@ -6,16 +6,13 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 
 from console.service import sse
+from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import LinkName, Record, Text
 from console.service.uploads import FileSource, upload_file
 
 __all__ = [
-    "ACTIVE",
-    "REGIONS",
-    "STATUSES",
-    "TERMINAL",
     "Deployment",
     "create_deployment",
     "delete_deployment",
@@ -24,10 +21,6 @@ __all__ = [
     "list_deployments",
 ]
 
-STATUSES = ("queued", "in_progress", "running", "failed", "stopped")
-ACTIVE = frozenset({"queued", "in_progress", "running"})
-TERMINAL = frozenset({"stopped", "failed"})
-REGIONS = ("aws.us-east-1a",)
 UPLOAD_TIMEOUT = 300.0
 
 
@@ -51,7 +44,7 @@ class Deployment(Record):
 
     @property
     def terminal(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_DEPLOYMENT_STATUSES
 
     @property
     def env_var_names(self) -> list[str]:

@@ -21,6 +21,7 @@ request, and the address each new connection reached is checked before anything 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json as jsonlib
 import logging
@@ -36,11 +37,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import httpcore
 import httpx
-import httpx_sse
 
 from console.service import errors, targets
 
@@ -94,7 +94,6 @@ INLINE_PARSE_BYTES = 64 * 1024
 # The largest event an event stream may send (bytes between two blank lines): the SSE parser keeps an
 # event's lines until its blank line, so an event that never ends would otherwise grow without end.
 MAX_EVENT = 16 * 1024 * 1024
-EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 # The most of an error answer (non-2xx) the console reads: its JSON code, message and details, or the start
 # of a text shown as ERROR_BODY_PREVIEW. A longer body is cut there (its JSON then unread), never read whole.
 MAX_ERROR_BODY = 64 * 1024
@@ -161,6 +160,10 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     stopping as soon as it holds more than ``max_items`` (``TooMuchJSON``). Anything that is not JSON raises
     ``ValueError`` or ``RecursionError``. In a worker thread when the body is large (``parse_json``)."""
     text = body if isinstance(body, str) else body.decode(jsonlib.detect_encoding(body))
+    if max_items is None and len(text) <= INLINE_PARSE_BYTES and _brackets(text) <= JSON_MAX_DEPTH:
+        # A small body with no more brackets than the depth bound cannot pass either bound (every object
+        # opens with one): the C parser alone, without a Python call per object (an event of a live stream).
+        return jsonlib.loads(text)
     objects = 0
 
     def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -197,6 +200,10 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     if _deeper_than(value, JSON_MAX_DEPTH):
         raise TooMuchJSON(f"JSON nested deeper than {JSON_MAX_DEPTH} levels")
     return value
+
+
+def _brackets(text: str) -> int:
+    return text.count("{") + text.count("[")
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -799,15 +806,17 @@ async def sse(
     params: Mapping[str, Any] | None = None,
     last_event_id: str | None = None,
     on_bytes: Callable[[], None] | None = None,
+    batches: bool = False,
 ) -> AsyncIterator[AsyncIterator[Any]]:
-    """Open an event stream; yield an async iterator of raw ``httpx_sse.ServerSentEvent``.
+    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of lists of
+    them, every event one read from the network completed, for a reader that handles many at once).
 
     Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
     breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops. ``on_bytes`` is
-    called whenever bytes arrive, keepalive comments included (httpx-sse never yields those): how the
+    called whenever bytes arrive, keepalive comments included (they never become frames): how the
     relay tells a quiet stream from a frozen one.
     """
-    # Uncompressed: the event bound (_Bounded) counts the bytes on the wire, which gzip would multiply.
+    # Uncompressed: the event bound (EventParser) counts the bytes on the wire, which gzip would multiply.
     headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Cache-Control": "no-store"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
@@ -828,14 +837,21 @@ async def sse(
                 status=response.status_code,
                 request_id=response.headers.get("x-request-id"),
             )
-        response.stream = _Bounded(response.stream, on_bytes)
-        source = httpx_sse.EventSource(response)
 
         async def frames() -> AsyncIterator[Any]:
-            inner = source.aiter_sse()
+            parser = EventParser()
+            chunks = response.aiter_raw()
             try:
-                async for frame in inner:
-                    yield frame
+                async for chunk in chunks:
+                    if on_bytes is not None:
+                        on_bytes()
+                    found = parser.feed(chunk)
+                    if batches:
+                        if found:
+                            yield found
+                    else:
+                        for frame in found:
+                            yield frame
             except httpx.TransportError as exc:
                 raise errors.StreamDropped(
                     _transport_error(svc, exc, STREAM_TIMEOUT).message,
@@ -843,7 +859,7 @@ async def sse(
                     request_id=response.headers.get("x-request-id"),
                 ) from None
             finally:
-                await inner.aclose()
+                await chunks.aclose()
 
         async with aclosing(frames()) as stream:
             yield stream
@@ -851,31 +867,83 @@ async def sse(
         await response.aclose()
 
 
-class _Bounded(httpx.AsyncByteStream):
-    """An event stream's body before any SSE parsing: each chunk reported (``heard``), and cut (a
-    ``StreamDropped``) once an event grows past ``MAX_EVENT`` without its blank line."""
+class SSEFrame(NamedTuple):
+    """One event of a stream as sent: its type (``""`` for the default, ``message``), its data lines joined,
+    the stream's last event id so far (``""`` before any), and its ``retry`` hint in ms."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, heard: Callable[[], None] | None):
-        self.stream = stream
-        self.heard = heard
+    event: str
+    data: str
+    id: str
+    retry: int | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        since, tail = 0, b""  # bytes since the last event's end; the previous chunk's last bytes
-        async for chunk in self.stream:
-            if self.heard is not None:
-                self.heard()
-            seen = tail + chunk
-            end = max((seen.rfind(mark) + len(mark) for mark in EVENT_ENDS if mark in seen), default=-1)
-            since = len(seen) - end if end >= 0 else since + len(chunk)
-            if since > MAX_EVENT:
-                raise errors.StreamDropped(
-                    f"the service sent an event larger than the console reads ({MAX_EVENT} bytes)"
-                )
-            tail = seen[-3:]
-            yield chunk
 
-    async def aclose(self) -> None:
-        await self.stream.aclose()
+class EventParser:
+    """The events in the bytes of an event stream, read as the WHATWG specification reads them (lines end
+    with CR LF, LF or CR; fields ``event``, ``data``, ``id`` (kept for the events that follow, unless it
+    holds a NUL) and ``retry``; comments and other fields ignored). Only events with data are returned:
+    an event without any is nothing to deliver. Text is UTF-8, a malformed sequence shown as U+FFFD.
+
+    Bytes are decoded and split once per read, not line by line: an event's lines are held (as bytes) only
+    until its blank line arrives, and an event still without one after ``MAX_EVENT`` bytes ends the stream
+    (``StreamDropped``), so a service that never ends one cannot grow the console without end."""
+
+    def __init__(self):
+        self.held: list[bytes] = []  # the bytes since the last complete event (CR LF and CR made LF)
+        self.held_size = 0
+        self.cr = False  # the last read ended with CR: an LF starting the next is part of that line's end
+        self.last_id = ""
+
+    def feed(self, chunk: bytes) -> list[SSEFrame]:
+        """The events this read completes."""
+        if self.cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]  # the second half of the CR LF the last read ended with
+        self.cr = chunk[-1:] == b"\r"
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = chunk.rfind(b"\n\n")  # the last blank line of this read, if any
+        if end < 0 and chunk[:1] == b"\n" and self.held and self.held[-1].endswith(b"\n"):
+            end = -1  # the blank line began with the held bytes' last LF
+        elif end < 0:
+            if chunk:
+                self.held.append(chunk)
+                self.held_size += len(chunk)
+            self._bound()
+            return []
+        complete = b"".join([*self.held, chunk[: max(end, 0)]])
+        rest = chunk[end + 2 :]
+        self.held, self.held_size = ([rest], len(rest)) if rest else ([], 0)
+        self._bound()
+        return self._frames(complete)
+
+    def _bound(self) -> None:
+        if self.held_size > MAX_EVENT:
+            raise errors.StreamDropped(
+                f"the service sent an event larger than the console reads ({MAX_EVENT} bytes)"
+            )
+
+    def _frames(self, complete: bytes) -> list[SSEFrame]:
+        frames = []
+        for block in complete.decode("utf-8", "replace").split("\n\n"):
+            event, data, retry = "", [], None
+            for line in block.split("\n"):
+                if not line or line[0] == ":":
+                    continue
+                name, _, value = line.partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if name == "data":
+                    data.append(value)
+                elif name == "event":
+                    event = value
+                elif name == "id":
+                    if "\0" not in value:
+                        self.last_id = value
+                elif name == "retry":
+                    with contextlib.suppress(ValueError):
+                        retry = int(value)
+            if data and (len(data) > 1 or data[0]):
+                frames.append(SSEFrame(event, "\n".join(data), self.last_id, retry))
+        return frames
 
 
 # --- outside the service: the alerts' webhooks ------------------------------------------------------

@@ -8,13 +8,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.service import sse
+from console.service.contract import TERMINAL_INVOCATION_STATUSES
 from console.service.http import Service, decode_json, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import LinkName, Record, Seconds, Text
 
 __all__ = [
-    "STATUSES",
-    "TERMINAL",
     "Invocation",
     "InvocationBrowser",
     "cancel_invocation",
@@ -26,9 +25,6 @@ __all__ = [
     "list_browsers",
     "list_invocations",
 ]
-
-STATUSES = ("queued", "running", "succeeded", "failed")
-TERMINAL = frozenset({"succeeded", "failed"})
 
 
 def _parsed(text: Any) -> Any:
@@ -57,7 +53,7 @@ class Invocation(Record):
 
     @property
     def terminal(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_INVOCATION_STATUSES
 
     @property
     def payload_value(self) -> Any:

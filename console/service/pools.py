@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from console.service.browsers import Ref, Viewport
+from console.service.contract import CAPTURE_CATEGORIES
 from console.service.http import READ_TIMEOUT, Service, path_segment, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Count, Id, Pixels, Record, Seconds, obj
+from console.service.records import Count, Id, Record, Seconds, obj
 
 __all__ = [
-    "CATEGORIES",
     "BrowserPool",
     "BrowserSession",
     "PoolConfig",
@@ -33,39 +34,7 @@ __all__ = [
     "update_pool",
 ]
 
-CATEGORIES = (
-    "console",
-    "page",
-    "interaction",
-    "network",
-    "control",
-    "connection",
-    "system",
-    "screenshot",
-    "captcha",
-)
 DEFAULT_ACQUIRE_TIMEOUT = 10
-
-
-class Ref(Record):
-    """``{id, name}`` of a profile, extension or pool."""
-
-    id: str | None = None
-    name: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id or ""
-
-
-class Viewport(Record):
-    width: Pixels | None = None
-    height: Pixels | None = None
-    refresh_rate: Count | None = None
-
-    def __str__(self) -> str:
-        rate = f" @ {self.refresh_rate} Hz" if self.refresh_rate else ""
-        return f"{self.width}\u00d7{self.height}{rate}"
 
 
 class PoolConfig(Record):
@@ -96,7 +65,7 @@ class PoolConfig(Record):
         telemetry = obj(self.telemetry)
         browser = obj(telemetry.get("browser"))
         enabled = telemetry.get("enabled", bool(browser))
-        return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CATEGORIES}
+        return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CAPTURE_CATEGORIES}
 
 
 class BrowserPool(Record):

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 
+from console.service.contract import PROFILE_FORMATS
 from console.service.http import Reply, Service, path_segment, request, stream_bytes
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
 __all__ = [
-    "FORMATS",
     "Profile",
     "create_profile",
     "delete_profile",
@@ -24,8 +24,6 @@ __all__ = [
     "list_profiles",
     "rename_profile",
 ]
-
-FORMATS = ("tar", "tar.zst")
 
 
 class Profile(Record):
@@ -75,8 +73,8 @@ async def download_profile(
     svc: Service, id_or_name: str, *, format: str = "tar"
 ) -> AsyncIterator[tuple[Reply, AsyncIterator[bytes]]]:
     """``async with download_profile(svc, key) as (reply, chunks):`` the archive, streamed."""
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+    if format not in PROFILE_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(PROFILE_FORMATS)}")
     path = _path(id_or_name) + "/download"
     accept = {"Accept": "application/x-tar, application/zstd, application/octet-stream"}
     async with stream_bytes(svc, "GET", path, params={"format": format}, headers=accept) as pair:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.service.contract import PROJECT_LIMIT_FIELDS
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import AuthContext, OrgEntitlements, OrgLimits, Project, ProjectLimits
@@ -30,8 +31,6 @@ __all__ = [
     "update_org_limits",
     "update_project",
 ]
-
-LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
 
 
 def _project_path(id_or_name: str) -> str:
@@ -73,10 +72,10 @@ async def get_limits(svc: Service, id_or_name: str) -> ProjectLimits:
 
 async def update_limits(svc: Service, id_or_name: str, **fields: int | None) -> ProjectLimits:
     """Change only the given caps; 0 removes a cap. ``max_pooled_sessions`` is never sent (→ 400)."""
-    unknown = set(fields) - set(LIMIT_FIELDS) - {"max_pooled_sessions"}
+    unknown = set(fields) - set(PROJECT_LIMIT_FIELDS) - {"max_pooled_sessions"}
     if unknown:
         raise TypeError(f"unknown project limit(s): {', '.join(sorted(unknown))}")
-    body = {k: v for k, v in fields.items() if k in LIMIT_FIELDS}
+    body = {k: v for k, v in fields.items() if k in PROJECT_LIMIT_FIELDS}
     reply = await request(svc, "PATCH", _project_path(id_or_name) + "/limits", json=body)
     return ProjectLimits.from_json(reply.data)
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from console.service.contract import LEGACY_PROXY_TYPES
 from console.service.http import Service, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
 __all__ = [
-    "CONFIG_FIELDS",
-    "LEGACY_TYPES",
-    "STABLE_EXIT_TYPES",
-    "TYPES",
     "Proxy",
     "check_proxy",
     "create_proxy",
@@ -27,18 +24,6 @@ __all__ = [
     "rename_proxy",
 ]
 
-# The types a proxy can be created with (SDK 0.131; docs/service-changes.md §5).
-TYPES = ("isp", "residential", "mobile", "custom")
-# Retired types: existing records are still listed, checked and deleted, never created.
-LEGACY_TYPES = ("datacenter",)
-# The config fields each type takes (notes §11).
-CONFIG_FIELDS = {
-    "datacenter": ("country",),
-    "isp": ("country",),
-    "residential": ("country", "city", "state", "zip", "asn", "os"),
-    "mobile": ("country", "state", "city"),
-    "custom": ("host", "port", "username", "password", "ca_bundle"),
-}
 # Types whose exit IP is stable, so a check against a target predicts what sessions will see.
 STABLE_EXIT_TYPES = frozenset({"datacenter", "isp", "custom"})
 
@@ -65,7 +50,7 @@ class Proxy(Record):
     @property
     def legacy(self) -> bool:
         """A record of a type the service no longer creates."""
-        return self.type in LEGACY_TYPES
+        return self.type in LEGACY_PROXY_TYPES
 
     @property
     def endpoint(self) -> str | None:

@@ -125,12 +125,14 @@ def _not(expected: str, value: Any) -> _Wrong:
 
 
 def _text(bounds: Bounds) -> Callable[[Any], Any]:
+    max_len, link = bounds.max_len, bounds.link
+
     def check(value: Any) -> str:
         if not isinstance(value, str):
             raise _not("a string", value)
-        if bounds.max_len is not None and len(value) > bounds.max_len:
-            raise _Wrong(f"is longer than {bounds.max_len} characters")
-        if bounds.link and ("/" in value or not value.strip(".")):
+        if max_len is not None and len(value) > max_len:
+            raise _Wrong(f"is longer than {max_len} characters")
+        if link and ("/" in value or not value.strip(".")):
             raise _Wrong("no link can hold (it has a '/' or is dots only)")
         return value
 
@@ -142,6 +144,10 @@ def _number(kind: type, bounds: Bounds) -> Callable[[Any], Any]:
     high = INT_MAX if bounds.high is None else bounds.high
 
     def check(value: Any) -> int | float:
+        if type(value) is int and kind is int:  # the usual case (a seq, a timestamp): one test and the bounds
+            if not low <= value <= high:
+                raise _Wrong(f"is outside {low:g}..{high:g}")
+            return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise _not("a number", value)
         if kind is int and isinstance(value, float):
@@ -183,6 +189,10 @@ def _entries(item: Callable[[Any], Any], *, keyed: bool) -> Callable[[Any], Any]
             raise _not("an object" if keyed else "a list", value)
         if len(value) > ENTRIES_MAX:
             raise _Wrong(f"has more than {ENTRIES_MAX} entries")
+        if (
+            item is _anything
+        ):  # kept as sent: a copy, without a call per entry (every telemetry event has two)
+            return dict(value) if keyed else list(value)
         if keyed:
             out = {}
             for key, entry in value.items():
@@ -220,14 +230,15 @@ def _split(hint: Any) -> tuple[Any, bool, Bounds | None]:
     return hint, optional, bounds
 
 
-def _checker(hint: Any, bounds: Bounds | None = None) -> Callable[[Any], Any]:
-    """How a value of type ``hint`` is checked and built (None never reaches it: see ``_Field``).
+def _checker(hint: Any, bounds: Bounds | None = None, *, nullable: bool = True) -> Callable[[Any], Any]:
+    """How a value of type ``hint`` is checked and built (``nullable=False``: None never reaches it, as for
+    a record's own fields: see ``Record._build``).
 
     Worked out once per field (``Record._field_specs``), not per value: a list page builds dozens of records.
     """
     hint, optional, own = _split(hint)
     bounds = own or bounds or Bounds()
-    if optional:
+    if optional and nullable:
         return _nullable(_checker(hint, bounds))
     if hint is Any or hint is object:
         return _anything
@@ -311,7 +322,7 @@ class Record:
                 specs.append(
                     _Field(
                         f.name,
-                        _checker(hint),
+                        _checker(hint, nullable=False),
                         required,
                         default,
                         empty_is_absent=not required and bounds is not None and bounds.link,
@@ -332,20 +343,20 @@ class Record:
         data = dict(cls._prepare(data))
         kwargs: dict[str, Any] = {}
         for spec in cls._field_specs():
-            value = data.pop(spec.name, None)
-            if spec.empty_is_absent and value == "":
-                value = None
-            if value is None or (value == "" and spec.required):
+            name = spec.name
+            value = data.pop(name, None)
+            # Empty counts as absent for an optional id or link name, and is missing for a required field.
+            if value is None or ((spec.required or spec.empty_is_absent) and value == ""):
                 # A field declared without a default is one the contract always sends (an id): without it
                 # nothing can link to the record, so the answer is unusable rather than merely sparse.
                 if spec.required:
-                    raise _Wrong("is missing", (spec.name,))
-                kwargs[spec.name] = spec.default()
+                    raise _Wrong("is missing", (name,))
+                kwargs[name] = spec.default()
                 continue
             try:
-                kwargs[spec.name] = spec.check(value)
+                kwargs[name] = spec.check(value)
             except _Wrong as wrong:
-                raise wrong.within(spec.name) from None
+                raise wrong.within(name) from None
         return cls(**kwargs, extra=data)
 
     @classmethod

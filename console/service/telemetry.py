@@ -22,8 +22,6 @@ from console.service.records import Record
 from console.service.sse import ServerEvent, events
 
 __all__ = [
-    "CATEGORIES",
-    "TYPES",
     "Envelope",
     "TelemetryEvent",
     "envelope_from_event",
@@ -31,59 +29,6 @@ __all__ = [
     "stream",
     "stream_path",
 ]
-
-CATEGORIES = (
-    "console",
-    "network",
-    "page",
-    "interaction",
-    "control",
-    "connection",
-    "system",
-    "captcha",
-    "screenshot",
-    "monitor",
-)
-# notes §6.4: the 31 event types and their categories.
-TYPES = {
-    "console_log": "console",
-    "console_error": "console",
-    "network_request": "network",
-    "network_response": "network",
-    "network_loading_failed": "network",
-    "network_idle": "network",
-    "proxy_error": "network",
-    "page_navigation": "page",
-    "page_dom_content_loaded": "page",
-    "page_load": "page",
-    "page_tab_opened": "page",
-    "page_layout_shift": "page",
-    "page_lcp": "page",
-    "page_layout_settled": "page",
-    "page_navigation_settled": "page",
-    "interaction_click": "interaction",
-    "interaction_key": "interaction",
-    "interaction_scroll_settled": "interaction",
-    "monitor_screenshot": "screenshot",
-    "monitor_disconnected": "monitor",
-    "monitor_reconnected": "monitor",
-    "monitor_reconnect_failed": "monitor",
-    "monitor_init_failed": "monitor",
-    "api_call": "control",
-    "cdp_connect": "connection",
-    "cdp_disconnect": "connection",
-    "live_view_connect": "connection",
-    "live_view_disconnect": "connection",
-    "captcha_solve_result": "captcha",
-    "system_oom_kill": "system",
-    "service_crashed": "system",
-    # SDK 0.131 (docs/service-changes.md §3).
-    "captcha_solve_started": "captcha",
-    "captcha_challenge_result": "captcha",
-    "cdp_command": "control",
-    "page_crashed": "page",
-    "platform_api_call": "platform",
-}
 
 
 class TelemetryEvent(Record):

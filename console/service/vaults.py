@@ -16,7 +16,6 @@ from console.service.pagination import Page, fetch_page
 from console.service.records import LinkName, Record, obj, string
 
 __all__ = [
-    "FIELD_TYPES",
     "Field",
     "Item",
     "ItemEvent",
@@ -32,8 +31,6 @@ __all__ = [
     "put_item",
     "update_item",
 ]
-
-FIELD_TYPES = ("text", "email", "password", "totp", "passkey")
 
 
 class Vault(Record):

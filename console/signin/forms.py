@@ -5,6 +5,7 @@ from allauth.mfa.base import forms as mfa_forms
 from axes.handlers.proxy import AxesProxyHandler
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.signals import user_login_failed
 from django.core.exceptions import ValidationError
 
@@ -18,6 +19,12 @@ URL_CHANGED_NEEDS_SECRET = (
     "The issuer URL changed: enter the client secret for the new issuer. "  # noqa: S105
     "The stored secret is never sent to another address."
 )
+
+
+class LoginForm(AuthenticationForm):
+    username = forms.CharField(
+        label="Username or e-mail", max_length=254, widget=forms.TextInput(attrs={"autofocus": True})
+    )
 
 
 class ThrottledCodeMixin:

@@ -1,5 +1,6 @@
-"""Single sign-on (start, callback), the org's sign-in settings, the "requires SSO" page, each user's
-sessions and an admin's "sign out everywhere".
+"""Signing in: the password login (and its lockout page) and password change, single sign-on (start,
+callback), the org's sign-in settings, the "requires SSO" page, each user's sessions and an admin's "sign
+out everywhere".
 
 The OpenID Connect views are sync: Authlib and allauth's login stages are (they run in a worker thread under
 ASGI); the org pages are async like every org view.
@@ -10,23 +11,22 @@ from __future__ import annotations
 import logging
 from urllib.parse import parse_qs, urlsplit
 
-from allauth.mfa.models import Authenticator
 from asgiref.sync import sync_to_async
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect
 from django.shortcuts import render as django_render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.accounts import audit
-from console.accounts.forms import LoginForm
 from console.accounts.models import AuditLog, Membership, Organization, Role
 from console.signin import flows, oidc, policy, sessions
-from console.signin.forms import SsoSettingsForm, SsoStartForm, format_mapping
+from console.signin.forms import LoginForm, SsoSettingsForm, SsoStartForm, format_mapping
 from console.signin.models import OrgSignIn, SsoDomain
 from console.web.decorators import org_view
 from console.web.render import done, render, safe_next
@@ -35,6 +35,49 @@ log = logging.getLogger("console.signin")
 
 # The flow under way in this browser: {"state", "org", "next"} (Authlib keeps the nonce and PKCE verifier).
 FLOW = "signin_sso_flow"
+
+
+# --- Password sign-in -----------------------------------------------------------------------------
+
+
+class LoginView(auth_views.LoginView):
+    """Username or e-mail and password; then allauth's stages ask for a second factor when the user has one
+    (console/signin/flows.py); an account whose every organization requires single sign-on is sent there."""
+
+    template_name = "signin/login.html"
+    form_class = LoginForm
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "sso_form": SsoStartForm()}
+
+    def form_valid(self, form):
+        user = form.get_user()
+        refused = flows.password_refusal(user)
+        if refused:
+            form.add_error(None, refused)
+            return self.form_invalid(form)
+        return flows.password_login(self.request, user, self.get_success_url())
+
+
+def lockout_response(request, *args, **kwargs):
+    """django-axes calls this for a locked-out login: the login page again, saying why, with 429."""
+    context = {
+        "form": LoginForm(request),
+        "sso_form": SsoStartForm(),
+        "locked_out": True,
+        "cooloff_minutes": 15,
+    }
+    return django_render(request, "signin/login.html", context, status=429)
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    template_name = "signin/password_change.html"
+    success_url = reverse_lazy("home")
+
+    def form_valid(self, form):
+        messages.success(self.request, "Your password was changed.")
+        return super().form_valid(form)
 
 
 # --- Single sign-on --------------------------------------------------------------------------------
@@ -80,9 +123,7 @@ def sso_begin(request):
     """The login page's "Sign in with SSO": the organization is the one whose domains hold the address."""
     form = SsoStartForm(request.POST)
     if not form.is_valid():
-        return django_render(
-            request, "accounts/login.html", _login_context(request, sso_form=form), status=400
-        )
+        return django_render(request, "signin/login.html", _login_context(request, sso_form=form), status=400)
     email = form.cleaned_data["email"]
     domain = email.rpartition("@")[2].lower()
     found = (
@@ -90,9 +131,7 @@ def sso_begin(request):
     )
     if found is None:
         form.add_error("email", f"No organization signs in {domain} addresses with single sign-on.")
-        return django_render(
-            request, "accounts/login.html", _login_context(request, sso_form=form), status=400
-        )
+        return django_render(request, "signin/login.html", _login_context(request, sso_form=form), status=400)
     next_url = safe_next(request, request.POST.get("next"), reverse("dashboard", args=[found.org.slug]))
     return _start(request, found.org, next_url, login_hint=email)
 
@@ -364,11 +403,3 @@ async def member_sign_out(request, member_id: int):
     if membership.user_id == request.user.pk:
         return done(request, reverse("login"))
     return done(request, reverse("members", args=[request.org.slug]))
-
-
-async def second_factor_users(org) -> set[int]:
-    """The members of ``org`` who have a second factor (the members page's column)."""
-    rows = Authenticator.objects.filter(
-        user__memberships__org=org, type__in=policy.SECOND_FACTORS
-    ).values_list("user_id", flat=True)
-    return {pk async for pk in rows}

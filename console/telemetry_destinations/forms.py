@@ -6,38 +6,18 @@ after a validation error.
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
-PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
-HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
+from console.web.forms import WriteOnlyTextarea, header_lines, public_url
+
 HEADERS_MAX_BYTES = 8192
-
-
-class WriteOnlyTextarea(forms.Textarea):
-    """A textarea that never renders what was typed into it."""
-
-    def format_value(self, value):
-        return None
 
 
 def _public_endpoint(value: str) -> str:
     value = value.strip()
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise forms.ValidationError("Enter an http:// or https:// URL.")
-    host = parts.hostname.lower().rstrip(".")
-    try:
-        private = not ipaddress.ip_address(host).is_global
-    except ValueError:
-        private = host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES)
-    if private:
-        raise forms.ValidationError(
-            f"{host} is not a public host: the service only exports to public endpoints."
-        )
+    parts = public_url(value, "the service only exports to public endpoints")
     if parts.query or parts.fragment:
         raise forms.ValidationError("Leave out the query string.")
     if re.search(r"/v1(/|$)", parts.path):
@@ -46,16 +26,7 @@ def _public_endpoint(value: str) -> str:
 
 
 def _headers(text: str) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, sep, value = line.partition(":")
-        name, value = name.strip(), value.strip()
-        if not sep or not HEADER_NAME.match(name):
-            # The line itself may hold a secret: name the line, never echo it.
-            raise forms.ValidationError(f"Line {number}: write Name: value (letters, digits and hyphens).")
-        headers[name] = value
+    headers = header_lines(text, " (letters, digits and hyphens)")
     if sum(len(k) + len(v) for k, v in headers.items()) > HEADERS_MAX_BYTES:
         raise forms.ValidationError(f"Headers are limited to {HEADERS_MAX_BYTES} bytes in total.")
     return headers

@@ -7,47 +7,24 @@ Header values are write-only: posted, sent to the service, never rendered, logge
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
-from console.service import Conflict, Invalid, NotFound
+from console.service import Conflict, Invalid
 from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
-from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"telemetry_destinations:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _get(request, destination_id: str) -> destinations.Destination:
-    try:
-        return await destinations.get_destination(request.service, destination_id)
-    except NotFound:
-        raise Http404("No such telemetry destination") from None
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def destination_list(request):
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await destinations.list_destinations(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
-
     template = "telemetry_destinations/list.html"
-    return await deferred.list_page(request, template, "destinations-table", {"query": query}, load)
+    return await searchable_list(request, template, "destinations-table", destinations.list_destinations)
 
 
 @require_http_methods(["GET", "POST"])
@@ -84,7 +61,9 @@ async def destination_create(request):
                 form.add_error("name", exc.message)
             else:
                 messages.success(request, f"Destination “{made.label}” created.")
-                return done(request, _url(request, "detail", destination_id=made.id))
+                return done(
+                    request, org_reverse(request, "telemetry_destinations:detail", destination_id=made.id)
+                )
     return render(request, "telemetry_destinations/create.html", {"form": form})
 
 
@@ -102,7 +81,9 @@ def _edit_form(destination, data=None) -> EditForm:
 @org_view("viewer")
 async def destination_detail(request, destination_id: str):
     """The record; admins edit it in place (only changed fields are sent; headers merge)."""
-    destination = await _get(request, destination_id)
+    destination = await get_or_404(
+        destinations.get_destination(request.service, destination_id), "telemetry destination"
+    )
     form = _edit_form(destination)
     if request.method == "POST":
         require_role(request, "admin")
@@ -141,14 +122,19 @@ async def destination_detail(request, destination_id: str):
                 form.add_error(None, exc.message)
             else:
                 messages.success(request, "Destination saved.")
-                return done(request, _url(request, "detail", destination_id=destination.id))
+                return done(
+                    request,
+                    org_reverse(request, "telemetry_destinations:detail", destination_id=destination.id),
+                )
     return render(request, "telemetry_destinations/detail.html", {"destination": destination, "form": form})
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def destination_delete(request, destination_id: str):
-    destination = await _get(request, destination_id)
+    destination = await get_or_404(
+        destinations.get_destination(request.service, destination_id), "telemetry destination"
+    )
     conflict = ""
     if request.method == "POST":
         try:
@@ -160,7 +146,7 @@ async def destination_delete(request, destination_id: str):
             conflict = exc.message
         else:
             messages.success(request, f"Destination “{destination.label}” deleted.")
-            return done(request, _url(request, "list"))
+            return done(request, org_reverse(request, "telemetry_destinations:list"))
     return render(
         request, "telemetry_destinations/delete.html", {"destination": destination, "conflict": conflict}
     )

@@ -6,7 +6,7 @@ import re
 
 from django import forms
 
-from console.service.vaults import FIELD_TYPES
+from console.service.contract import VAULT_FIELD_TYPES
 
 KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 FIELD = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -30,7 +30,8 @@ class ItemForm(forms.Form):
         widget=forms.Textarea(
             attrs={"rows": 4, "placeholder": "username email\npassword password\notp totp optional"}
         ),
-        help_text=f"One per line: name type [sensitive|plain] [optional]. Types: {', '.join(FIELD_TYPES)}. "
+        help_text="One per line: name type [sensitive|plain] [optional]. "
+        f"Types: {', '.join(VAULT_FIELD_TYPES)}. "
         "Passwords, TOTP and passkeys are sensitive unless marked plain.",
     )
     values = forms.CharField(
@@ -53,7 +54,7 @@ class ItemForm(forms.Form):
             words = line.split()
             if not words:
                 continue
-            if len(words) < 2 or not FIELD.match(words[0]) or words[1] not in FIELD_TYPES:
+            if len(words) < 2 or not FIELD.match(words[0]) or words[1] not in VAULT_FIELD_TYPES:
                 raise forms.ValidationError(f"Line {number}: write name type, e.g. password password.")
             flags = set(words[2:])
             if flags - {"sensitive", "plain", "optional"}:

@@ -9,37 +9,17 @@ from __future__ import annotations
 import asyncio
 
 from django.contrib import messages
-from django.http import Http404
-from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
-from console.service import Conflict, Forbidden, Invalid, NotFound, projects, vaults
+from console.service import Conflict, Forbidden, Invalid, projects, vaults
 from console.vaults.forms import ItemForm, ValueForm, VaultForm
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.paging import pager, paging
+from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
-
-
-def _url(request, name: str, **kwargs) -> str:
-    return reverse(f"vaults:{name}", kwargs={"org_slug": request.org.slug, **kwargs})
-
-
-async def _vault(request, vault_id: str) -> vaults.Vault:
-    try:
-        return await vaults.get_vault(request.service, vault_id)
-    except NotFound:
-        raise Http404("No such vault") from None
-
-
-async def _item(request, vault_id: str, key: str) -> vaults.Item:
-    try:
-        return await vaults.get_item(request.service, vault_id, key)
-    except NotFound:
-        raise Http404("No such vault item") from None
 
 
 @require_http_methods(["GET", "POST"])
@@ -58,15 +38,7 @@ async def vault_list(request):
             except (Invalid, Forbidden) as exc:
                 form.add_error("name", exc.message)
             else:
-                return done(request, _url(request, "detail", vault_id=vault.id))
-    page_params = paging(request)
-    query = request.GET.get("q", "").strip()
-
-    async def load() -> dict:
-        page = await vaults.list_vaults(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        return {"page": page, "pager": pager(request, page_params, page)}
+                return done(request, org_reverse(request, "vaults:detail", vault_id=vault.id))
 
     async def plan() -> dict:
         limits, entitlements = await asyncio.gather(
@@ -75,16 +47,18 @@ async def vault_list(request):
         # A plan that does not mention vaults is taken to include them (the service decides on create).
         return {"limits": limits, "vaults_enabled": entitlements.enabled("vaults") is not False}
 
-    context = {"form": form, "query": query}
     parts = [deferred.Part("vaults-plan", plan)]
-    return await deferred.list_page(request, "vaults/list.html", "vaults-table", context, load, parts=parts)
+    template = "vaults/list.html"
+    return await searchable_list(
+        request, template, "vaults-table", vaults.list_vaults, {"form": form}, parts=parts
+    )
 
 
 @require_http_methods(["GET", "POST"])
 @sensitive_post_parameters("values")
 @org_view("viewer")
 async def vault_detail(request, vault_id: str):
-    vault = await _vault(request, vault_id)
+    vault = await get_or_404(vaults.get_vault(request.service, vault_id), "vault")
     form = ItemForm()
     if request.method == "POST":
         require_role(request, "admin")
@@ -114,7 +88,7 @@ async def vault_detail(request, vault_id: str):
                 form.add_error("key", exc.message)
             else:
                 messages.success(request, f"Item “{item.key}” saved.")
-                return done(request, _url(request, "item", vault_id=vault.id, key=item.key))
+                return done(request, org_reverse(request, "vaults:item", vault_id=vault.id, key=item.key))
     items = await vaults.list_items(request.service, vault.id)
     return render(request, "vaults/detail.html", {"vault": vault, "items": items, "form": form})
 
@@ -122,12 +96,12 @@ async def vault_detail(request, vault_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def vault_delete(request, vault_id: str):
-    vault = await _vault(request, vault_id)
+    vault = await get_or_404(vaults.get_vault(request.service, vault_id), "vault")
     if request.method == "POST":
         async with audited(request, "vault.delete", target_id=vault.id, detail=vault.label):
             await vaults.delete_vault(request.service, vault.id)
         messages.success(request, f"Vault “{vault.label}” deleted.")
-        return done(request, _url(request, "list"))
+        return done(request, org_reverse(request, "vaults:list"))
     items = await vaults.list_items(request.service, vault.id)
     return render(request, "vaults/delete.html", {"vault": vault, "items": items})
 
@@ -137,7 +111,7 @@ async def vault_delete(request, vault_id: str):
 @org_view("viewer")
 async def item_detail(request, vault_id: str, key: str):
     """The item's fields and events; admins set or clear a value (write-only)."""
-    item = await _item(request, vault_id, key)
+    item = await get_or_404(vaults.get_item(request.service, vault_id, key), "vault item")
     form = ValueForm(names=[f.name for f in item.fields])
     conflict = ""
     if request.method == "POST":
@@ -163,9 +137,9 @@ async def item_detail(request, vault_id: str, key: str):
                 apply_service_errors(form, exc)
             else:
                 messages.success(request, f"Value of “{name}” {change}.")
-                return done(request, _url(request, "item", vault_id=vault_id, key=key))
+                return done(request, org_reverse(request, "vaults:item", vault_id=vault_id, key=key))
     events = await vaults.item_events(request.service, vault_id, key)
-    vault = await _vault(request, vault_id)
+    vault = await get_or_404(vaults.get_vault(request.service, vault_id), "vault")
     context = {
         "vault": vault,
         "item": item,
@@ -179,11 +153,11 @@ async def item_detail(request, vault_id: str, key: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def item_delete(request, vault_id: str, key: str):
-    item = await _item(request, vault_id, key)
-    vault = await _vault(request, vault_id)
+    item = await get_or_404(vaults.get_item(request.service, vault_id, key), "vault item")
+    vault = await get_or_404(vaults.get_vault(request.service, vault_id), "vault")
     if request.method == "POST":
         async with audited(request, "vault.item.delete", target_id=item.id, detail=f"{vault.label}/{key}"):
             await vaults.delete_item(request.service, vault_id, key)
         messages.success(request, f"Item “{key}” deleted.")
-        return done(request, _url(request, "detail", vault_id=vault_id))
+        return done(request, org_reverse(request, "vaults:detail", vault_id=vault_id))
     return render(request, "vaults/item_delete.html", {"vault": vault, "item": item})

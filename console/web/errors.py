@@ -16,6 +16,7 @@ from django.shortcuts import render as django_render
 from django.template.loader import render_to_string
 
 from console.accounts.audit import TooManyRefusals
+from console.web.inline import AsyncMiddleware
 
 log = logging.getLogger(__name__)
 
@@ -72,21 +73,12 @@ async def page_in_layout(request, status: int, **context) -> HttpResponse:
     return response
 
 
-class ErrorPageMiddleware:
+class ErrorPageMiddleware(AsyncMiddleware):
     """Http404 and PermissionDenied from views, URLs nobody answers and (with DEBUG) crashes: designed pages.
 
     Sits inside the session, CSRF and auth middleware, so the page knows its user. A crash is still
     logged with its traceback by Django before its response reaches this middleware.
     """
-
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response):
-        from asgiref.sync import markcoroutinefunction
-
-        self.get_response = get_response
-        markcoroutinefunction(self)
 
     async def __call__(self, request):
         response = await self.get_response(request)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from django import forms
 from django.urls import reverse
@@ -39,6 +42,48 @@ def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, 
         form.add_error(None, error.message)
 
 
+# Host names that are not on the internet, whatever they resolve to here.
+PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".lan", ".home.arpa", ".intranet", ".corp")
+HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
+
+
+def http_url(value: str) -> SplitResult:
+    """An absolute http(s) URL typed into a form, split; anything else is a ValidationError."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise forms.ValidationError("Enter an http:// or https:// URL.")
+    return parts
+
+
+def public_url(value: str, refusal: str) -> SplitResult:
+    """``http_url``, on a public address or a host name that may be one: the service reaches it from the
+    internet, so a private one is refused with ``{host} is not a public host: <refusal>``."""
+    parts = http_url(value)
+    host = parts.hostname.lower().rstrip(".")
+    try:
+        private = not ipaddress.ip_address(host).is_global
+    except ValueError:
+        private = host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES)
+    if private:
+        raise forms.ValidationError(f"{host} is not a public host: {refusal}.")
+    return parts
+
+
+def header_lines(text: str, hint: str = "") -> dict[str, str]:
+    """``Name: value`` per line → a dict; a bad line is named by its number (it may hold a secret: never
+    echoed), with ``hint`` after the expected form."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not HEADER_NAME.match(name):
+            raise forms.ValidationError(f"Line {number}: write Name: value{hint}.")
+        headers[name] = value
+    return headers
+
+
 # Deeper than any policy or payload a person writes; deep enough input used to end in a RecursionError
 # (a 500), and anything near Python's limit would fail again when sent on.
 MAX_JSON_DEPTH = 64
@@ -71,6 +116,31 @@ def _depth(value: Any) -> int:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return deepest
+
+
+# What each telemetry category captures (console.service.contract.CAPTURE_CATEGORIES), for the session and
+# pool forms.
+CATEGORY_HELP = {
+    "console": "console.log and errors, with stack traces",
+    "network": "requests and responses (bodies truncated)",
+    "page": "navigations, load, layout shifts",
+    "interaction": "clicks, keys, scrolls",
+    "control": "calls to the browser's API",
+    "connection": "CDP and live-view attach/detach",
+    "system": "out-of-memory kills, crashes",
+    "captcha": "CAPTCHA solver results",
+    "screenshot": "periodic screenshots (high volume)",
+}
+# Viewport presets worth a word beside their size.
+PRESET_NOTES = {"768x1024@60": "portrait tablet", "390x844@60": "phone"}
+
+
+def viewport_label(preset: str) -> str:
+    """``1920x1080@25`` as people read it (a multiplication sign, Hz), with a note for the odd ones out."""
+    size, _, rate = preset.partition("@")
+    width, _, height = size.partition("x")
+    note = f" ({PRESET_NOTES[preset]})" if preset in PRESET_NOTES else ""
+    return f"{width} \u00d7 {height} @ {rate} Hz{note}"
 
 
 CAP_LABELS = {

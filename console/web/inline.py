@@ -7,11 +7,25 @@ hooks below only read and write the request and the response (no I/O), so they r
 the worker thread.
 """
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import markcoroutinefunction, sync_to_async
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
 from django.middleware import clickjacking, common, csrf, security
+
+
+class AsyncMiddleware:
+    """A middleware of the console's own that runs on the event loop only (subclasses add their hooks)."""
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        markcoroutinefunction(self)
+
+    async def __call__(self, request):
+        return await self.get_response(request)
 
 
 class Inline:

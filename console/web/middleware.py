@@ -8,10 +8,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_cache_control
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from console.web import views
+from console.web.inline import AsyncMiddleware
+
 log = logging.getLogger(__name__)
 
 
-class ProbeMiddleware:
+class ProbeMiddleware(AsyncMiddleware):
     """Answers /healthz and /readyz before anything reads the Host header; first in MIDDLEWARE.
 
     Orchestrators and the Dockerfile's HEALTHCHECK probe over plain HTTP with a Host of their own (a pod IP,
@@ -19,15 +22,7 @@ class ProbeMiddleware:
     redirect. Every other path still goes through Django's Host validation.
     """
 
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response):
-        from console.web import views
-
-        self.get_response = get_response
-        self.probes = {"/healthz": views.healthz, "/readyz": views.readyz}
-        markcoroutinefunction(self)
+    probes = {"/healthz": views.healthz, "/readyz": views.readyz}
 
     async def __call__(self, request):
         probe = self.probes.get(request.path_info)
@@ -109,22 +104,12 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
         return await self.get_response(request)
 
 
-class ServiceErrorMiddleware:
+class ServiceErrorMiddleware(AsyncMiddleware):
     """Render service failures a view did not handle as a banner (htmx) or an error page.
 
     Views catch what they can explain (NotFound, Invalid, Conflict); timeouts, 5xx, a revoked key and
     rate limits end here. Never a traceback, never the key: only the error's own message and request id.
     """
-
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        markcoroutinefunction(self)
-
-    async def __call__(self, request):
-        return await self.get_response(request)
 
     async def process_exception(self, request, exception):
         try:

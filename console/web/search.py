@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
 from console.service import (
@@ -29,6 +28,7 @@ from console.service import (
 )
 from console.web.context_processors import _nav
 from console.web.decorators import org_view
+from console.web.pages import record_link
 from console.web.render import render
 
 log = logging.getLogger(__name__)
@@ -52,30 +52,22 @@ class Kind(NamedTuple):
     hit: Callable[[Any, Any], tuple[str, str, str]]  # (request, record) -> (title, detail, url)
 
 
-def _url(request, name: str, **kwargs) -> str:
-    # Ids come from the service: one of dots only would link elsewhere in the console (``/browsers/../``),
-    # one with "/" matches no route. Such a record is left out of the results (``_search_kind``).
-    if any(not str(value).strip(".") for value in kwargs.values()):
-        raise NoReverseMatch(f"{name}: not an id")
-    return reverse(name, kwargs={"org_slug": request.org.slug, **kwargs})
-
-
 KINDS = [
     Kind(
         "Session",
         lambda svc, q: browsers.list_sessions(svc, limit=PER_TYPE, query=q),
-        lambda r, s: (s.label, s.session_id, _url(r, "browsers:detail", session_id=s.session_id)),
+        lambda r, s: (s.label, s.session_id, record_link(r, "browsers:detail", session_id=s.session_id)),
     ),
     Kind(
         "Pool",
         lambda svc, q: pools.list_pools(svc, limit=PER_TYPE, query=q),
-        lambda r, p: (p.label, p.id, _url(r, "pools:detail", pool_id=p.id)),
+        lambda r, p: (p.label, p.id, record_link(r, "pools:detail", pool_id=p.id)),
     ),
     Kind(
         "Profile",
         lambda svc, q: profiles.list_profiles(svc, limit=PER_TYPE, query=q),
         # Profiles have no page of their own: their list, filtered to this one.
-        lambda r, p: (p.label, p.id, _url(r, "profiles:list") + "?" + urlencode({"q": p.id})),
+        lambda r, p: (p.label, p.id, record_link(r, "profiles:list") + "?" + urlencode({"q": p.id})),
     ),
     Kind(
         "Connection",
@@ -83,13 +75,17 @@ KINDS = [
         lambda r, c: (
             " · ".join(x for x in (c.domain, c.profile_name) if x) or c.id,
             c.id,
-            _url(r, "auth:detail", connection_id=c.id),
+            record_link(r, "auth:detail", connection_id=c.id),
         ),
     ),
     Kind(
         "Credential",
         lambda svc, q: credentials.list_credentials(svc, limit=PER_TYPE, query=q),
-        lambda r, c: (c.name or c.id, c.domain or c.id, _url(r, "credentials:detail", credential_id=c.id)),
+        lambda r, c: (
+            c.name or c.id,
+            c.domain or c.id,
+            record_link(r, "credentials:detail", credential_id=c.id),
+        ),
     ),
     Kind(
         "App",
@@ -97,7 +93,7 @@ KINDS = [
         lambda r, a: (
             a.app_name or a.id,
             a.version or "",
-            _url(r, "apps:detail", app_name=a.app_name or a.id),
+            record_link(r, "apps:detail", app_name=a.app_name or a.id),
         ),
     ),
     Kind(
@@ -106,13 +102,13 @@ KINDS = [
         lambda r, i: (
             " · ".join(x for x in (i.app_name, i.action_name) if x) or i.id,
             i.id,
-            _url(r, "invocations:detail", invocation_id=i.id),
+            record_link(r, "invocations:detail", invocation_id=i.id),
         ),
     ),
     Kind(
         "Project",
         lambda svc, q: projects.list_projects(svc, limit=PER_TYPE, query=q),
-        lambda r, p: (p.name or p.id, p.id, _url(r, "projects:detail", project_id=p.id)),
+        lambda r, p: (p.name or p.id, p.id, record_link(r, "projects:detail", project_id=p.id)),
     ),
 ]
 
@@ -129,9 +125,8 @@ async def _search_kind(request, kind: Kind, query: str) -> tuple[list[Hit], str]
         return [], f"{kind.label}s could not be searched"
     hits, seen = [], set()
     for record in page.items:
-        try:
-            title, detail, url = kind.hit(request, record)
-        except NoReverseMatch:
+        title, detail, url = kind.hit(request, record)
+        if not url:
             continue  # an id no console page can have (a hostile or broken service): no link to it
         if url in seen:  # app versions share their app's page
             continue

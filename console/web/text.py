@@ -33,6 +33,8 @@ def _symbol(match: re.Match) -> str:
 
 def visible(text: str) -> str:
     """``text`` with every control and bidi character replaced by a visible symbol (markup-safe)."""
+    if text.isascii() and text.isprintable():
+        return text  # printable ASCII (a live row, mostly): checked by a scan cheaper than the pattern's
     if not _INVISIBLE.search(text):
         return text
     return _INVISIBLE.sub(_symbol, text)

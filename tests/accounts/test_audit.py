@@ -158,7 +158,11 @@ CONSOLE = Path(__file__).resolve().parents[2] / "console"
 SERVICE = "console.service"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # POSTs that only read (the service's interface uses POST for them).
-READS = {("computer", "screenshot"), ("computer", "mouse_position"), ("computer", "read_clipboard")}
+READS = {
+    ("browser_computer", "screenshot"),
+    ("browser_computer", "mouse_position"),
+    ("browser_computer", "read_clipboard"),
+}
 
 
 def _imports(tree) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
@@ -310,12 +314,15 @@ def test_it_finds_the_mutations_it_checks():
     sites = list(call_sites())
     assert len(sites) >= 40
     mutating = mutating_functions()
-    assert {("proxies", "delete_proxy"), ("computer", "move_mouse")} <= mutating
+    assert {("proxies", "delete_proxy"), ("browser_computer", "move_mouse")} <= mutating
     # A method left to upload_file's default ("POST"), and functions of modules views import under an alias.
-    assert {("files", "upload_zip"), ("extensions", "upload_extension")} <= mutating
+    assert {("browser_files", "upload_zip"), ("extensions", "upload_extension")} <= mutating
     aliased = {("telemetry_destinations", "delete_destination"), ("credential_providers", "test_provider")}
     assert aliased <= mutating
-    assert not {("proxies", "get_proxy"), ("computer", "screenshot"), ("files", "read_file")} & mutating
+    assert (
+        not {("proxies", "get_proxy"), ("browser_computer", "screenshot"), ("browser_files", "read_file")}
+        & mutating
+    )
     paths = {str(path) for path, _, _ in sites}
     assert {"console/telemetry_destinations/views.py", "console/credential_providers/views.py"} <= paths
 

@@ -14,6 +14,7 @@ import itertools
 import resource
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -30,7 +31,7 @@ KEEPALIVE = 2.0
 def run() -> str:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    with harness.sandbox() as (sandbox_url, _):
+    with harness.sandbox() as (sandbox_url, sandbox_process):
         tenant = new_tenant(sandbox_url)
         tenant.control("POST", "settings", {"telemetry_rate_per_second": 0, "telemetry_retention": 1_000_000})
         body = {
@@ -40,13 +41,25 @@ def run() -> str:
         session_id = tenant.call("POST", "/browsers", json=body).json()["session_id"]
         env = {"LIVE_KEEPALIVE_SECONDS": str(KEEPALIVE), "LIVE_MAX_PENDING": "50000"}
         with harness.console(sandbox_url, tenant.api_key, extra_env=env) as console:
-            bench = RelayBench(console, tenant, session_id)
+            bench = RelayBench(console, tenant, session_id, sandbox_process.pid)
             return asyncio.run(bench.all())
 
 
+@dataclass
+class Round:
+    rate: float  # events/s summed over the viewers
+    cpu: dict[str, float]  # µs of CPU per event of the burst (all viewers): console, sandbox, readers
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 class RelayBench:
-    def __init__(self, console, tenant, session_id):
+    def __init__(self, console, tenant, session_id, sandbox_pid: int):
         self.console, self.tenant, self.session_id = console, tenant, session_id
+        self.sandbox_pid = sandbox_pid
         self.console_url = f"{console.url}/o/{console.org_slug}/browsers/{session_id}/telemetry/stream/"
         self.direct_url = f"{tenant.url}/browsers/{session_id}/telemetry/stream"
         self.stream_path = f"/browsers/{session_id}/telemetry/stream"
@@ -73,14 +86,12 @@ class RelayBench:
     def upstreams(self) -> int:
         return self.tenant.control("GET", "streams").json().get(self.stream_path, 0)
 
-    def readers(self, n: int, *, via_console: bool, track_ids: bool = False) -> list[Reader]:
+    def readers(self, n: int, *, via_console: bool, **options) -> list[Reader]:
         if via_console:
-            return [
-                Reader(self.console_url, {"Cookie": self.console.cookie_header}, track_ids=track_ids)
-                for _ in range(n)
-            ]
-        auth = {"Authorization": f"Bearer {self.tenant.api_key}"}
-        return [Reader(self.direct_url, auth, track_ids=track_ids) for _ in range(n)]
+            url, headers = self.console_url, {"Cookie": self.console.cookie_header}
+        else:
+            url, headers = self.direct_url, {"Authorization": f"Bearer {self.tenant.api_key}"}
+        return [Reader(url, headers, **options) for _ in range(n)]
 
     async def open_all(self, readers: list[Reader], batch: int = 100) -> None:
         for i in range(0, len(readers), batch):
@@ -99,14 +110,27 @@ class RelayBench:
         await asyncio.gather(*(r.close() for r in readers))
         await self.wait_upstreams(0)
 
-    async def burst(self, count: int) -> None:
-        await asyncio.to_thread(
-            self.tenant.control, "POST", "telemetry/burst", {"session_id": self.session_id, "count": count}
-        )
+    async def burst(self, count: int) -> int:
+        """Emit ``count`` events at once; the seq of the last."""
+        body = {"session_id": self.session_id, "count": count}
+        answer = await asyncio.to_thread(self.tenant.control, "POST", "telemetry/burst", body)
+        return answer.json()["last_seq"]
+
+    def newest_seq(self) -> int:
+        path = f"/browsers/{self.session_id}/telemetry/events"
+        items = self.tenant.call("GET", path, params={"order": "desc", "limit": 1}).json()
+        return items[0]["seq"] if items else 0
 
     # (1) throughput --------------------------------------------------------------------------------
 
-    async def throughput(self, viewers: int, *, via_console: bool, stalled: int = 0) -> float:
+    def cpu(self) -> dict[str, float]:
+        return {
+            "console": harness.cpu_seconds(self.pid),
+            "sandbox": harness.cpu_seconds(self.sandbox_pid),
+            "readers": own_cpu(),
+        }
+
+    async def throughput(self, viewers: int, *, via_console: bool, stalled: int = 0) -> Round:
         readers = self.readers(viewers, via_console=via_console)
         await self.open_all(readers)
         stalled_readers = self.readers(stalled, via_console=True)
@@ -114,15 +138,22 @@ class RelayBench:
             # Connected, then never read: its socket buffers fill and the console must not wait for it.
             await reader.open(read=False)
         await self.wait_upstreams(1 if via_console else viewers)
+        # Each reader waits for the burst's last frame (frames come in order, and a viewer cannot lag here:
+        # the console keeps LIVE_MAX_PENDING frames, more than a burst). Nothing else emits meanwhile.
+        last = await asyncio.to_thread(self.newest_seq) + BURST
         for r in readers:
-            r.target_frames = r.frames + BURST
+            r.expect(last)
+        before = self.cpu()
         started = time.perf_counter()
-        await self.burst(BURST)
+        if await self.burst(BURST) != last:
+            raise RuntimeError("the burst's last seq is not the one the readers wait for")
         await asyncio.wait_for(asyncio.gather(*(r.reached.wait() for r in readers)), timeout=120)
         elapsed = time.perf_counter() - started
+        after = self.cpu()
         await asyncio.gather(*(r.close() for r in stalled_readers))
         await self.close_all(readers)
-        return viewers * BURST / elapsed
+        cpu = {name: (after[name] - before[name]) / BURST * 1e6 for name in before}
+        return Round(viewers * BURST / elapsed, cpu)
 
     # (2) added latency -----------------------------------------------------------------------------
 
@@ -157,7 +188,7 @@ class RelayBench:
 
     async def idle(self, viewers: int) -> dict:
         before = self.rss_mb()
-        readers = self.readers(viewers, via_console=True)
+        readers = self.readers(viewers, via_console=True, counting=True)  # (their keepalives)
         started = time.perf_counter()
         await self.open_all(readers)
         opened = time.perf_counter() - started
@@ -194,13 +225,26 @@ class RelayBench:
             for _ in range(ROUNDS):  # interleaved; the median of each is reported
                 relayed.append(await self.throughput(viewers, via_console=True))
                 direct.append(await self.throughput(viewers, via_console=False))
-            rows.append((viewers, statistics.median(relayed), statistics.median(direct)))
-        alone = await self.throughput(10, via_console=True)
-        with_stalled = await self.throughput(10, via_console=True, stalled=1)
+            rows.append((viewers, median(relayed), median(direct)))
+        alone = (await self.throughput(10, via_console=True)).rate
+        with_stalled = (await self.throughput(10, via_console=True, stalled=1)).rate
         lat1 = await self.latency(1)
         lat100 = await self.latency(100)
         idles = [await self.idle(n) for n in (200, 1000, 2000)]
         return report(rows, alone, with_stalled, lat1, lat100, idles)
+
+
+def per(micros: float, viewers: int) -> str:
+    return f"{micros:.1f}" if viewers == 1 else f"{micros:.0f} ({micros / viewers:.2f} per viewer)"
+
+
+def median(rounds: list[Round]) -> Round:
+    """The median round's events/s, and the median of each process's CPU per event over the rounds."""
+    names = rounds[0].cpu
+    return Round(
+        statistics.median(r.rate for r in rounds),
+        {name: statistics.median(r.cpu[name] for r in rounds) for name in names},
+    )
 
 
 def report(rows, alone, with_stalled, lat1, lat100, idles) -> str:
@@ -221,7 +265,19 @@ def report(rows, alone, with_stalled, lat1, lat100, idles) -> str:
         "",
         "| viewers | through the console (events/s) | sandbox directly (events/s) | console / direct |",
         "|---:|---:|---:|---:|",
-        *(f"| {v} | {c:,.0f} | {d:,.0f} | {c / d:.2f} |" for v, c, d in rows),
+        *(f"| {v} | {c.rate:,.0f} | {d.rate:,.0f} | {c.rate / d.rate:.2f} |" for v, c, d in rows),
+        "",
+        "CPU per event of the burst (µs of a core, median of the rounds; per viewer: divided by the viewers),"
+        " each process read from /proc around the burst:",
+        "",
+        "| viewers | console, through it | its upstream (sandbox) | its readers"
+        " | sandbox, read directly | its readers |",
+        "|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {v} | {per(c.cpu['console'], v)} | {c.cpu['sandbox']:.1f} | {per(c.cpu['readers'], v)}"
+            f" | {per(d.cpu['sandbox'], v)} | {per(d.cpu['readers'], v)} |"
+            for v, c, d in rows
+        ),
         "",
         "- Added latency at 50 events/s (console arrival minus direct arrival of the same seq): "
         f"1 viewer p50 **{lat1[0]:.2f} ms**, p99 **{lat1[1]:.2f} ms**; "

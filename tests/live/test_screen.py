@@ -16,6 +16,7 @@ import pytest
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
+from console.live import cdp as cdp_client
 from console.live import screen as relay
 
 
@@ -322,7 +323,7 @@ async def test_it_refuses_an_upstream_message_larger_than_a_frame_can_be(cdp):
     viewer = relay.ScreenHub().subscribe(source(cdp.url))
     await until(lambda: cdp.casting)
     socket = next(iter(cdp.casting))
-    await socket.send("x" * (relay.MAX_MESSAGE + 1))
+    await socket.send("x" * (cdp_client.MAX_MESSAGE + 1))
     await until(lambda: socket.close_code is not None)
     assert socket.close_code == 1009  # message too big: the relay closed rather than hold it
     assert viewer.screen.frames_in == 0
@@ -494,7 +495,7 @@ async def test_it_drops_unasked_messages_beyond_the_budget_and_still_relays_fram
     wake = asyncio.Event()
     viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
     await until(lambda: cdp.casting)
-    burst = relay.UNSOLICITED_BUDGET["burst"]
+    burst = cdp_client.UNSOLICITED_BUDGET["burst"]
     for number in range(burst + 300):  # beyond the budget, short of a flood
         await send(cdp, {"method": "Network.dataReceived", "params": {"n": number}})
     big = json.dumps({"method": "Tracing.dataCollected", "params": {"value": "x" * (1024 * 1024)}})
@@ -530,7 +531,7 @@ async def test_it_ends_an_upstream_that_floods_it_with_messages_it_did_not_ask_f
 
 
 async def test_it_ends_an_upstream_that_sends_frames_far_beyond_their_budget(cdp, monkeypatch):
-    monkeypatch.setitem(relay.FRAME_BUDGET, "rate", 16)  # 1 MiB/s, so that the test floods it cheaply
+    monkeypatch.setitem(cdp_client.FRAME_BUDGET, "rate", 16)  # 1 MiB/s, so that the test floods it cheaply
     wake = asyncio.Event()
     viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(cdp.url), wake=wake)
     await until(lambda: cdp.casting)

@@ -211,6 +211,7 @@ async def test_it_creates_a_pool_with_the_whole_configuration(admin_client, tena
         ({"chrome_policy": "[" * 100_000}, "too deeply nested"),
         ({"chrome_policy": '{"a": ' * 100_000}, "too deeply nested"),
         ({"chrome_policy": '{"ProxyMode": "direct"}'}, "Managed by the service"),
+        ({"chrome_policy": '{"DeveloperToolsAvailability": 2}'}, "Managed by the service"),
         ({"start_url": "javascript:alert(1)"}, "http:// or https://"),
         ({"viewport": "custom"}, "Required for a custom viewport."),
         ({"name": "a/b"}, "cannot contain /"),

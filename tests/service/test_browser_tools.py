@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from console.service import Invalid, Unavailable, browser_tools, browsers, files, sse
+from console.service import Invalid, Unavailable, browser_files, browser_tools, browsers, sse
 
 LONG = 259_200
 
@@ -42,7 +42,7 @@ async def test_it_loads_extensions_and_streams_the_supervisor_log(service, sid):
         sid,
         [("one", "one.zip", io.BytesIO(extension_zip())), ("two", "two.zip", io.BytesIO(extension_zip()))],
     )
-    info = await files.file_info(service, sid, "/home/kernel/extensions/two/manifest.json")
+    info = await browser_files.file_info(service, sid, "/home/kernel/extensions/two/manifest.json")
     assert info.size_bytes > 0
     params = {"source": "supervisor", "supervisor_process": "chromium"}
     messages = [
@@ -53,7 +53,7 @@ async def test_it_loads_extensions_and_streams_the_supervisor_log(service, sid):
 
 
 async def test_it_uploads_several_files_in_the_indexed_form(service, sid):
-    await files.upload(
+    await browser_files.upload(
         service, sid, [("/tmp/a.txt", "a.txt", io.BytesIO(b"A")), ("/tmp/b.txt", "b.txt", io.BytesIO(b"BB"))]
     )
-    assert (await files.file_info(service, sid, "/tmp/b.txt")).size_bytes == 2
+    assert (await browser_files.file_info(service, sid, "/tmp/b.txt")).size_bytes == 2

@@ -2,6 +2,7 @@
 
 import asyncio
 import io
+import json
 
 import pytest
 
@@ -403,3 +404,19 @@ def test_it_refuses_a_record_whose_id_no_link_can_hold():
         with pytest.raises(BadResponse, match="no link can hold"):
             Session.from_json({"session_id": planted})
     assert Session.from_json({"session_id": "bs_1.v2:x-y"}).session_id == "bs_1.v2:x-y"
+
+
+def test_json_decodes_by_the_c_parser_alone_within_the_bounds_and_is_refused_past_them():
+    """A small body with no more brackets than the depth bound cannot pass either bound: it is parsed by
+    json.loads alone (every event of a live stream); any other is counted and measured as before."""
+    for body in ('{"seq": 1, "event": {"data": {"text": "[[[["}}}', "[" * 64 + "]" * 64, '"x"', "[]"):
+        assert service_http.decode_json(body) == json.loads(body)
+        assert service_http.decode_json(body.encode()) == json.loads(body)
+    with pytest.raises(service_http.TooMuchJSON, match="deeper than 64"):
+        service_http.decode_json("[" * 65 + "]" * 65)
+    with pytest.raises(service_http.TooMuchJSON, match="deeper than 64"):
+        service_http.decode_json('{"a": ' * 65 + "1" + "}" * 65)
+    with pytest.raises(ValueError):
+        service_http.decode_json('{"a": 1')
+    many = "[" + ",".join(["{}"] * 300) + "]"  # past the fast path's brackets, within the bounds
+    assert service_http.decode_json(many) == json.loads(many)

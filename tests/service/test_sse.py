@@ -1,9 +1,13 @@
 """Event streams: reading one connection, and following across drops with Last-Event-ID."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from console.service import NotFound, StreamDropped
+from console.service import http as service_http
 from console.service import sse as service_sse
+from console.service.http import EventParser
 from console.service.sse import events, follow
 
 STREAM = "/_sandbox/test_stream"
@@ -91,3 +95,83 @@ async def test_it_does_not_reconnect_after_a_clean_end_unless_asked(service, ten
     assert received == [1, 2, 3]
     assert len(asked) == 2
     assert connections == [None, None, "3"]
+
+
+# The parser (console.service.http.EventParser) against httpx-sse, the library the console read streams
+# with before: the same events from the same bytes, however the reads cut them.
+
+PIECES = [
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"data",
+    b"data:",
+    b"data: x",
+    b"data:  y",
+    b"id: 7",
+    b"id:",
+    b"id: a\x00b",
+    b"event: e",
+    b"event: message",
+    b": comment",
+    b"retry: 5",
+    b"retry: x",
+    b"\xc3\xa9",
+    b"\xe2\x82",
+    b"\xff",
+    b":",
+    b" ",
+    b"x",
+    b"\n\n",
+    b"\r\n\r\n",
+]
+
+
+def reference_frames(reads: list[bytes]) -> list[tuple]:
+    import codecs
+
+    from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+    decoder, lines, text = SSEDecoder(), SSELineDecoder(), codecs.getincrementaldecoder("utf-8")("replace")
+    found = []
+
+    def take(new_lines):
+        for line in new_lines:
+            event = decoder.decode(line.rstrip("\n"))
+            if event is not None and event.data != "":  # an event without data is nothing to deliver
+                found.append((event.event, event.data, event.id, event.retry))
+
+    for read in reads:
+        if decoded := text.decode(read):
+            take(lines.decode(decoded))
+    if decoded := text.decode(b"", final=True):
+        take(lines.decode(decoded))
+    take(lines.flush())
+    return found
+
+
+def parsed_frames(reads: list[bytes]) -> list[tuple]:
+    parser = EventParser()
+    frames = [frame for read in reads for frame in parser.feed(read)]
+    return [(f.event or "message", f.data, f.id, f.retry) for f in frames]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40), st.lists(st.integers(0, 200), max_size=6))
+def test_the_parser_reads_what_httpx_sse_read_however_the_bytes_are_cut(pieces, cuts):
+    body = b"".join(pieces)
+    points = sorted({min(c, len(body)) for c in cuts})
+    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True) if b > a]
+    assert parsed_frames(reads) == reference_frames(reads)
+
+
+def test_the_parser_returns_every_event_a_read_completes_and_holds_the_rest():
+    parser = EventParser()
+    assert parser.feed(b'id: 1\ndata: {"n": 1}\n\nid: 2\ndata: {"n"') == [
+        service_http.SSEFrame("", '{"n": 1}', "1")
+    ]
+    assert parser.feed(b": 2}\n") == []
+    assert parser.feed(b"\nevent: end\r\ndata: a\r\ndata: b\r\r") == [
+        service_http.SSEFrame("", '{"n": 2}', "2"),
+        service_http.SSEFrame("end", "a\nb", "2"),
+    ]

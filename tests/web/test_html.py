@@ -17,7 +17,7 @@ from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from console.accounts.models import Invite, hash_token
-from console.accounts.views import INVITE_SALT
+from console.members.views import INVITE_SALT
 from tests.conftest import PASSWORD
 from tests.sandbox_fixtures import new_tenant
 from tests.web.html_check import problems

@@ -50,6 +50,24 @@ def test_it_makes_controls_and_bidi_overrides_visible_and_keeps_lines():
     assert visible("plain ünïcode 日本") == "plain ünïcode 日本"
 
 
+def test_it_makes_every_control_visible_in_plain_ascii_text_too():
+    """Printable ASCII (most of a live row) passes a cheaper test than the pattern; any control, tab and
+    line breaks aside, still becomes its symbol."""
+    for code in [*range(0x20), 0x7F]:
+        text = f"<li>row {chr(code)} end</li>"
+        expected = (
+            text if chr(code) in "\t\n\r" else text.replace(chr(code), INVISIBLE.sub(_shown, chr(code)))
+        )
+        assert visible(text) == expected
+        assert not INVISIBLE.search(visible(text))
+    assert visible("<li>plain row</li>") == "<li>plain row</li>"
+
+
+def _shown(match) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else f"[U+{code:04X}]"
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -1,23 +1,21 @@
-"""What the processes, files and computer panes share: the session lookup and their URLs."""
+"""What the panes of a session share: the session lookup and their URLs."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpResponseRedirect
-from django.urls import reverse
+from django.http import HttpResponseRedirect
 from django_htmx.http import HttpResponseClientRedirect
 
-from console.service import NotFound, browsers
+from console.service import browsers
 from console.service.http import Service
+from console.web.pages import get_or_404, org_reverse
 
 
 def url(request, name: str, session_id: str, **kwargs) -> str:
-    return reverse(
-        f"browsers:panes:{name}", kwargs={"org_slug": request.org.slug, "session_id": session_id, **kwargs}
-    )
+    return org_reverse(request, f"browsers:panes:{name}", session_id=session_id, **kwargs)
 
 
 def session_url(request, session_id: str, pane: str = "") -> str:
-    base = reverse("browsers:detail", kwargs={"org_slug": request.org.slug, "session_id": session_id})
+    base = org_reverse(request, "browsers:detail", session_id=session_id)
     return f"{base}#pane-{pane}" if pane else base
 
 
@@ -25,11 +23,9 @@ def redirect(request, target: str):
     return HttpResponseClientRedirect(target) if request.htmx else HttpResponseRedirect(target)
 
 
-async def get_session(request, session_id: str) -> browsers.Session:
-    try:
-        return await browsers.get_session(request.service, session_id, include_deleted=True)
-    except NotFound:
-        raise Http404("No such browser session") from None
+async def get_session(request, session_id: str, *, include_deleted: bool = True) -> browsers.Session:
+    read = browsers.get_session(request.service, session_id, include_deleted=include_deleted)
+    return await get_or_404(read, "browser session")
 
 
 def viewport(session: browsers.Session) -> tuple[int, int]:

@@ -24,7 +24,8 @@ from console.browsers.panes.forms import (
     batch_rows,
     build_batch,
 )
-from console.service import Conflict, Invalid, NotFound, ServiceError, computer
+from console.service import Conflict, Invalid, NotFound, ServiceError, browser_computer
+from console.service.contract import MOUSE_BUTTONS
 from console.web import images
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -45,7 +46,7 @@ async def _position(request, session) -> tuple[int, int] | None:
     if session.ended:
         return None
     try:
-        return await computer.mouse_position(request.service, session.session_id)
+        return await browser_computer.mouse_position(request.service, session.session_id)
     except ServiceError:
         return None
 
@@ -61,7 +62,7 @@ async def _context(request, session, *, bound=None, rows=None, batch_error=None,
         "forms": _forms(request, session, bound),
         "rows": rows if rows is not None else batch_rows(None, 3),
         "batch_types": BATCH_TYPES,
-        "buttons": computer.BUTTONS,
+        "buttons": MOUSE_BUTTONS,
         "max_rows": MAX_BATCH_ROWS,
         "batch_error": batch_error,
         "done": done,
@@ -86,7 +87,7 @@ async def computer_pane(request, session_id: str):
 async def screenshot(request, session_id: str):
     """The session's screen as a PNG, fetched by the console (no store: each load is the screen now)."""
     try:
-        png = await computer.screenshot(request.service, session_id)
+        png = await browser_computer.screenshot(request.service, session_id)
     except NotFound:
         raise Http404("No such browser session") from None
     if not images.showable_png(png):
@@ -189,9 +190,9 @@ async def batch(request, session_id: str):
         summary = ", ".join(a["type"] for a in actions)
         try:
             async with audited(request, "browser.computer.batch", target_id=session_id, detail=summary):
-                await computer.batch(request.service, session_id, actions)
+                await browser_computer.batch(request.service, session_id, actions)
         except (Invalid, NotFound, Conflict) as exc:
-            failed = computer.failed_action(exc) if isinstance(exc, Invalid) else None
+            failed = browser_computer.failed_action(exc) if isinstance(exc, Invalid) else None
             if failed is not None and failed[0] < len(used):
                 index, message = failed
                 used[index].errors.append(f"The service stopped here: {message}")

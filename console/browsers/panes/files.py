@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from contextlib import AsyncExitStack
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.http import urlencode
@@ -34,8 +33,9 @@ from console.browsers.panes.forms import (
     max_upload_bytes,
 )
 from console.live import Channel, Frame, relay_response, service_stream
-from console.service import Conflict, Invalid, NotFound, ServiceError, files
+from console.service import Conflict, Invalid, NotFound, ServiceError, browser_files
 from console.service.sse import ServerEvent
+from console.web import downloads
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.render import render
@@ -67,7 +67,7 @@ def crumbs(request, session_id: str, path: str) -> list[dict]:
     return items
 
 
-def _rows(request, session_id: str, entries: list[files.FileInfo]) -> list[dict]:
+def _rows(request, session_id: str, entries: list[browser_files.FileInfo]) -> list[dict]:
     sid = session_id
     rows = []
     for entry in sorted(entries, key=lambda e: (not e.is_dir, (e.name or "").lower())):
@@ -89,9 +89,9 @@ def _rows(request, session_id: str, entries: list[files.FileInfo]) -> list[dict]
 async def _listing(request, session, path: str, **forms) -> dict:
     sid = session.session_id
     error = None
-    entries: list[files.FileInfo] = []
+    entries: list[browser_files.FileInfo] = []
     try:
-        entries = await files.list_files(request.service, sid, path)
+        entries = await browser_files.list_files(request.service, sid, path)
     except NotFound:
         error = f"{path} does not exist."
     except Invalid as exc:
@@ -147,7 +147,7 @@ async def make_directory(request, session_id: str):
         path = form.cleaned_data["path"]
         try:
             async with audited(request, "browser.fs.mkdir", target_id=session_id, detail=path):
-                await files.create_directory(request.service, session_id, path)
+                await browser_files.create_directory(request.service, session_id, path)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "path")
         else:
@@ -183,7 +183,7 @@ async def upload(request, session_id: str):
         detail = f"{form.cleaned_data['directory']}: {names}"
         try:
             async with audited(request, "browser.fs.upload", target_id=session_id, detail=detail):
-                await files.upload(request.service, session_id, items)
+                await browser_files.upload(request.service, session_id, items)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "files", {"files": "files"})
         except ServiceError as exc:
@@ -210,7 +210,7 @@ async def upload_zip(request, session_id: str):
         detail = f"{upload_file.name} -> {dest} ({upload_file.size} bytes)"
         try:
             async with audited(request, "browser.fs.upload_zip", target_id=session_id, detail=detail):
-                await files.upload_zip(
+                await browser_files.upload_zip(
                     request.service, session_id, upload_file.file, dest_path=dest, filename=upload_file.name
                 )
         except (Invalid, NotFound, Conflict) as exc:
@@ -243,7 +243,7 @@ async def move(request, session_id: str):
         src, dest = form.cleaned_data["src_path"], form.cleaned_data["dest_path"]
         try:
             async with audited(request, "browser.fs.move", target_id=session_id, detail=f"{src} -> {dest}"):
-                await files.move(request.service, session_id, src, dest)
+                await browser_files.move(request.service, session_id, src, dest)
         except (Invalid, NotFound, Conflict) as exc:
             _refused(form, exc, "dest_path")
         else:
@@ -269,7 +269,7 @@ async def delete(request, session_id: str):
     if path == "/":
         raise Http404("The root directory cannot be deleted")
     try:
-        info = await files.file_info(request.service, session_id, path)
+        info = await browser_files.file_info(request.service, session_id, path)
     except (NotFound, Invalid):
         raise Http404("No such file") from None
     back = _with_path(common.url(request, "files", session_id), posixpath.dirname(path) or "/")
@@ -278,9 +278,9 @@ async def delete(request, session_id: str):
         try:
             async with audited(request, action, target_id=session_id, detail=path):
                 if info.is_dir:
-                    await files.delete_directory(request.service, session_id, path)
+                    await browser_files.delete_directory(request.service, session_id, path)
                 else:
-                    await files.delete_file(request.service, session_id, path)
+                    await browser_files.delete_file(request.service, session_id, path)
         except (Invalid, NotFound, Conflict) as exc:
             messages.error(request, f"{path} could not be deleted: {exc.message}")
         else:
@@ -315,14 +315,14 @@ async def file_detail(request, session_id: str):
     session = await common.get_session(request, session_id)
     path = _path(request, default="")
     try:
-        info = await files.file_info(request.service, session_id, path)
+        info = await browser_files.file_info(request.service, session_id, path)
     except (NotFound, Invalid):
         raise Http404("No such file") from None
     if info.is_dir:
         return HttpResponseRedirect(_with_path(common.url(request, "files", session_id), path))
     preview = None
     if not session.ended:
-        async with files.read_file(request.service, session_id, path) as (_, chunks):
+        async with browser_files.read_file(request.service, session_id, path) as (_, chunks):
             head = bytearray()
             async for chunk in chunks:
                 head += chunk
@@ -350,36 +350,16 @@ def _filename(path: str, suffix: str = "") -> str:
 
 
 async def _stream(opener, filename: str, content_type: str):
-    stack = AsyncExitStack()
-    try:
-        reply, chunks = await stack.enter_async_context(opener)
-    except (NotFound, Invalid):
-        await stack.aclose()
-        raise Http404("No such file or directory") from None
-    except BaseException:
-        await stack.aclose()
-        raise
-
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
-    response = StreamingHttpResponse(body(), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    if reply.headers.get("content-length"):
-        response["Content-Length"] = reply.headers["content-length"]
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    (reply, chunks), stack = await downloads.opened(opener, "file or directory", missing=(NotFound, Invalid))
+    length = reply.headers.get("content-length")
+    return downloads.attachment(chunks, stack, filename=filename, content_type=content_type, length=length)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def download(request, session_id: str):
     path = _path(request, default="")
-    opener = files.read_file(request.service, session_id, path)
+    opener = browser_files.read_file(request.service, session_id, path)
     return await _stream(opener, _filename(path), "application/octet-stream")
 
 
@@ -387,7 +367,7 @@ async def download(request, session_id: str):
 @org_view("viewer")
 async def download_zip(request, session_id: str):
     path = _path(request, default="")
-    opener = files.download_dir_zip(request.service, session_id, path)
+    opener = browser_files.download_dir_zip(request.service, session_id, path)
     return await _stream(opener, _filename(path, ".zip"), "application/zip")
 
 
@@ -403,7 +383,7 @@ async def watch_start(request, session_id: str):
         path, recursive = form.cleaned_data["path"], form.cleaned_data["recursive"]
         try:
             async with audited(request, "browser.fs.watch", target_id=session_id, detail=path) as entry:
-                watch_id = await files.watch(request.service, session_id, path, recursive=recursive)
+                watch_id = await browser_files.watch(request.service, session_id, path, recursive=recursive)
                 if watch_id:
                     entry.target_id, entry.detail = watch_id, f"session={session_id} {path}"
         except (Invalid, NotFound, Conflict) as exc:
@@ -442,7 +422,7 @@ def watch_renderer(org_slug: str, session_id: str):
     def render_event(event) -> Frame | None:
         if not isinstance(event, ServerEvent):
             return None
-        item = files.watch_event_from_event(event)
+        item = browser_files.watch_event_from_event(event)
         if item is None or not item.type:
             return None
         context = {"event": item, "at": timezone.now()}  # the stream carries no time: when it arrived
@@ -458,7 +438,7 @@ async def watch_stream(request, session_id: str, watch_id: str):
     svc = common.plain_service(request)
     channel = Channel(
         key=("fswatch", request.org.pk, svc.project, session_id, watch_id),
-        open=service_stream(svc, files.watch_events_path(session_id, watch_id)),
+        open=service_stream(svc, browser_files.watch_events_path(session_id, watch_id)),
         render=watch_renderer(request.org.slug, session_id),
         replay_to_new_viewers=True,
         ended_message="The watch has stopped.",
@@ -471,7 +451,7 @@ async def watch_stream(request, session_id: str, watch_id: str):
 async def watch_stop(request, session_id: str, watch_id: str):
     try:
         async with audited(request, "browser.fs.unwatch", target_id=watch_id, detail=f"session={session_id}"):
-            await files.stop_watch(request.service, session_id, watch_id)
+            await browser_files.stop_watch(request.service, session_id, watch_id)
     except NotFound:
         messages.info(request, "The watch had already stopped.")
     else:

@@ -10,7 +10,8 @@ from django import forms
 from django.conf import settings
 from django.core.validators import MaxValueValidator
 
-from console.service import computer, processes
+from console.service import browser_computer
+from console.service.contract import MOUSE_BUTTONS, PROCESS_SIGNALS
 
 MAX_TEXT = 10_000
 MAX_STDIN = 64 * 1024
@@ -125,7 +126,7 @@ class KillForm(forms.Form):
 
     def clean_signal(self):
         value = self.cleaned_data["signal"]
-        if value not in processes.SIGNALS:
+        if value not in PROCESS_SIGNALS:
             raise forms.ValidationError("Choose TERM, INT, HUP or KILL.")
         return value
 
@@ -269,18 +270,18 @@ class MoveMouseForm(ViewportForm):
     y = coordinate("y")
 
     def call(self, svc, session_id):
-        return computer.move_mouse(svc, session_id, self.cleaned_data["x"], self.cleaned_data["y"])
+        return browser_computer.move_mouse(svc, session_id, self.cleaned_data["x"], self.cleaned_data["y"])
 
 
 class ClickForm(ViewportForm):
     x = coordinate("x")
     y = coordinate("y")
-    button = forms.ChoiceField(choices=[(b, b) for b in computer.BUTTONS], initial="left")
+    button = forms.ChoiceField(choices=[(b, b) for b in MOUSE_BUTTONS], initial="left")
     num_clicks = forms.IntegerField(label="Clicks", min_value=1, max_value=3, initial=1)
 
     def call(self, svc, session_id):
         data = self.cleaned_data
-        return computer.click_mouse(
+        return browser_computer.click_mouse(
             svc, session_id, data["x"], data["y"], button=data["button"], num_clicks=data["num_clicks"]
         )
 
@@ -294,7 +295,7 @@ class TypeForm(ViewportForm):
     )
 
     def call(self, svc, session_id):
-        return computer.type_text(svc, session_id, self.cleaned_data["text"])
+        return browser_computer.type_text(svc, session_id, self.cleaned_data["text"])
 
 
 def parse_keys(value: str) -> list[str]:
@@ -319,7 +320,7 @@ class KeysForm(ViewportForm):
         return parse_keys(self.cleaned_data["keys"])
 
     def call(self, svc, session_id):
-        return computer.press_key(svc, session_id, self.cleaned_data["keys"])
+        return browser_computer.press_key(svc, session_id, self.cleaned_data["keys"])
 
 
 class ScrollForm(ViewportForm):
@@ -342,7 +343,7 @@ class ScrollForm(ViewportForm):
 
     def call(self, svc, session_id):
         data = self.cleaned_data
-        return computer.scroll(
+        return browser_computer.scroll(
             svc,
             session_id,
             data["x"],
@@ -444,7 +445,7 @@ def build_batch(rows: list[BatchRow], viewport: tuple[int, int]) -> tuple[list[d
             fields["y"] = number(row, "y", 0, height - 1)
         if kind == "click_mouse":
             button = row.values.get("button") or "left"
-            if button not in computer.BUTTONS:
+            if button not in MOUSE_BUTTONS:
                 row.errors.append("Choose a mouse button.")
             fields["button"] = button
         elif kind == "type_text":
@@ -465,7 +466,7 @@ def build_batch(rows: list[BatchRow], viewport: tuple[int, int]) -> tuple[list[d
         if row.errors:
             valid = False
             continue
-        actions.append(computer.action(kind, **fields))
+        actions.append(browser_computer.action(kind, **fields))
         used.append(row)
     if valid and not actions:
         if rows:

@@ -25,7 +25,7 @@ from console.accounts.models import AuditLog
 from console.browsers.panes import ansi, common
 from console.browsers.panes.forms import CommandForm, KillForm, StdinForm
 from console.live import Channel, Frame, relay_response, service_stream
-from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, processes
+from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, browser_processes
 from console.service.sse import ServerEvent
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -85,7 +85,7 @@ async def _recent(request, session_id: str) -> list[dict]:
 
     async def status(process_id: str):
         try:
-            return await processes.status(request.service, session_id, process_id)
+            return await browser_processes.status(request.service, session_id, process_id)
         except ServiceError:
             return None
 
@@ -132,7 +132,7 @@ async def process_list(request, session_id: str):
             detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
             try:
                 async with audited(request, "browser.process.spawn", detail=detail) as entry:
-                    spawned = await processes.spawn(
+                    spawned = await browser_processes.spawn(
                         request.service,
                         session_id,
                         argv[0],
@@ -178,7 +178,7 @@ async def process_exec(request, session_id: str):
         detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
         try:
             async with audited(request, "browser.process.exec", detail=detail) as entry:
-                reply = await processes.exec_command(
+                reply = await browser_processes.exec_command(
                     request.service,
                     session_id,
                     argv[0],
@@ -195,7 +195,7 @@ async def process_exec(request, session_id: str):
     return render(request, "browsers/panes/processes.html", context, partial="exec-pane")
 
 
-def _result(argv: list[str], reply: processes.ExecResult) -> dict:
+def _result(argv: list[str], reply: browser_processes.ExecResult) -> dict:
     def shown(data: bytes) -> tuple[str, bool]:
         return ansi.to_html(data[:EXEC_OUTPUT_LIMIT]), len(data) > EXEC_OUTPUT_LIMIT
 
@@ -216,14 +216,14 @@ def _result(argv: list[str], reply: processes.ExecResult) -> dict:
 # One process ---------------------------------------------------------------------------------------
 
 
-async def _status(request, session_id: str, process_id: str) -> processes.ProcessStatus:
+async def _status(request, session_id: str, process_id: str) -> browser_processes.ProcessStatus:
     try:
-        return await processes.status(request.service, session_id, process_id)
+        return await browser_processes.status(request.service, session_id, process_id)
     except NotFound:
         raise Http404("No such process") from None
 
 
-def _process_context(request, session, process_id: str, status: processes.ProcessStatus) -> dict:
+def _process_context(request, session, process_id: str, status: browser_processes.ProcessStatus) -> dict:
     sid = session.session_id
     return {
         "session": session,
@@ -279,7 +279,7 @@ async def process_stdin(request, session_id: str, process_id: str):
             async with audited(
                 request, "browser.process.stdin", target_id=process_id, detail=f"bytes={len(data)}"
             ) as entry:
-                written = await processes.write_stdin(request.service, session_id, process_id, data)
+                written = await browser_processes.write_stdin(request.service, session_id, process_id, data)
                 sent = written if written is not None else len(data)
                 entry.detail = f"bytes={sent}"
         except (Conflict, Invalid, NotFound) as exc:
@@ -315,7 +315,7 @@ async def process_kill(request, session_id: str, process_id: str):
             async with audited(
                 request, "browser.process.kill", target_id=process_id, detail=f"signal={chosen}"
             ):
-                await processes.kill(request.service, session_id, process_id, chosen)
+                await browser_processes.kill(request.service, session_id, process_id, chosen)
         except (Conflict, NotFound) as exc:
             messages.warning(request, _gone(exc))
         else:
@@ -348,7 +348,7 @@ def output_renderer(key):
     def render_event(event) -> Frame | None:
         if not isinstance(event, ServerEvent):
             return None
-        output = processes.output_from_event(event)
+        output = browser_processes.output_from_event(event)
         if output is None:
             return None
         if output.is_exit:
@@ -381,7 +381,7 @@ async def process_stream(request, session_id: str, process_id: str):
     key = ("process", request.org.pk, svc.project, session_id, process_id)
     channel = Channel(
         key=key,
-        open=service_stream(svc, processes.stream_path(session_id, process_id)),
+        open=service_stream(svc, browser_processes.stream_path(session_id, process_id)),
         render=output_renderer(key),
         is_terminal=_is_exit,
         replay_to_new_viewers=True,

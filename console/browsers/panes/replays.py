@@ -13,12 +13,11 @@ moment of one replay; static/js/replay.js keeps them in the URL while playing an
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
@@ -27,7 +26,9 @@ from console.browsers import presenters
 from console.browsers.panes import common
 from console.service import Conflict, Invalid, NotFound, ServiceError, browser_replays, telemetry
 from console.service.browser_replays import MAX_DURATION, MAX_FRAMERATE, MAX_GPU_FRAMERATE
+from console.service.contract import CATEGORIES
 from console.service.records import parse_datetime
+from console.web import downloads
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.render import render
@@ -40,7 +41,7 @@ EVENTS_PAGE = 100
 # The service's clocks and the recorder's do not tick together: the window reads a little wider.
 WINDOW_SLACK = timedelta(seconds=1)
 # The screenshot category would bury the rest (a picture a second); the video shows the screen anyway.
-WINDOW_CATEGORIES = tuple(c for c in telemetry.CATEGORIES if c != "screenshot")
+WINDOW_CATEGORIES = tuple(c for c in CATEGORIES if c != "screenshot")
 NAVIGATION = ("page_navigation",)
 # At most 15 digits a side (a petabyte): a longer number is no range of a video, and Python refuses to
 # read a number of more than 4300 digits (a 500, before this bound).
@@ -269,27 +270,17 @@ def _filename(replay_id: str) -> str:
 @org_view("viewer")
 async def video(request, session_id: str, replay_id: str):
     asked = _asked_range(request)
-    stack = AsyncExitStack()
+    byte_range = _header(asked) if asked else None
     try:
-        clip = await stack.enter_async_context(
-            browser_replays.download(
-                request.service, session_id, replay_id, byte_range=_header(asked) if asked else None
-            )
+        clip, stack = await downloads.opened(
+            browser_replays.download(request.service, session_id, replay_id, byte_range=byte_range), "replay"
         )
-    except NotFound:
-        await stack.aclose()
-        raise Http404("No such replay") from None
     except Conflict as exc:
-        await stack.aclose()
         return HttpResponse(exc.message, status=409, content_type="text/plain; charset=utf-8")
     except ServiceError as exc:
-        await stack.aclose()
         if exc.status != 416:
             raise
         return HttpResponse(status=416)
-    except BaseException:
-        await stack.aclose()
-        raise
 
     status, length, content_range, chunks = 200, clip.content_length, None, clip.chunks
     if clip.status == 206:
@@ -318,24 +309,20 @@ async def video(request, session_id: str, replay_id: str):
     if length is not None:
         chunks = _at_most(chunks, length)
 
-    async def body():
-        try:
-            async for chunk in chunks:
-                yield chunk
-        finally:
-            await stack.aclose()
-
     # A service that says "octet-stream" sends the MP4 the notes describe; a browser plays it as such.
     kind = "video/mp4" if clip.content_type == "application/octet-stream" else clip.content_type
-    response = StreamingHttpResponse(body(), content_type=kind, status=status)
-    if length is not None:
-        response["Content-Length"] = str(length)
+    response = downloads.attachment(
+        chunks,
+        stack,
+        filename=_filename(replay_id),
+        content_type=kind,
+        length=length,
+        disposition="attachment" if request.GET.get("download") else "inline",
+        status=status,
+    )
     if content_range:
         response["Content-Range"] = content_range
     response["Accept-Ranges"] = "bytes"
-    disposition = "attachment" if request.GET.get("download") else "inline"
-    response["Content-Disposition"] = f'{disposition}; filename="{_filename(replay_id)}"'
-    response["X-Content-Type-Options"] = "nosniff"
     # No Cache-Control of its own: SecurityHeadersMiddleware marks every signed-in answer "no-store, private"
     # (a replay is the org's pictures, kept off a shared computer's disk), so a seek fetches its range again.
     return response

@@ -32,9 +32,9 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited, record
 from console.browsers.panes import common
-from console.live import control, guard
+from console.live import cdp, control, guard
 from console.live import screen as relay
-from console.service import Conflict, Invalid, NotFound, ServiceError, browsers, computer
+from console.service import Conflict, Invalid, NotFound, ServiceError, browser_computer, browsers
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -84,8 +84,8 @@ async def mode(request, session: browsers.Session) -> tuple[str, str]:
         reason = "This sandbox session is simulated: it has no screencast to relay."
     else:
         try:
-            await relay.check_cdp_url(session.cdp_ws_url, allow_private=request.service.allow_private)
-        except relay.ScreenUnavailable as exc:
+            await cdp.check_cdp_url(session.cdp_ws_url, allow_private=request.service.allow_private)
+        except cdp.EndpointUnavailable as exc:
             reason = f"The console cannot relay this session's screen: {exc}."
         else:
             return "relay", ""
@@ -337,13 +337,13 @@ def parse_input(data, size: tuple[int, int]) -> tuple[str, dict, str]:
 async def _send(svc, session_id: str, action: str, fields: dict) -> None:
     """One computer action (audited by the caller)."""
     if action == "click_mouse":
-        await computer.click_mouse(svc, session_id, **fields)
+        await browser_computer.click_mouse(svc, session_id, **fields)
     elif action == "scroll":
-        await computer.scroll(svc, session_id, **fields)
+        await browser_computer.scroll(svc, session_id, **fields)
     elif action == "type_text":
-        await computer.type_text(svc, session_id, **fields)
+        await browser_computer.type_text(svc, session_id, **fields)
     elif action == "press_key":
-        await computer.press_key(svc, session_id, **fields)
+        await browser_computer.press_key(svc, session_id, **fields)
     else:
         raise ValueError(action)
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 from django import forms
 
-from console.service.browser_tools import METHODS, SUPERVISOR_PROCESSES
+from console.service.contract import CURL_METHODS, SUPERVISOR_PROCESSES
+from console.web.forms import header_lines, http_url
 
-HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
 EXTENSION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MAX_EXTENSION_BYTES = 100 * 1024 * 1024
 
 
 class CurlForm(forms.Form):
-    method = forms.ChoiceField(choices=[(m, m) for m in METHODS], initial="GET")
+    method = forms.ChoiceField(choices=[(m, m) for m in CURL_METHODS], initial="GET")
     url = forms.CharField(
         max_length=4096, label="URL", widget=forms.URLInput(attrs={"placeholder": "https://"})
     )
@@ -31,21 +30,11 @@ class CurlForm(forms.Form):
 
     def clean_url(self) -> str:
         value = self.cleaned_data["url"].strip()
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise forms.ValidationError("Enter an http:// or https:// URL.")
+        http_url(value)
         return value
 
     def clean_headers(self) -> dict[str, str]:
-        headers = {}
-        for number, line in enumerate(self.cleaned_data["headers"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            if not sep or not HEADER_NAME.match(name.strip()):
-                raise forms.ValidationError(f"Line {number}: write Name: value.")
-            headers[name.strip()] = value.strip()
-        return headers
+        return header_lines(self.cleaned_data["headers"])
 
 
 class ExtensionForm(forms.Form):

@@ -14,8 +14,6 @@ from console.service.errors import ServiceError
 from console.service.http import Service, path_segment, request
 
 __all__ = [
-    "ACTION_TYPES",
-    "BUTTONS",
     "action",
     "batch",
     "click_mouse",
@@ -32,17 +30,6 @@ __all__ = [
     "write_clipboard",
 ]
 
-BUTTONS = ("left", "right", "middle", "back", "forward")
-ACTION_TYPES = (
-    "move_mouse",
-    "click_mouse",
-    "type_text",
-    "press_key",
-    "scroll",
-    "drag_mouse",
-    "set_cursor",
-    "sleep",
-)
 _FAILED = re.compile(r"^actions\[(\d+)\]")
 
 

@@ -13,7 +13,6 @@ from console.service.records import Count, Millis, Record, Text
 from console.service.sse import ServerEvent, events
 
 __all__ = [
-    "SIGNALS",
     "ExecResult",
     "Output",
     "ProcessStatus",
@@ -28,8 +27,6 @@ __all__ = [
     "stream_path",
     "write_stdin",
 ]
-
-SIGNALS = ("TERM", "KILL", "INT", "HUP")
 
 
 def _decode(data: str | None) -> bytes:

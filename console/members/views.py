@@ -1,87 +1,34 @@
-"""Login, invites, members, the audit log and org settings."""
+"""The organization's members and invites: roles, removal, invite links and their acceptance.
 
-import re
+Every change is the admins' and lands in the console's audit log (a refusal too: ``admins_only``); an
+organization always keeps an admin (``_change_membership``).
+"""
+
 import secrets
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth import login
-from django.contrib.auth import views as auth_views
 from django.core import signing
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect
 from django.shortcuts import render as django_render
-from django.urls import reverse, reverse_lazy
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.accounts import audit
-from console.accounts.forms import (
-    MAX_AUDIT_PAGE,
-    AuditFilterForm,
-    InviteForm,
-    LoginForm,
-    OrgSettingsForm,
-    RoleForm,
-    SignupForm,
-)
 from console.accounts.models import AuditLog, Invite, Membership, Role, hash_token
-from console.signin import flows as signin_flows
-from console.signin.forms import SsoStartForm
-from console.signin.views import second_factor_users
+from console.members.forms import InviteForm, RoleForm, SignupForm
+from console.signin.policy import second_factor_users
 from console.web.decorators import org_view
 from console.web.render import render
 
 INVITE_MAX_AGE = timedelta(days=7)
+# The salt of the links already handed out: kept as it was when this page lived in console/accounts.
 INVITE_SALT = "console.accounts.invite"
-AUDIT_PAGE_SIZE = 50
-
-# --- Login -----------------------------------------------------------------------------------------
-
-
-class LoginView(auth_views.LoginView):
-    """Username or e-mail and password; then allauth's stages ask for a second factor when the user has one
-    (console/signin/flows.py); an account whose every organization requires single sign-on is sent there."""
-
-    template_name = "accounts/login.html"
-    form_class = LoginForm
-    redirect_authenticated_user = True
-
-    def get_context_data(self, **kwargs):
-        return {**super().get_context_data(**kwargs), "sso_form": SsoStartForm()}
-
-    def form_valid(self, form):
-        user = form.get_user()
-        refused = signin_flows.password_refusal(user)
-        if refused:
-            form.add_error(None, refused)
-            return self.form_invalid(form)
-        return signin_flows.password_login(self.request, user, self.get_success_url())
-
-
-def lockout_response(request, *args, **kwargs):
-    """django-axes calls this for a locked-out login: the login page again, saying why, with 429."""
-    context = {
-        "form": LoginForm(request),
-        "sso_form": SsoStartForm(),
-        "locked_out": True,
-        "cooloff_minutes": 15,
-    }
-    return django_render(request, "accounts/login.html", context, status=429)
-
-
-class PasswordChangeView(auth_views.PasswordChangeView):
-    template_name = "accounts/password_change.html"
-    success_url = reverse_lazy("home")
-
-    def form_valid(self, form):
-        messages.success(self.request, "Your password was changed.")
-        return super().form_valid(form)
-
-
-# --- Members and invites ---------------------------------------------------------------------------
 
 
 async def members_context(request, **extra) -> dict:
@@ -103,14 +50,14 @@ async def members_context(request, **extra) -> dict:
 async def members_response(request, **extra):
     """After a mutation: the members partial for htmx, a redirect (post/redirect/get) otherwise."""
     if request.htmx:
-        return render(request, "accounts/members.html", await members_context(request, **extra), "members")
+        return render(request, "members/list.html", await members_context(request, **extra), "members")
     return redirect("members", org_slug=request.org.slug)
 
 
 @require_http_methods(["GET"])
 @org_view("viewer")
 async def members(request):
-    return render(request, "accounts/members.html", await members_context(request), "members")
+    return render(request, "members/list.html", await members_context(request), "members")
 
 
 async def admins_only(request, action: str, target_id="") -> None:
@@ -126,7 +73,7 @@ async def invite_create(request):
     form = InviteForm(request.POST)
     if not form.is_valid():
         ctx = await members_context(request, invite_form=form)
-        return render(request, "accounts/members.html", ctx, "members")
+        return render(request, "members/list.html", ctx, "members")
     raw = secrets.token_urlsafe(32)
     invite = await Invite.objects.acreate(
         org=request.org,
@@ -141,7 +88,7 @@ async def invite_create(request):
     token = signing.TimestampSigner(salt=INVITE_SALT).sign(raw)
     link = request.build_absolute_uri(reverse("invite-accept", kwargs={"token": token}))
     ctx = await members_context(request, invite_link=link)
-    return render(request, "accounts/members.html", ctx, "members")
+    return render(request, "members/list.html", ctx, "members")
 
 
 @require_POST
@@ -260,7 +207,7 @@ def invite_accept(request, token: str):
     """Sync on purpose: account creation runs form validation that queries the database."""
     invite, problem = _invite_from_token(token)
     if invite is None:
-        return django_render(request, "accounts/invite_accept.html", {"problem": problem}, status=410)
+        return django_render(request, "members/invite_accept.html", {"problem": problem}, status=410)
     user = request.user if request.user.is_authenticated else None
     form = None
     if request.method == "POST":
@@ -287,130 +234,4 @@ def invite_accept(request, token: str):
             return redirect("dashboard", org_slug=invite.org.slug)
     elif user is None:
         form = SignupForm()
-    return django_render(request, "accounts/invite_accept.html", {"invite": invite, "form": form})
-
-
-# --- Audit log -------------------------------------------------------------------------------------
-
-
-@require_http_methods(["GET"])
-@org_view("admin")
-async def audit_log(request):
-    form = AuditFilterForm(request.GET)
-    form.is_valid()
-    filters = form.cleaned_data
-    entries = AuditLog.objects.filter(org=request.org)
-    if filters.get("action"):
-        entries = entries.filter(action__startswith=filters["action"])
-    if filters.get("actor"):
-        entries = entries.filter(actor_username__iexact=filters["actor"])
-    if filters.get("outcome"):
-        entries = entries.filter(outcome=filters["outcome"])
-    page = filters.get("page") or 1
-    page_notice = ""
-    if "page" in form.errors:
-        page_notice = f"“page” must be a whole number from 1 to {MAX_AUDIT_PAGE:,}; showing page 1."
-    offset = (page - 1) * AUDIT_PAGE_SIZE
-    # One extra row tells whether a next page exists without counting the whole table.
-    rows = [e async for e in entries[offset : offset + AUDIT_PAGE_SIZE + 1]]
-    query = request.GET.copy()
-    query.pop("page", None)
-    ctx = {
-        "form": form,
-        "entries": rows[:AUDIT_PAGE_SIZE],
-        "page": page,
-        "page_notice": page_notice,
-        "has_next": len(rows) > AUDIT_PAGE_SIZE,
-        "query": query.urlencode(),
-    }
-    return render(request, "accounts/audit.html", ctx, "audit-table")
-
-
-# --- Org settings ----------------------------------------------------------------------------------
-
-
-@require_http_methods(["GET", "POST"])
-@org_view("admin")
-async def org_settings(request):
-    org = request.org
-    if request.method == "POST":
-        form = OrgSettingsForm(request.POST, current_service_url=org.service_base_url)
-        # Validation resolves the URL's host: in a worker thread, not on the event loop or the ORM thread.
-        if await sync_to_async(form.is_valid, thread_sensitive=False)():
-            data = form.cleaned_data
-            changed = [
-                f for f in ("name", "service_base_url", "default_project_id") if getattr(org, f) != data[f]
-            ]
-            for field in changed:
-                setattr(org, field, data[field])
-            # After the URL: the key belongs to the URL it was entered with (Organization.save).
-            if data["api_key"]:
-                org.set_api_key(data["api_key"])
-                changed.append("api_key")
-            await org.asave()
-            # Field names only: never the key, and values are visible on the page anyway.
-            await audit.record(
-                request, "org.settings", target_id=org.slug, detail="changed: " + ", ".join(changed)
-            )
-            messages.success(request, "Settings saved.")
-            return redirect("settings", org_slug=org.slug)
-    else:
-        form = OrgSettingsForm(
-            initial={
-                "name": org.name,
-                "service_base_url": org.service_base_url,
-                "default_project_id": org.default_project_id,
-            }
-        )
-    return render(request, "accounts/settings.html", {"form": form}, "settings-form")
-
-
-# What an answer's code and request id may look like to be shown; anything else is not the service's.
-_TOKEN = re.compile(r"^[A-Za-z0-9._:/-]{1,100}$")
-
-
-def _failure(exc) -> dict:
-    """What to show of a failed test: our own words, the HTTP status, code and request id; never the body.
-
-    Whatever answers at the URL could be anything (the URL is where the key went), so its text is not
-    echoed. Without an answer (no connection, a refused address) the message is ours.
-    """
-    from console.service import errors
-
-    if exc.status is None:
-        sentence = exc.message
-    elif isinstance(exc, errors.Unauthorized):
-        sentence = "The service rejected the API key: paste a valid key above and save."
-    elif isinstance(exc, errors.Forbidden):
-        sentence = "The service refused this key access to its own context."
-    elif isinstance(exc, errors.NotFound):
-        sentence = "Nothing answered at /auth/context: check the base URL."
-    elif isinstance(exc, errors.RateLimited):
-        sentence = "The service is rate limiting; try again shortly."
-    elif exc.status >= 500:
-        sentence = "The service had a problem answering."
-    elif exc.status < 300:
-        sentence = "Something answered, but not as the service does: check the base URL."
-    else:
-        sentence = "The service refused the request."
-    return {
-        "sentence": sentence,
-        "status": exc.status,
-        "code": exc.code if exc.code and _TOKEN.match(exc.code) else "",
-        "request_id": exc.request_id if exc.request_id and _TOKEN.match(exc.request_id) else "",
-    }
-
-
-@require_http_methods(["POST"])
-@org_view("admin")
-async def org_test_connection(request):
-    """Call the service with the stored URL and key and report what happened (never its body)."""
-    from console.service import ServiceError, projects
-
-    try:
-        context = await projects.get_auth_context(request.service)
-    except ServiceError as exc:
-        result = {"ok": False, "error": _failure(exc)}
-    else:
-        result = {"ok": True, "context": context}
-    return render(request, "accounts/settings.html", {"result": result}, "connection-result")
+    return django_render(request, "members/invite_accept.html", {"invite": invite, "form": form})

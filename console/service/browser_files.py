@@ -18,7 +18,6 @@ from console.service.sse import ServerEvent, events
 from console.service.uploads import FileSource, upload_file
 
 __all__ = [
-    "WATCH_TYPES",
     "FileInfo",
     "WatchEvent",
     "create_directory",
@@ -40,7 +39,6 @@ __all__ = [
     "write_file",
 ]
 
-WATCH_TYPES = ("CREATE", "WRITE", "DELETE", "RENAME")
 # The most entries of one directory listing the console reads (a pane of more is of no use; the service's
 # listing is not paginated, so a larger directory is refused rather than cut short without saying so).
 LIST_MAX_ENTRIES = 10_000

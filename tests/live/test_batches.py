@@ -1,0 +1,194 @@
+"""The relay at the speed of the wire (issue 28): events read, rendered and encoded once per batch, whole
+batches written to every viewer, and still the same bytes, ids and resumes as before.
+
+``relay_frames.json`` holds telemetry events as the service sends them (every event type of the sandbox's
+generator, the planted secrets of tests/web/test_telemetry_secrets.py, control and bidi characters, markup
+and quotes, an envelope without ``seq``, one that is not an object) and the frame the relay sent for each
+before these changes (commit 5f89b85), byte for byte: they must not change.
+"""
+
+import asyncio
+import json
+from pathlib import Path
+
+from django.http import StreamingHttpResponse
+
+from console.asgi import ConsoleASGIHandler
+from console.browsers.views import _render_event
+from console.live import OPENED, Channel, Frame
+from console.live.hub import CHUNK_BYTES, FrameLog, Hub, Viewer, viewer_stream
+from console.service.http import EventParser
+from console.service.sse import _to_event
+from tests.live.test_hub import parse
+
+CASES = json.loads((Path(__file__).parent / "relay_frames.json").read_text())
+
+
+def telemetry_bytes(chunks: list[bytes]) -> bytes:
+    """The telemetry frames of what a viewer received, as they were written (status frames left out)."""
+    body = b"".join(chunks)
+    frames = [block + b"\n\n" for block in body.split(b"\n\n") if block.startswith(b"event: telemetry\n")]
+    return b"".join(frames)
+
+
+def telemetry_ids(frames: list[dict]) -> list[int]:
+    return [int(f["id"]) for f in frames if f.get("event") == "telemetry"]
+
+
+def batch_channel(batches: list[list], **extra):
+    """A channel whose upstream yields these batches (as ServiceStream does: every event of one read)."""
+    rendered = []
+
+    def render(event):
+        rendered.append(event.id)
+        return _render_event(event)
+
+    async def open_upstream(last_event_id):
+        yield OPENED
+        for batch in batches:
+            yield batch
+            await asyncio.sleep(0)  # as a read from the network would: viewers get their turn
+
+    channel = Channel(key=("batches", id(rendered)), open=open_upstream, render=render, **extra)
+    return channel, rendered
+
+
+class Broadcastless:
+    """What a Viewer reads besides its log (no broadcast running)."""
+
+    def __init__(self, log):
+        self.log, self.ended = log, False
+
+
+async def read_to_end(broadcast, viewer) -> list[bytes]:
+    return [chunk async for chunk in viewer_stream(broadcast, viewer, 5.0)]
+
+
+async def test_a_batch_is_rendered_once_and_every_viewer_gets_the_bytes_it_got_before():
+    parser = EventParser()
+    batch = [e for e in map(_to_event, parser.feed("".join(c["sse"] for c in CASES).encode())) if e]
+    assert len(batch) == len(CASES)
+    channel, rendered = batch_channel([batch], resumable=True)
+    hub = Hub()
+    viewers = [hub.subscribe(channel) for _ in range(5)]
+    received = await asyncio.gather(*(read_to_end(b, v) for b, v in viewers))
+    expected = "".join(c["frame"] for c in CASES if c["frame"]).encode()
+    for chunks in received:
+        assert telemetry_bytes(chunks) == expected
+    assert rendered == [c["sse"].split("\n", 1)[0][4:] for c in CASES]  # each event rendered once
+
+
+async def test_viewers_that_keep_up_write_the_batch_itself_not_a_copy_each():
+    log = FrameLog(cap=1000)
+    viewers = [Viewer(Broadcastless(log)) for _ in range(3)]
+    log.extend([b"data: a\n\n", b"data: b\n\n"])
+    chunks = [await viewer.next_chunk(keepalive=1) for viewer in viewers]
+    assert chunks[0] == b"data: a\n\ndata: b\n\n"
+    assert all(chunk is log.entries[-1] for chunk in chunks)
+
+
+async def test_a_browser_resuming_inside_a_batch_gets_the_frames_after_its_id_once():
+    parser = EventParser()
+    body = "".join(
+        f'id: {n}\ndata: {{"seq": {n}, "event": {{"type": "console_log"}}}}\n\n' for n in range(1, 11)
+    )
+    batch = [_to_event(frame) for frame in parser.feed(body.encode())]
+    channel, rendered = batch_channel([batch[:6], batch[6:]], resumable=True)
+    hub = Hub()
+    first = parse(await read_to_end(*hub.subscribe(channel)))
+    assert telemetry_ids(first) == list(range(1, 11))
+    again = parse(await read_to_end(*hub.subscribe(channel, last_event_id="4")))
+    assert telemetry_ids(again) == list(range(5, 11))
+    assert len(rendered) == 10
+
+
+async def test_a_viewer_far_behind_catches_up_in_chunks_of_at_most_chunk_bytes():
+    log = FrameLog(cap=1000)
+    viewer = Viewer(Broadcastless(log))
+    entries = [bytes([65 + n % 26]) * (40 * 1024) for n in range(20)]  # 800 KiB, entry by entry
+    for entry in entries:
+        log.extend([entry])
+    chunks = []
+    while viewer.pos < log.end:
+        chunks.append(await viewer.next_chunk(keepalive=1))
+    assert b"".join(chunks) == b"".join(entries)
+    assert max(map(len, chunks)) <= CHUNK_BYTES and len(chunks) >= 800 // 256
+    assert viewer.lagged == 0
+    # One entry larger than that is written whole, as it is.
+    big = b"x" * (CHUNK_BYTES + 1)
+    log.extend([big])
+    assert await viewer.next_chunk(keepalive=1) is big
+
+
+async def test_the_log_keeps_its_bounds_in_frames_and_bytes_and_counts_what_a_slow_viewer_missed():
+    log = FrameLog(cap=10, max_bytes=1000)
+    slow = Viewer(Broadcastless(log))
+    for _ in range(30):
+        log.extend([b"f" * 10] * 3)  # entries of 3 frames of 10 bytes
+    assert log.frames <= 2 * 10 and log.size <= 2 * 1000
+    chunk = await slow.next_chunk(keepalive=1)
+    assert slow.lagged == 90 - log.frames  # every frame it never saw
+    assert b"resync" in chunk and chunk.endswith(b"f" * 30 * len(log.entries))
+    for _ in range(200):
+        log.extend([b"b" * 100])
+    assert log.size <= 2 * 1000 and log.frames <= 2 * 10
+
+
+async def test_a_viewer_that_stops_reading_does_not_hold_the_others():
+    parser = EventParser()
+    body = "".join(
+        f'id: {n}\ndata: {{"seq": {n}, "event": {{"type": "console_log"}}}}\n\n' for n in range(1, 201)
+    )
+    events = [_to_event(frame) for frame in parser.feed(body.encode())]
+    channel, _ = batch_channel([events[i : i + 20] for i in range(0, 200, 20)], resumable=True)
+    hub = Hub(max_pending=30)
+    broadcast, reader = hub.subscribe(channel)
+    _, sleeper = hub.subscribe(channel)
+    frames = parse(await read_to_end(broadcast, reader))
+    assert telemetry_ids(frames) == list(range(1, 201))
+    late = parse([await sleeper.next_chunk(keepalive=1)])
+    assert sleeper.lagged > 0 and "resync" in [f.get("event") for f in late]
+
+
+def test_a_frame_is_one_data_line_when_its_html_is_one_printable_ascii_line():
+    from console.live.hub import encode
+
+    assert (
+        encode(Frame(html="<li>a</li>", event="telemetry"), 7)
+        == b"event: telemetry\nid: 7\ndata: <li>a</li>\n\n"
+    )
+    assert encode(Frame(html=""), None) == b"data: \n\n"
+    # Lines, controls and separators as before: split as str.splitlines() splits, controls made visible.
+    assert (
+        encode(Frame(html="a\nb\r\nc\x0bd\u2028e\x1b"), None)
+        == "data: a\ndata: b\ndata: c\u240bd\ndata: e\u241b\n\n".encode()
+    )
+
+
+async def test_a_viewers_chunk_goes_out_as_one_asgi_message():
+    """Django's handler sends a body in 64 KiB messages, each a copy of its part and a write of its own;
+    the console's sends a viewer's chunk (up to CHUNK_BYTES) whole."""
+    chunk = b"x" * CHUNK_BYTES
+
+    async def body():
+        yield chunk
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    handler = ConsoleASGIHandler.__new__(ConsoleASGIHandler)  # (no middleware needed to send a response)
+    await handler.send_response(StreamingHttpResponse(body(), content_type="text/event-stream"), send)
+    bodies = [m.get("body", b"") for m in sent if m["type"] == "http.response.body"]
+    assert bodies[0] is chunk and bodies[1:] == [b""]
+
+
+def test_a_rows_clock_reads_to_the_millisecond_whole_seconds_included():
+    from datetime import UTC, datetime
+
+    from console.browsers.presenters import _clock
+
+    for moment in (datetime(2026, 1, 2, 14, 3, 7, 123456, UTC), datetime(2026, 1, 2, 14, 3, 7, tzinfo=UTC)):
+        expected = f"{moment:%H:%M:%S}.{moment.microsecond // 1000:03d}"
+        assert _clock(moment.isoformat()) == expected
