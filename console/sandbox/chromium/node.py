@@ -243,8 +243,11 @@ class Runner:
                     future.set_result(message)
         except (OSError, ValueError, asyncio.LimitOverrunError):
             pass
-        # The process ended (or broke the protocol): it is not used again.
+        # The process ended (or broke the protocol): it is not used again. One that is ending is given a
+        # moment to, so that its own exit code is what the call's error tells.
         if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.process.wait()), ALIVE_SECONDS)
             self._kill()
         code = await self.process.wait() if self.process is not None else None
         why = RunnerError(self._ended(code), exited=True)

@@ -217,9 +217,9 @@ async function run(message) {
     const b = await connect();
     bound = await bind(b, message);
     answer.tab = { created: bound.created, target_id: bound.targetId };
-    const fn = compile(message.code, ['page', 'context', 'browser', 'console', 'webmcp']);
+    const fn = compile(message.code, ['page', 'context', 'browser', 'console', 'webmcp', 'require']);
     current = call;
-    const value = await fn(bound.page, bound.page.context(), b, output, webmcpOf(bound.page));
+    const value = await fn(bound.page, bound.page.context(), b, output, webmcpOf(bound.page), require);
     const result = serialize(value);
     answer.success = true;
     if (result.has) answer.result_json = result.json;
@@ -415,7 +415,12 @@ control.on('data', (data) => {
       queue = Promise.resolve();
       continue;
     }
-    const handler = { run, repl: replRun, close_tab: closeTab }[message.op];
+    if (message.op === 'close_tab') {
+      // At once, beside a running call: the executor is being deleted.
+      closeTab(message);
+      continue;
+    }
+    const handler = { run, repl: replRun }[message.op];
     if (handler) queue = queue.then(() => handler(message)).catch(() => {});
   }
 });
