@@ -14,6 +14,7 @@ seeded in this order, so a resource that references another comes after it).
 from console.sandbox.resources import (
     api_keys,
     apps,
+    audit_log_export_destinations,
     audit_logs,
     auth_connections,
     browser_computer,
@@ -24,6 +25,7 @@ from console.sandbox.resources import (
     browser_tools,
     browser_vm,
     browsers,
+    config_registry,
     credential_providers,
     credentials,
     deployments,
@@ -33,8 +35,10 @@ from console.sandbox.resources import (
     profiles,
     projects,
     proxies,
+    search,
     telemetry,
     telemetry_destinations,
+    vault_provider_configs,
     vaults,
 )
 
@@ -43,6 +47,7 @@ RESOURCES = [
     api_keys,
     telemetry_destinations,
     credential_providers,
+    vault_provider_configs,
     vaults,
     credentials,
     proxies,
@@ -63,4 +68,7 @@ RESOURCES = [
     browser_vm,
     telemetry,
     audit_logs,
+    audit_log_export_destinations,
+    config_registry,
+    search,
 ]
