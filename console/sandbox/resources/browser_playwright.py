@@ -70,6 +70,7 @@ class Executor:
     url: str | None = None
     call: asyncio.Future | None = None  # the running call's answer, failed by a delete
     repl_id: str | None = None
+    owns_tab: bool = False  # a named executor: its own background tab
 
     def row(self) -> dict:
         row = {
@@ -88,6 +89,8 @@ class Executor:
 # Every session's executors and REPL, by session id: processes, never saved (a restarted sandbox has none).
 _executors: dict[str, dict[str, Executor]] = {}
 _repls: dict[str, Executor] = {}
+# The sandbox's own executors of a session (WebMCP's: ``browser_webmcp``), listed nowhere.
+_internal: dict[str, dict[str, Executor]] = {}
 
 
 def executors_of(record: dict) -> dict[str, Executor]:
@@ -99,7 +102,10 @@ def executors_of(record: dict) -> dict[str, Executor]:
 
 def stop_all(tenant: Tenant, record: dict) -> None:
     """The session ended: its Node processes stop (``sessions.ended``)."""
-    gone = [*_executors.pop(record["session_id"], {}).values()]
+    gone = [
+        *_executors.pop(record["session_id"], {}).values(),
+        *_internal.pop(record["session_id"], {}).values(),
+    ]
     if record["session_id"] in _repls:
         gone.append(_repls.pop(record["session_id"]))
     for executor in gone:
@@ -154,7 +160,8 @@ REPL = Body(
 # Processes -----------------------------------------------------------------------------------------
 
 
-async def _session(request: Request) -> dict:
+async def ready_session(request: Request) -> dict:
+    """The session of the path, when Node.js code can run against it (a real browser, confinement)."""
     record = sessions.get_session(request, request.path_params["id"])
     await browser_processes.require_exec(request.state.tenant)
     if record.get("_engine") != "chromium":
@@ -224,7 +231,7 @@ async def _call(
 async def execute(request: Request):
     tenant = request.state.tenant
     body = EXECUTE.validate(await read_json(request))
-    record = await _session(request)
+    record = await ready_session(request)
     executors = executors_of(record)
     name = body["executor"]
     executor = executors.get(name)
@@ -238,7 +245,7 @@ async def execute(request: Request):
                 details=[{"code": "executor", "message": json.dumps(e.row())} for e in executors.values()],
             )
         now = rfc3339(tenant.now())
-        executor = executors[name] = Executor(name, now, now)
+        executor = executors[name] = Executor(name, now, now, owns_tab=name != DEFAULT)
     async with executor.lock:
         if executors_of(record).get(name) is not executor:
             raise conflict(f"the executor {name!r} was deleted while this call waited", "executor_deleted")
@@ -252,7 +259,7 @@ async def execute(request: Request):
 
 async def _execute(request: Request, record: dict, executor: Executor, body: dict) -> dict:
     runner = await _runner(request, record, executor, "playwright")
-    named = executor.name != DEFAULT
+    named = executor.owns_tab
     others = [e.target_id for e in executors_of(record).values() if e is not executor and e.target_id]
     message = {
         "op": "run",
@@ -295,6 +302,19 @@ async def _execute(request: Request, record: dict, executor: Executor, body: dic
     return result
 
 
+async def run_internal(request: Request, record: dict, name: str, code: str, timeout: int) -> dict:
+    """Run code for the sandbox itself in a session's executor ``name`` of its own (never listed, bound
+    to the active tab, one call at a time): the answer of ``execute``."""
+    tenant = request.state.tenant
+    executors = _internal.setdefault(record["session_id"], {})
+    executor = executors.get(name)
+    if executor is None:
+        now = rfc3339(tenant.now())
+        executor = executors[name] = Executor(name, now, now)
+    async with executor.lock:
+        return await _execute(request, record, executor, {"code": code, "timeout_sec": timeout})
+
+
 @endpoint
 async def list_executors(request: Request):
     record = sessions.get_session(request, request.path_params["id"])
@@ -331,7 +351,7 @@ async def delete_executor(request: Request):
 async def repl(request: Request):
     tenant = request.state.tenant
     body = REPL.validate(await read_json(request))
-    record = await _session(request)
+    record = await ready_session(request)
     session_id = record["session_id"]
     executor = _repls.get(session_id)
     if executor is None:
