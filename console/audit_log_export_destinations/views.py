@@ -23,8 +23,10 @@ LIST_LIMIT = 100
 FIELDS = ("bucket", "prefix", "region", "role_arn", "kms_key_id")
 
 
-def _detail_url(request, destination_id: str) -> str:
-    return org_reverse(request, "audit_log_export_destinations:detail", destination_id=destination_id)
+def _detail_url(request, export_destination_id: str) -> str:
+    return org_reverse(
+        request, "audit_log_export_destinations:detail", export_destination_id=export_destination_id
+    )
 
 
 @require_http_methods(["GET"])
@@ -69,10 +71,10 @@ async def destination_create(request):
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
-async def destination_detail(request, destination_id: str):
+async def destination_detail(request, export_destination_id: str):
     """The record; admins edit it in place (only changed fields are sent)."""
     destination = await get_or_404(
-        destinations.get_destination(request.service, destination_id), "audit log export destination"
+        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
     )
     initial = {name: getattr(destination, name) or "" for name in FIELDS}
     form = DestinationForm(initial=initial)
@@ -104,9 +106,9 @@ async def destination_detail(request, destination_id: str):
 
 @require_http_methods(["POST"])
 @org_view("admin")
-async def destination_test(request, destination_id: str):
+async def destination_test(request, export_destination_id: str):
     destination = await get_or_404(
-        destinations.get_destination(request.service, destination_id), "audit log export destination"
+        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
     )
     async with audited(
         request, "audit_log_export_destination.test", target_id=destination.id, detail=destination.label
@@ -120,29 +122,29 @@ async def destination_test(request, destination_id: str):
 
 @require_http_methods(["POST"])
 @org_view("admin")
-async def destination_status(request, destination_id: str):
+async def destination_status(request, export_destination_id: str):
     """Resume (``active``) or pause delivery."""
     status = request.POST.get("status")
     if status not in ("active", "paused"):
         messages.error(request, "Choose to resume or pause delivery.")
-        return done(request, _detail_url(request, destination_id))
+        return done(request, _detail_url(request, export_destination_id))
     try:
         async with audited(
-            request, "audit_log_export_destination.status", target_id=destination_id, detail=status
+            request, "audit_log_export_destination.status", target_id=export_destination_id, detail=status
         ):
-            await destinations.update_destination(request.service, destination_id, status=status)
+            await destinations.update_destination(request.service, export_destination_id, status=status)
     except Conflict as exc:
         messages.error(request, f"{exc.message} (changed meanwhile: reload and try again)")
     else:
         messages.success(request, "Delivery resumed." if status == "active" else "Delivery paused.")
-    return done(request, _detail_url(request, destination_id))
+    return done(request, _detail_url(request, export_destination_id))
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
-async def destination_delete(request, destination_id: str):
+async def destination_delete(request, export_destination_id: str):
     destination = await get_or_404(
-        destinations.get_destination(request.service, destination_id), "audit log export destination"
+        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
     )
     if request.method == "POST":
         async with audited(
