@@ -115,5 +115,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     terminalreporter.write_sep("-", f"SDK {kernel.__version__}: {len(passed)} of {len(every)} methods passed")
     missing = sorted(every - passed)
-    if missing:
+    if missing and len(missing) <= 30:
         terminalreporter.write_line("never passed: " + ", ".join(missing))
+    elif missing:
+        terminalreporter.write_line(f"{len(missing)} never passed (a part of tests/sdk ran)")

@@ -91,6 +91,7 @@ _executors: dict[str, dict[str, Executor]] = {}
 _repls: dict[str, Executor] = {}
 # The sandbox's own executors of a session (WebMCP's: ``browser_webmcp``), listed nowhere.
 _internal: dict[str, dict[str, Executor]] = {}
+_stopping: set[asyncio.Task] = set()  # the stops of an ended session's processes, kept until done
 
 
 def executors_of(record: dict) -> dict[str, Executor]:
@@ -112,7 +113,9 @@ def stop_all(tenant: Tenant, record: dict) -> None:
         _fail(executor, "the browser session ended")
         if executor.runner is not None:
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().create_task(executor.runner.stop())
+                task = asyncio.get_running_loop().create_task(executor.runner.stop())
+                _stopping.add(task)
+                task.add_done_callback(_stopping.discard)
 
 
 def _fail(executor: Executor, why: str) -> None:
@@ -272,7 +275,10 @@ async def _execute(request: Request, record: dict, executor: Executor, body: dic
     try:
         answer, alive = await _call(executor, runner, message, timeout)
     except node.RunnerError as exc:
-        executor.runner = None if not runner.running else runner
+        if not runner.running:  # ended (a crash, a delete): its folder and relay go; the next call starts one
+            await runner.stop()
+            if executor.runner is runner:
+                executor.runner = None
         return {"success": False, "error": str(exc), "stdout": "", "stderr": ""}
     if answer is None:
         return {
