@@ -98,6 +98,20 @@ class CommandForm(forms.Form):
     def argv(self) -> list[str]:
         return self.cleaned_data["command"]
 
+    def audit_detail(self, session_id: str) -> str:
+        """What the audit row says of the command: the program (cut short) and how many arguments."""
+        return f"session={session_id} program={self.argv[0][:80]} args={len(self.argv) - 1}"
+
+    def call(self) -> dict:
+        """The command as ``exec_command`` and ``spawn`` take it after the session id."""
+        data = self.cleaned_data
+        return {
+            "command": self.argv[0],
+            "args": self.argv[1:],
+            "cwd": data.get("cwd") or None,
+            "timeout_sec": data.get("timeout_sec"),
+        }
+
 
 class StdinForm(forms.Form):
     text = forms.CharField(
