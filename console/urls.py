@@ -37,6 +37,8 @@ org_urlpatterns = [
     path("api_keys/", include("console.api_keys.urls")),
     path("telemetry_destinations/", include("console.telemetry_destinations.urls")),
     path("credential_providers/", include("console.credential_providers.urls")),
+    path("vault_provider_configs/", include("console.vault_provider_configs.urls")),
+    path("audit_logs/destinations/", include("console.audit_log_export_destinations.urls")),
     path("audit_logs/", include("console.audit_logs.urls")),
     path("vaults/", include("console.vaults.urls")),
     path("alerts/", include("console.alerts.urls")),

@@ -282,3 +282,25 @@ class ScreenPresence(models.Model):
 
     def __str__(self):
         return f"{self.user} watches {self.session_id} in {self.org} (seen {self.seen_at:%H:%M:%S})"
+
+
+class RecentScript(models.Model):
+    """A Playwright script a member ran from a session's Script pane, kept for that member in that
+    organization only (the pane lists their newest ``KEPT``; older ones are removed as new ones come).
+
+    The code is the member's own: it may hold what they typed (a password in a ``fill``); no one else
+    sees it, and the audit log records only its hash and length (docs/security.md)."""
+
+    KEPT = 10
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    code = models.TextField()
+    digest = models.CharField(max_length=64)
+    ran_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "user", "-ran_at"], name="recent_script_newest")]
+
+    def __str__(self):
+        return f"{self.user} ran {self.digest[:12]} in {self.org}"

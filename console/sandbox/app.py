@@ -30,8 +30,10 @@ from console.sandbox.resources import (
     audit_logs,
     browser_computer,
     browser_files,
+    browser_playwright,
     browser_processes,
     browser_replays,
+    browser_webmcp,
     cdp_proxy,
     extensions,
     live_view,
@@ -70,7 +72,9 @@ def assemble() -> None:
     engine.on_extension_used.hand_in(extensions.mark_used)
     page_events.captured.hand_in(telemetry.captured)
     page_events.recorded.hand_in(telemetry.from_page)
-    sessions.ended.hand_in(telemetry.finish, browser_replays.stop_all)
+    sessions.ended.hand_in(
+        telemetry.finish, browser_replays.stop_all, browser_playwright.stop_all, browser_webmcp.stop_all
+    )
     profiles.updated.hand_in(pools.profile_updated)
 
 

@@ -106,11 +106,26 @@ def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
     made(tenant, "PUT", f"/vaults/{vault['id']}/items/{name}-item", json={"type": "credential", "spec": item})
     provider = {"name": f"{name}-1p", "provider_type": "onepassword", "token": "ops_" + "a1b2c3d4e5" * 3}
     destination = {"name": f"{name}-otel", "endpoint": "https://otel.example.com"}
+    export = {
+        "type": "s3",
+        "format": "jsonl.gz",
+        "bucket": f"{name}-audit",
+        "prefix": "",
+        "region": "us-east-1",
+        "role_arn": "arn:aws:iam::123456789012:role/export",
+    }
+    provider_config = {
+        "name": f"{name}-link",
+        "provider": "link",
+        "credentials": {"client_id": "cid", "client_secret": "secret"},
+    }
     return {
         "key_id": made(tenant, "POST", "/org/api_keys", json={"name": f"{name}-key"})["id"],
         "vault_id": vault["id"],
         "key": f"{name}-item",
         "destination_id": made(tenant, "POST", "/telemetry/destinations", json=destination)["id"],
+        "export_destination_id": made(tenant, "POST", "/audit-logs/export/destinations", json=export)["id"],
+        "config_id": made(tenant, "POST", "/vault-provider-configs", json=provider_config)["id"],
         "provider_id": made(tenant, "POST", "/org/credential_providers", json=provider)["id"],
         "app_name": app,
         "version": "1.0.0",

@@ -1,9 +1,9 @@
-"""The processes, files, computer, tools and replays panes of a session, under
+"""The processes, files, computer, tools, script and replays panes of a session, under
 /o/<org>/browsers/<session_id>/."""
 
 from django.urls import path
 
-from console.browsers.panes import computer, files, head, processes, replays, screen, tools
+from console.browsers.panes import computer, files, head, processes, replays, screen, script, tools
 
 app_name = "panes"
 
@@ -42,6 +42,11 @@ urlpatterns = [
     path("tools/curl/", tools.curl, name="curl"),
     path("tools/extensions/", tools.load_extension, name="extensions"),
     path("tools/logs/", tools.logs_stream, name="logs-stream"),
+    path("script/", script.script_pane, name="script"),
+    path("script/run/", script.script_run, name="script-run"),
+    path("script/executors/", script.script_executors, name="script-executors"),
+    path("script/stop/", script.script_stop, name="script-stop"),
+    path("script/reset/", script.script_reset, name="script-reset"),
     path("replays/", replays.replay_list, name="replays"),
     path("replays/start/", replays.replay_start, name="replay-start"),
     path("replays/<str:replay_id>/", replays.player, name="replay"),

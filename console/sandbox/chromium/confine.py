@@ -264,6 +264,19 @@ def command(root: Path, cwd: str, argv: list[str], *, info_fd: int | None = None
     return [*args, "--chdir", cwd, "--", *argv]
 
 
+def node_command(root: Path, argv: list[str], *, binds: list[tuple[Path, str, bool]]) -> list[str]:
+    """The bwrap command line running a Node.js process of a session (``node.py``: its Playwright executors
+    and REPL) as commands run (``command``: the session's directory as ``/``, the system read-only, no
+    capabilities), with ``binds`` (host path, path inside, writable) and always in a network namespace of
+    its own, whatever ``SANDBOX_EXEC_NETWORK`` says: its one way out is the socket its binds hold."""
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns"]
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    args += ["--bind", str(root), "/", *_system_binds(), "--proc", "/proc", "--dev", "/dev"]
+    for host, inside, writable in binds:
+        args += ["--bind" if writable else "--ro-bind", str(host), inside]
+    return [*args, "--chdir", "/home/kernel", "--", *argv]
+
+
 # What Chromium needs from the host's /etc beyond a command's: its launcher's flags (Debian's
 # /usr/bin/chromium reads /etc/chromium.d) and its default preferences.
 BROWSER_ETC = ("chromium.d", "chromium/master_preferences", "chromium/initial_preferences")

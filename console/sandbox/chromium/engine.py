@@ -205,6 +205,7 @@ class Engine:
         self._root_kept = False
         self._waking = 0
         self._admission = asyncio.Lock()
+        self._dedicating: dict[str, asyncio.Lock] = {}  # a session's move to a browser of its own
         # The browser UI around a headful window's page (width, height), measured on the first window.
         self._window_ui: tuple[int, int] | None = None
 
@@ -941,14 +942,22 @@ class Engine:
     async def dedicate(self, tenant: Tenant, record: dict) -> Live:
         """Move the session to a browser process of its own (state kept) and return it running and
         attached (``Live.attached``, which the caller gives back): attached with no await after its wake,
-        so another session's wake cannot put it in standby before its client is connected."""
-        live = await self.live(tenant, record)
-        if not live.own_browser:
-            # Marked first: a call that wakes the session between its standby and the wake below
-            # starts it in its own process already.
-            live.own_browser = True
-            await self.standby(live)
+        so another session's wake cannot put it in standby before its client is connected.
+
+        One move at a time per session: a second client that came while the first one's move was under
+        way found the session marked as moved but still in the shared browser, without a CDP endpoint
+        (two Playwright executors connecting a second apart: 503)."""
+        moving = self._dedicating.setdefault(record["session_id"], asyncio.Lock())
+        async with moving:
             live = await self.live(tenant, record)
+            if not live.own_browser or live.cdp_endpoint is None:
+                # Marked first: a call that wakes the session between its standby and the wake below
+                # starts it in its own process already.
+                live.own_browser = True
+                await self.standby(live)
+                live = await self.live(tenant, record)
+        if not moving.locked():
+            self._dedicating.pop(record["session_id"], None)
         if live.cdp_endpoint is None:
             raise ApiError(503, "browser_unavailable", "the session's browser has no CDP endpoint")
         live.attached += 1

@@ -335,7 +335,7 @@ def _environment(record: dict, extra: dict, *, tty: bool) -> dict[str, str]:
     return env
 
 
-async def _require_exec(tenant: Tenant) -> None:
+async def require_exec(tenant: Tenant) -> None:
     if not exec_enabled(tenant):
         raise ApiError(
             403,
@@ -457,7 +457,7 @@ async def _collect(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]
 async def exec_command(request: Request):
     tenant = request.state.tenant
     record = _session(request)
-    await _require_exec(tenant)
+    await require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=False)
     env = _environment(record, spec["env"], tty=False)
     started = time.monotonic()
@@ -569,7 +569,7 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
 async def spawn(request: Request):
     tenant = request.state.tenant
     record = _session(request)
-    await _require_exec(tenant)
+    await require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=True)
     processes = processes_of(record)
     if sum(1 for p in processes.values() if p.running) >= MAX_RUNNING:

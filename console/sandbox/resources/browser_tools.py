@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
 from console.sandbox.core.errors import ApiError, invalid
@@ -116,12 +117,9 @@ def _curl_body(body: dict) -> dict:
     }
 
 
-@endpoint
-async def curl(request: Request):
-    tenant = request.state.tenant
-    record = _session(request)
-    spec = _curl_body(await read_json(request))
-    started = time.monotonic()
+def _answer(tenant: Tenant, record: dict, spec: dict) -> tuple[int, bytes, dict[str, str]]:
+    """What an example host answers a request through the session's browser: (status, body, headers);
+    502 ``upstream_unreachable`` for any other host."""
     host = spec["parts"].hostname.lower()
     log(tenant, record, "kernel-images-api", f"curl {spec['method']} {spec['url']}")
     if not any(host == h or host.endswith("." + h) for h in ANSWERING):
@@ -144,15 +142,41 @@ async def curl(request: Request):
         f"<p>{spec['method']} {spec['parts'].path or '/'} through the session's browser</p>"
     )
     content = b"" if spec["method"] == "HEAD" else page.encode()
-    text = base64.b64encode(content).decode() if spec["encoding"] == "base64" else content.decode()
     headers = {
-        "content-type": ["text/html; charset=utf-8"],
-        "content-length": [str(len(content))],
-        "server": ["sandbox"],
-        "x-echo-request-headers": [json.dumps(sorted(spec["headers"]))],
+        "content-type": "text/html; charset=utf-8",
+        "server": "sandbox",
+        "x-echo-request-headers": json.dumps(sorted(spec["headers"])),
     }
+    return status, content, headers
+
+
+@endpoint
+async def curl(request: Request):
+    tenant = request.state.tenant
+    record = _session(request)
+    spec = _curl_body(await read_json(request))
+    started = time.monotonic()
+    status, content, answered = _answer(tenant, record, spec)
+    text = base64.b64encode(content).decode() if spec["encoding"] == "base64" else content.decode()
+    headers = {name: [value] for name, value in answered.items()}
+    headers["content-length"] = [str(len(content))]
     duration = int((time.monotonic() - started) * 1000) + 12
     return ok({"status": status, "headers": headers, "body": text, "duration_ms": duration})
+
+
+# The raw form the SDK's ``browsers.request`` and ``browsers.stream`` use: ``{base_url}/curl/raw?url=…``,
+# the request's own method, headers and body; the answer is the upstream's, as it came.
+RAW_SKIPPED = ("host", "content-length", "authorization", "connection", "accept-encoding")
+
+
+@endpoint
+async def curl_raw(request: Request):
+    tenant = request.state.tenant
+    record = _session(request)
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in RAW_SKIPPED}
+    spec = _curl_body({"url": request.query_params.get("url"), "method": request.method, "headers": headers})
+    status, content, answered = _answer(tenant, record, spec)
+    return Response(content, status_code=status, headers=answered)
 
 
 # Extensions loaded into the running browser -------------------------------------------------------
@@ -289,6 +313,7 @@ def seed(tenant: Tenant) -> None:
 
 routes = [
     Route("/browsers/{id}/curl", curl, methods=["POST"]),
+    Route("/browsers/{id}/curl/raw", curl_raw, methods=list(METHODS)),
     Route("/browsers/{id}/extensions", load_extensions, methods=["POST"]),
     Route("/browsers/{id}/logs/stream", logs_stream, methods=["GET"]),
 ]

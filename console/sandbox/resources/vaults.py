@@ -16,6 +16,14 @@ Choices where the SDK leaves room:
 - Events (``GET …/items/{key}/events``, oldest first, ``after`` an event id, ``wait`` up to 30 s of
   long-polling when none are newer): ``item.created``, ``item.fields_set`` / ``item.fields_cleared`` (field
   names only, never values), ``item.fields_added``, ``item.fields_removed``, ``item.description_changed``.
+- ``POST /vaults/{v}/items/{key}/operations`` (SDK ``perform_operation``) on a credential item: ``fill``
+  (``browser_id`` of an active session, ``fields`` ``[{field, selector}]``, ``timeout_ms``) types each
+  named field's value into the element its selector finds in the session's page (a real browser; in the
+  simulated engine every field with a value is reported ``filled``); a field without a value is
+  ``not_attempted``, a selector that finds nothing ``failed`` with ``element_not_found``. The answer says
+  which fields were filled, never a value. ``collect`` answers the item with a ``collect`` action (the
+  sandbox has no hosted collection form: values are set with PUT or PATCH). Any other operation is 409
+  ``operation_unavailable`` (``available_operations`` lists ``fill`` and ``collect``).
 - ``GET /vaults/{v}/encryption_key``: an ECDH-ES P-256 public key per vault (the sandbox does not decrypt
   ``encrypted_value``: a field sent that way is stored as set).
 """
@@ -31,9 +39,11 @@ import re
 from starlette.requests import Request
 from starlette.routing import Route
 
+from console.sandbox.chromium import engine
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
 from console.sandbox.core.state import Tenant, new_id, rfc3339
+from console.sandbox.resources import sessions
 from console.sandbox.resources.projects import MAX_VAULTS
 
 TABLE = "vaults"
@@ -102,7 +112,10 @@ def render_item(item: dict) -> dict:
             "status": "ready" if ready else "pending_collection",
             "fields": state,
         },
-        "available_operations": [{"type": "fill", "description": "Fill the fields into a page of a session"}],
+        "available_operations": [
+            {"type": "fill", "description": "Fill the fields into a page of a session"},
+            {"type": "collect", "description": "Ask a person for the values of the fields"},
+        ],
         "available_expansions": [],
     }
 
@@ -360,6 +373,91 @@ async def item_events(request: Request):
     return ok(found)
 
 
+OPERATIONS = ("fill", "collect")
+FILL_TIMEOUT_MS = 30_000
+
+
+def _fill_fields(body: dict, item: dict) -> list[tuple[str, str]]:
+    raw = body.get("fields")
+    if raw is None:
+        return [(name, f"[name={json.dumps(name)}]") for name in item["_fields"]]
+    if not isinstance(raw, list) or not raw:
+        raise invalid("the operation is not valid", fields="a non-empty list of {field, selector}")
+    pairs = []
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), str) and entry.get(k) for k in ("field", "selector")
+        ):
+            raise invalid(
+                "the operation is not valid", **{f"fields[{index}]": "field and selector are required"}
+            )
+        if entry["field"] not in item["_fields"]:
+            raise invalid(
+                "the operation is not valid", **{f"fields[{index}].field": "no such field in the item"}
+            )
+        pairs.append((entry["field"], entry["selector"]))
+    return pairs
+
+
+async def _fill(request: Request, item: dict, body: dict) -> dict:
+    tenant = request.state.tenant
+    if not isinstance(body.get("browser_id"), str) or not body["browser_id"]:
+        raise invalid("the operation is not valid", browser_id="the session to fill is required")
+    record = sessions.get_session(request, body["browser_id"])
+    pairs = _fill_fields(body, item)
+    timeout = body.get("timeout_ms", FILL_TIMEOUT_MS)
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 100 <= timeout <= 120_000:
+        raise invalid("the operation is not valid", timeout_ms="between 100 and 120000")
+    sessions.touch(tenant, record)
+    results = []
+    for index, (name, selector) in enumerate(pairs):
+        value = item["_fields"][name]["value"]
+        if value is None:
+            results.append({"index": index, "status": "not_attempted"})
+            continue
+        if record.get("_engine") != "chromium":
+            results.append({"index": index, "status": "filled"})
+            continue
+
+        async def fill(live, selector=selector, value=value):
+            locator = live.page.locator(selector)
+            if await locator.count() == 0:
+                return "element_not_found"
+            if await locator.count() > 1:
+                return "ambiguous_selector"
+            await locator.fill(value, timeout=timeout)
+            return None
+
+        try:
+            problem = await engine.get().on_page(tenant, record, fill, "the fill")
+        except Exception:  # the page's own failure (not editable, gone): told, never raised
+            problem = "execution_failed"
+        results.append(
+            {"index": index, "status": "failed", "error_code": problem}
+            if problem
+            else {"index": index, "status": "filled"}
+        )
+    _event(tenant, item, "item.filled", {"browser_id": record["session_id"], "fields": [n for n, _ in pairs]})
+    failed = any(r["status"] == "failed" for r in results)
+    return {"type": "fill", "status": "failed" if failed else "completed", "fields": results}
+
+
+@endpoint
+async def perform_operation(request: Request):
+    _, item = _item(request)
+    body = await read_json(request)
+    kind = body.get("type")
+    if kind not in OPERATIONS:
+        raise ApiError(
+            409,
+            "operation_unavailable",
+            f"{kind!r} is not available on this item (available: {', '.join(OPERATIONS)})",
+        )
+    if kind == "fill":
+        return ok(await _fill(request, item, body))
+    return ok({**render_item(item), "action": {"name": "collect"}})
+
+
 def seed(tenant: Tenant) -> None:
     now = rfc3339(tenant.now())
     vault = {"id": new_id("vlt"), "name": "checkout", "created_at": now, "updated_at": now}
@@ -410,4 +508,5 @@ routes = [
     Route("/vaults/{id_or_name}/items/{key}", update_item, methods=["PATCH"]),
     Route("/vaults/{id_or_name}/items/{key}", delete_item, methods=["DELETE"]),
     Route("/vaults/{id_or_name}/items/{key}/events", item_events, methods=["GET"]),
+    Route("/vaults/{id_or_name}/items/{key}/operations", perform_operation, methods=["POST"]),
 ]
