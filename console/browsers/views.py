@@ -79,7 +79,9 @@ def _tag_filters(request) -> dict[str, str]:
         if found:
             tags[found["key"].strip()] = found["value"].strip()
         elif item.strip() and not request.htmx:  # said once, on the page itself, not on each refresh
-            messages.warning(request, f"Tag filter “{item}” is not key=value (or key:value): it was left out.")
+            messages.warning(
+                request, f"Tag filter “{item}” is not key=value (or key:value): it was left out."
+            )
     return tags
 
 
