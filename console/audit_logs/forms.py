@@ -17,7 +17,9 @@ class FilterForm(forms.Form):
     method = forms.ChoiceField(required=False, choices=[("", "Any method"), *((m, m) for m in METHODS)])
     # Off by default, as the vendor's CLI: most reads are the console's own page loads and polling.
     show_reads = forms.BooleanField(
-        required=False, label="Show reads (GET)", help_text="The console's own page loads and polls among them."
+        required=False,
+        label="Show reads (GET)",
+        help_text="The console's own page loads and polls among them.",
     )
     auth_strategy = forms.CharField(
         required=False, max_length=50, label="Auth", widget=forms.TextInput(attrs={"placeholder": "api_key"})
