@@ -64,7 +64,8 @@ async def test_it_creates_an_account_from_an_invite(org, admin_client):
 
 
 async def test_it_offers_the_link_with_a_copy_button_and_prefills_the_invited_address(org, admin_client):
-    response = await admin_client.post("/o/acme/members/invite/", {"email": "new@example.com", "role": "viewer"})
+    invite = {"email": "new@example.com", "role": "viewer"}
+    response = await admin_client.post("/o/acme/members/invite/", invite)
     link = re.search(r'value="(http://testserver/invite/[^"]+/)"', response.content.decode()).group(1)
     assert f'data-copy="{link}"' in response.content.decode()
     page = (await AsyncClient().get(link.removeprefix("http://testserver"))).content.decode()
