@@ -272,3 +272,25 @@ def test_it_gives_the_selection_boxes_a_finger_size_on_a_phone(team, new_page):
         }"""
     )
     assert size["width"] >= 24 and size["height"] >= 24, size
+
+
+def test_it_switches_the_theme_from_the_user_menu_and_remembers_it(team, new_page):
+    page = new_page(color_scheme="light")
+    log_in(page, team)
+    background = "getComputedStyle(document.body).backgroundColor"
+    assert page.evaluate(background) == "rgb(246, 247, 249)"
+    page.locator("#account-menu summary").click()
+    page.get_by_role("radio", name="Dark").check()
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    assert page.evaluate(background) == "rgb(13, 17, 23)"
+    # The chart tracks follow the theme (they stayed near-white in the dark).
+    page.goto(team.url(""))
+    track = page.locator(".ov-track").first
+    expect(track).to_be_attached(timeout=10_000)
+    assert track.evaluate("t => getComputedStyle(t).fill") == "rgb(48, 54, 61)"
+    assert page.evaluate(background) == "rgb(13, 17, 23)"  # remembered across pages
+    page.locator("#account-menu summary").click()
+    expect(page.get_by_role("radio", name="Dark")).to_be_checked()
+    page.get_by_role("radio", name="System").check()
+    expect(page.locator("html")).to_have_attribute("data-theme", "light")
+    assert page.evaluate(background) == "rgb(246, 247, 249)"
