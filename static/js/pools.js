@@ -46,6 +46,10 @@
         banner.hidden = true;
         var gone = banner.parentNode.querySelector("[data-acquired-gone]");
         if (gone) gone.hidden = false;
+        // The release form was filled in for that browser: nothing to release now.
+        banner.parentNode.querySelectorAll("input[name=session_id]").forEach(function (input) {
+          if (input.value === banner.dataset.acquiredSession) input.value = "";
+        });
       }
     });
   }

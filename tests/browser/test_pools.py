@@ -136,3 +136,4 @@ def test_it_drops_the_acquired_banner_once_that_browser_is_released(team, browse
     expect(page.locator(f"#lease-row-{sid}")).to_have_count(0, timeout=10_000)
     expect(banner).to_be_hidden()
     expect(page.locator("#pool-lease")).to_contain_text(f"Session {sid} is no longer leased")
+    expect(page.locator("#pool-lease input[name=session_id]")).to_have_value("")
