@@ -131,6 +131,10 @@ async def session_list(request):
             {
                 "session": s,
                 "uptime": presenters.duration(s.uptime),
+                # One line each (the full text on hover): the list keeps a row per line.
+                "browser": presenters.browser_summary(s),
+                "uses": presenters.uses_summary(s),
+                "more_tags": max(0, len(s.tags or {}) - 2),
                 "tags": [
                     {"key": k, "value": v, "url": _with(request, tag=sorted({*chosen, f"{k}:{v}"}))}
                     for k, v in (s.tags or {}).items()
