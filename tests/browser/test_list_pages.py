@@ -55,7 +55,7 @@ def test_it_retries_a_list_that_failed(team, browser_page):
 
 
 def test_it_shows_a_screenful_of_sessions_one_line_each(team, browser_page):
-    """At 1440 by 900 fifteen sessions with long profile names, several tags and no name fit one line per row."""
+    """At 1440 by 900, fifteen sessions with long profiles, several tags and no name: one line per row."""
     page = browser_page
     page.set_viewport_size({"width": 1440, "height": 900})
     team.log_in(page)
