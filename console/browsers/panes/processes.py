@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal as signals
 from collections import OrderedDict
+from urllib.parse import unquote
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
@@ -51,10 +52,13 @@ def exit_label(code: int | None) -> str:
 def _spawned(entry: AuditLog) -> dict:
     """What the audit entry of a spawn says: the program, the number of arguments (never the arguments,
     which may hold secrets), who and when."""
-    fields = dict(part.split("=", 1) for part in entry.detail.split(" ") if "=" in part)
+    fields = {k: unquote(v) for k, v in (p.split("=", 1) for p in entry.detail.split(" ") if "=" in p)}
     return {
         "program": fields.get("program", "?"),
         "args": fields.get("args", "0"),
+        # Entries written before shapes and names were kept have neither.
+        "shape": fields.get("shape", ""),
+        "name": fields.get("name", ""),
         "by": entry.actor_username,
         "at": entry.created_at,
     }
@@ -129,9 +133,10 @@ async def process_list(request, session_id: str):
         if form.is_valid():
             data = form.cleaned_data
             argv = form.argv
-            detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
             try:
-                async with audited(request, "browser.process.spawn", detail=detail) as entry:
+                async with audited(
+                    request, "browser.process.spawn", detail=form.audit_detail(session_id)
+                ) as entry:
                     spawned = await browser_processes.spawn(
                         request.service,
                         session_id,
@@ -175,7 +180,7 @@ async def process_exec(request, session_id: str):
     result = None
     if form.is_valid():
         argv = form.argv
-        detail = f"session={session_id} program={argv[0][:80]} args={len(argv) - 1}"
+        detail = form.audit_detail(session_id)
         try:
             async with audited(request, "browser.process.exec", detail=detail) as entry:
                 reply = await browser_processes.exec_command(
