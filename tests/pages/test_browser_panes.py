@@ -122,8 +122,8 @@ async def test_it_spawns_a_command_opens_its_page_and_lists_it(operator_client, 
     assert "<dt>Command</dt><dd><code>sh -c … --token=… -v</code>" in page
     assert "<dt>Started by</dt><dd>oscar" in page
     listing = (await operator_client.get(url(session, "processes/"))).content.decode()
-    assert process_id[:10] in listing and "<code>sh -c … --token=… -v</code>" in listing and "oscar" in listing
-    assert "Greeter &amp; co" in listing
+    assert process_id[:10] in listing and "<code>sh -c … --token=… -v</code>" in listing
+    assert "Greeter &amp; co" in listing and "oscar" in listing
 
 
 async def test_it_checks_the_command_before_sending_anything(operator_client, tenant, session):
