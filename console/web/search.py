@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET
 
 from console.accounts.models import Role
 from console.nav import ACTIONS
-
 from console.service import (
     ServiceError,
     apps,
@@ -150,7 +149,7 @@ def _pages(request, query: str) -> list[Hit]:
 
 def _actions(request, query: str) -> list[Hit]:
     """What the member may do from the palette: each action's page, for the role that page asks for.
-    (Actions of the page being looked at, such as "Take control", are the page's own: static/js/palette.js.)"""
+    (The actions of the page looked at, such as "Take control", are the page's own: static/js/palette.js.)"""
     needle = query.casefold()
     hits = []
     for action in ACTIONS:
