@@ -17,12 +17,20 @@ from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render, safe_next
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET"])
 @org_view("viewer")
 async def project_list(request):
+    context = {"current_project_id": request.membership.current_project_id}
+    return await searchable_list(
+        request, "projects/list.html", "projects-table", projects.list_projects, context
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def project_create(request):
     form = ProjectForm()
     if request.method == "POST":
-        require_role(request, "admin")
         form = ProjectForm(request.POST)
         if form.is_valid():
             name = form.cleaned_data["name"]
@@ -37,10 +45,7 @@ async def project_list(request):
             else:
                 messages.success(request, f"Project “{project.name}” created.")
                 return done(request, org_reverse(request, "projects:detail", project_id=project.id))
-    context = {"form": form, "current_project_id": request.membership.current_project_id}
-    return await searchable_list(
-        request, "projects/list.html", "projects-table", projects.list_projects, context
-    )
+    return render(request, "projects/new.html", {"form": form}, partial="project-create")
 
 
 @require_http_methods(["GET"])
