@@ -12,6 +12,7 @@ from django import forms
 from django.urls import reverse
 from django.utils.html import format_html
 
+from console.service.contract import OPERATIONAL_CATEGORIES
 from console.service.errors import CapReached, Invalid
 
 
@@ -131,6 +132,9 @@ CATEGORY_HELP = {
     "captcha": "CAPTCHA solver results",
     "screenshot": "periodic screenshots (high volume)",
 }
+# What a new session or pool captures unless changed: the operational categories and what an operator
+# debugs with first (both forms start from it, so a session and a pool begin alike).
+DEFAULT_TELEMETRY_CATEGORIES = (*OPERATIONAL_CATEGORIES, "console", "network", "page")
 # Viewport presets worth a word beside their size.
 PRESET_NOTES = {"768x1024@60": "portrait tablet", "390x844@60": "phone"}
 
