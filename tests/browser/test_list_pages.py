@@ -71,14 +71,17 @@ def test_it_shows_a_screenful_of_sessions_one_line_each(team, browser_page):
     page.goto(team.url(f"browsers/?tag=run={run}"))
     rows = page.locator("#browsers-table tbody tr")
     expect(rows).to_have_count(16, timeout=15_000)
-    heights, bottom15 = page.evaluate(
+    heights, bottom15, overflow = page.evaluate(
         """() => {
           const rows = [...document.querySelectorAll('#browsers-table tbody tr')];
-          return [rows.map(r => r.getBoundingClientRect().height), rows[14].getBoundingClientRect().bottom];
+          const scroll = document.querySelector('#browsers-table .table-scroll');
+          return [rows.map(r => r.getBoundingClientRect().height), rows[14].getBoundingClientRect().bottom,
+                  scroll.scrollWidth - scroll.clientWidth];
         }"""
     )
     assert max(heights) <= 40, heights  # one line each
     assert bottom15 <= 900, bottom15  # the fifteenth row is on the first screen
+    assert overflow <= 0, overflow  # and the whole row, to its actions, without scrolling sideways
     # An unnamed session's link is its id, coloured as a link, not a grey "unnamed".
     expect(page.locator("#browsers-table tbody .session-cell a code")).to_have_count(8)
     assert "unnamed" not in page.locator("#browsers-table").inner_text()
