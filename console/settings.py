@@ -88,6 +88,12 @@ SCREEN_LINGER_SECONDS = env.float("SCREEN_LINGER_SECONDS", default=3.0)
 # Control of a session's screen (a lease in the database): how long it holds without an action or the
 # holder's pane renewing it (the pane renews it every quarter of this while open).
 SCREEN_CONTROL_SECONDS = env.float("SCREEN_CONTROL_SECONDS", default=120.0)
+# A request for control the driver leaves unanswered is granted after this many seconds, if the driver has
+# not acted on the screen for as long either.
+SCREEN_CONTROL_REQUEST_SECONDS = env.float("SCREEN_CONTROL_REQUEST_SECONDS", default=30.0)
+# Each page watching a screen checks in this often (who watches, who drives, requests: in the database);
+# one not heard for three of these is gone.
+SCREEN_PRESENCE_SECONDS = env.float("SCREEN_PRESENCE_SECONDS", default=2.0)
 # The session wall: live tiles (each a CDP connection that keeps a browser awake) per viewer (all their walls
 # together) and per organization, in each console process; the rest are paused.
 WALL_LIVE_TILES = env.int("WALL_LIVE_TILES", default=4)
@@ -194,6 +200,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "NAME", str(_test_dir / f"console-test-{os.getpid()}.sqlite3")
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Django's cache holds what allauth must remember across replicas: TOTP codes already used (a code works
+# once), its rate limits and sign-in codes. A table of the console's own database by default (created by
+# migrate: console/signin/migrations/0002), so several processes agree; a process's memory would let a code
+# be replayed once per replica. CACHE_URL may name a shared cache instead (e.g. redis://).
+CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "dbcache://console_cache")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -232,17 +232,21 @@ class ControlLease(models.Model):
 
     A lease holds while it has not expired and its membership is the one it was granted to, at the same
     version (no role change since) and still operator or more: removing the member deletes it (cascade),
-    a demote (even one undone since) ends it. Only a hash of the holder's token is kept."""
+    a demote (even one undone since) ends it. Only a hash of the holder's token is kept; none while a
+    handoff waits for the new holder's page to claim it."""
 
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     session_id = models.CharField(max_length=200)
     holder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="+")
     membership_version = models.PositiveIntegerField()
+    # Empty while the lease is granted to its holder and not yet claimed by their page (a handoff).
     token_hash = models.CharField(max_length=64, editable=False)
     acquired_at = models.DateTimeField()
     renewed_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    # The holder's last action on the screen (None: none since acquired): "idle" for an unanswered request.
+    acted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -251,3 +255,30 @@ class ControlLease(models.Model):
 
     def __str__(self):
         return f"{self.holder} drives {self.session_id} in {self.org} until {self.expires_at:%H:%M:%S}"
+
+
+class ScreenPresence(models.Model):
+    """One window (a page's screen pane) watching a browser session's screen, in the database so every
+    console process shows the same watchers (console/live/control.py). Its pane checks in every
+    ``SCREEN_PRESENCE_SECONDS``; a row not seen for a few of those is nobody (and is deleted).
+
+    ``asked_at``: this window asks the driver for control since then. ``notice``: what the window is told
+    once at its next check-in (a request declined, control taken over). Removing the member deletes it."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    session_id = models.CharField(max_length=200)
+    window = models.CharField(max_length=40)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="+")
+    seen_at = models.DateTimeField()
+    asked_at = models.DateTimeField(null=True, blank=True)
+    notice = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "session_id", "window"], name="one_presence_per_window")
+        ]
+        indexes = [models.Index(fields=["org", "session_id", "seen_at"], name="presence_by_session")]
+
+    def __str__(self):
+        return f"{self.user} watches {self.session_id} in {self.org} (seen {self.seen_at:%H:%M:%S})"

@@ -5,12 +5,13 @@ from __future__ import annotations
 from django import forms
 
 from console.service.api_keys import MAX_DAYS
+from console.web.forms import NameField
 
 EXPIRY_CHOICES = [("30", "30 days"), ("90", "90 days"), ("365", "1 year"), ("", "Never")]
 
 
 class CreateForm(forms.Form):
-    name = forms.CharField(max_length=255, help_text="What uses this key, e.g. ci-pipeline.")
+    name = NameField(help_text="What uses this key, e.g. ci-pipeline.")
     days_to_expire = forms.TypedChoiceField(
         choices=EXPIRY_CHOICES, coerce=int, empty_value=None, required=False, initial="90", label="Expires in"
     )
@@ -24,21 +25,9 @@ class CreateForm(forms.Form):
             (p.id, f"Project {p.name or p.id}") for p in projects if not p.archived
         ]
 
-    def clean_name(self) -> str:
-        value = self.cleaned_data["name"].strip()
-        if not value:
-            raise forms.ValidationError("A name cannot be blank.")
-        return value
-
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=255)
-
-    def clean_name(self) -> str:
-        value = self.cleaned_data["name"].strip()
-        if not value:
-            raise forms.ValidationError("A name cannot be blank.")
-        return value
+    name = NameField()
 
 
 class RotateForm(forms.Form):

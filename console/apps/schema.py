@@ -158,6 +158,17 @@ def format_error(value: str, fmt: str | None) -> str | None:
     return None
 
 
+def _sized(schema: dict, size: int, bounds: tuple[str, str], unit: str, where: str) -> list[str]:
+    """What breaks the schema's (least, most) ``bounds`` on a ``size`` counted in ``unit``."""
+    least, most = (schema.get(key) for key in bounds)
+    found = []
+    if isinstance(least, int) and size < least:
+        found.append(f"{where} needs at least {least} {unit}")
+    if isinstance(most, int) and size > most:
+        found.append(f"{where} allows at most {most} {unit}")
+    return found
+
+
 def errors(schema: Any, value: Any, path: str = "") -> list[str]:
     """Why ``value`` does not satisfy ``schema`` (empty when it does); each message names its path."""
     if not isinstance(schema, dict) or not schema:
@@ -199,10 +210,7 @@ def errors(schema: Any, value: Any, path: str = "") -> list[str]:
             if isinstance(limit, int | float) and not isinstance(limit, bool) and not ok(limit):
                 found.append(f"{where} must be {text} {limit}")
     if isinstance(value, str):
-        if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
-            found.append(f"{where} needs at least {schema['minLength']} characters")
-        if isinstance(schema.get("maxLength"), int) and len(value) > schema["maxLength"]:
-            found.append(f"{where} allows at most {schema['maxLength']} characters")
+        found += _sized(schema, len(value), ("minLength", "maxLength"), "characters", where)
         if isinstance(schema.get("pattern"), str):
             try:
                 if not re.search(schema["pattern"], value):
@@ -213,10 +221,7 @@ def errors(schema: Any, value: Any, path: str = "") -> list[str]:
         if problem:
             found.append(f"{where} {problem}")
     if isinstance(value, list):
-        if isinstance(schema.get("minItems"), int) and len(value) < schema["minItems"]:
-            found.append(f"{where} needs at least {schema['minItems']} items")
-        if isinstance(schema.get("maxItems"), int) and len(value) > schema["maxItems"]:
-            found.append(f"{where} allows at most {schema['maxItems']} items")
+        found += _sized(schema, len(value), ("minItems", "maxItems"), "items", where)
         if isinstance(schema.get("items"), dict):
             for n, item in enumerate(value):
                 found += errors(schema["items"], item, f"{path or 'item'}[{n}]")

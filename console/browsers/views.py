@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -26,7 +25,7 @@ from django_htmx.http import trigger_client_event
 from console.accounts.audit import audited
 from console.browsers import presenters
 from console.browsers.forms import FIELD_MAP, SessionForm
-from console.browsers.panes import common
+from console.browsers.panes import common, head
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service import (
     CapReached,
@@ -316,12 +315,7 @@ async def session_detail(request, session_id: str):
     async def detail() -> dict:
         session = await common.get_session(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
-        return {
-            **pane,
-            "panes": _panes(),
-            "uptime": presenters.duration(session.uptime),
-            "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
-        }
+        return {**pane, "panes": _panes(), **head.context(session)}
 
     if request.htmx and request.htmx.target == "telemetry-pane":
         session = await common.get_session(request, session_id)

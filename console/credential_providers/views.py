@@ -17,7 +17,7 @@ from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderFo
 from console.service import Conflict, Invalid
 from console.service import credential_providers as providers
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import show_refusal
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
@@ -56,10 +56,8 @@ async def provider_create(request):
                         cache_ttl_seconds=data["cache_ttl_seconds"],
                     )
                     entry.target_id, entry.detail = made.id, f"{made.label} ({made.provider_type})"
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, f"Credential provider “{made.label}” added.")
                 return done(request, org_reverse(request, "credential_providers:detail", provider_id=made.id))
@@ -92,10 +90,8 @@ async def provider_detail(request, provider_id: str):
                     secrets=[data["token"] or ""],
                 ):
                     provider = await providers.update_provider(request.service, provider.id, **changes)
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, "Credential provider saved.")
                 return done(

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from django import forms
 
 from console.service.credentials import normalize_totp_secret
+from console.web.forms import path_name
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DOMAIN_PATTERN = re.compile(
@@ -29,15 +30,6 @@ NEW_ROWS_EDIT = 2
 SECRET_FIELDS = ("new_value", "existing_value", "totp_secret")
 # Service field names → form fields, for the service's own 400 details.
 SERVICE_FIELDS = {"values": "values", "remove_value_keys": "values"}
-
-
-def _name(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise forms.ValidationError("A credential needs a name.")
-    if "/" in value or "%" in value:
-        raise forms.ValidationError("A credential name cannot contain / or %.")
-    return value
 
 
 def _domain(value: str) -> str:
@@ -94,7 +86,7 @@ class CredentialFields(forms.Form):
     values = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def clean_name(self):
-        return _name(self.cleaned_data["name"])
+        return path_name(self.cleaned_data["name"], "credential")
 
     def clean_sso_provider(self):
         value = self.cleaned_data["sso_provider"].strip().lower()

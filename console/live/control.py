@@ -18,13 +18,22 @@ upstream.
 - **Freed** by "Release" (``release``), by expiry, by a membership that no longer holds, and by the
   session's end (``end``).
 
-The audit rows (take and release) are the views' to write. Hooks for what comes next (presence, handoff
-requests, an admin's force): ``Driver`` names who drives; ``take(..., force=True)`` takes a lease that
-holds from its holder.
+- **Handed off**: a watcher asks (``ask``: a flag on their window's presence row); the holder grants
+  (``grant``: the lease becomes the asker's with no token yet, and the asking window claims it with a take)
+  or declines (``decline``: the asker is told). An unanswered request is granted by itself (``check_in`` of
+  the asking window) once it is ``SCREEN_CONTROL_REQUEST_SECONDS`` old and the holder has not acted on the
+  screen for as long. An admin takes it at once (``take(..., force=True)``); the holder is told.
+- **Presence** (``check_in``): each window watching a session's screen checks in every
+  ``SCREEN_PRESENCE_SECONDS`` (a row per window, ``accounts.ScreenPresence``); a window not seen for
+  ``PRESENCE_MISSES`` of those is gone. A check-in answers what the pane shows: the driver, the watchers
+  (names and roles), the requests, and a notice for this window (once).
+
+The audit rows (take, grant, decline, force, release) are the views' to write.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,11 +44,23 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from console.accounts.models import ControlLease, Membership, Role, hash_token
+from console.accounts.models import ControlLease, Membership, Role, ScreenPresence, hash_token
+
+PRESENCE_MISSES = 3  # check-ins a window may miss before it counts as gone
+MAX_WINDOWS = 20  # presence rows one member may have at once (every session together)
+WINDOW = re.compile(r"^[A-Za-z0-9_-]{8,40}$")
 
 
 def lease_seconds() -> float:
     return float(getattr(settings, "SCREEN_CONTROL_SECONDS", 120.0))
+
+
+def presence_seconds() -> float:
+    return float(getattr(settings, "SCREEN_PRESENCE_SECONDS", 2.0))
+
+
+def request_seconds() -> float:
+    return float(getattr(settings, "SCREEN_CONTROL_REQUEST_SECONDS", 30.0))
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,7 @@ class Taken:
     token: str | None = None
     driver: Driver | None = None
     replaced: str = ""  # whose lapsed lease the take replaced (its user's name), for the audit row
+    forced: str = ""  # whose holding lease a forced take ended (its user's name)
 
 
 def holds(lease: ControlLease, now: datetime | None = None) -> bool:
@@ -115,21 +137,30 @@ def _take(membership: Membership, session_id: str, force: bool) -> Taken:
                         ControlLease.objects.create(org_id=membership.org_id, session_id=session_id, **fields)
                 except IntegrityError:
                     continue  # another process inserted it first: read theirs
+                _settled(membership, session_id)
                 return Taken(token=token)
-            if holds(lease, now) and lease.membership_id != membership.pk and not force:
+            held = holds(lease, now) and lease.membership_id != membership.pk
+            if held and not force:
                 return Taken(driver=_driver(lease))
             replaced = "" if lease.membership_id == membership.pk else lease.holder.get_username()
+            previous = lease.membership_id
             for name, value in fields.items():
                 setattr(lease, name, value)
+            lease.acted_at = None
             lease.save()
+            _settled(membership, session_id)
+            if held:
+                by = membership.user.get_username()
+                _tell(lease.org_id, session_id, previous, f"{by} (an admin) took control from you.")
+                return Taken(token=token, forced=replaced)
             return Taken(token=token, replaced=replaced)
     lease = _row(membership.org_id, session_id)
     return Taken(driver=_driver(lease)) if lease is not None else Taken()
 
 
 async def take(membership: Membership, session_id: str, *, force: bool = False) -> Taken:
-    """Make ``membership`` the driver of ``session_id`` unless a lease of someone else holds (or ``force``:
-    the hook for an admin's take-over, not offered yet)."""
+    """Make ``membership`` the driver of ``session_id`` unless a lease of someone else holds; ``force``: even
+    then (an admin's take-over: the caller checks the role; the former holder's windows are told)."""
     return await sync_to_async(_take)(membership, session_id, force)
 
 
@@ -145,12 +176,16 @@ async def check(membership: Membership, session_id: str, token: str | None) -> t
     return found is not None and found.is_member(membership) and found.has_token(token), found
 
 
-async def renew(membership: Membership, session_id: str, token: str | None) -> bool:
-    """Extend the lease if it still holds for this member and token; False when it does not."""
+async def renew(membership: Membership, session_id: str, token: str | None, *, acted: bool = False) -> bool:
+    """Extend the lease if it still holds for this member and token; False when it does not. ``acted``: an
+    action on the screen renewed it (the holder is not idle)."""
     ok, _ = await check(membership, session_id, token)
     if not ok:
         return False
     now = timezone.now()
+    changes = {"renewed_at": now, "expires_at": now + timedelta(seconds=lease_seconds())}
+    if acted:
+        changes["acted_at"] = now
     # Conditional on the token: a release or another take that landed since the check is not undone.
     changed = await ControlLease.objects.filter(
         org_id=membership.org_id,
@@ -159,7 +194,7 @@ async def renew(membership: Membership, session_id: str, token: str | None) -> b
         membership_version=membership.version,
         token_hash=hash_token(token),
         expires_at__gt=now,
-    ).aupdate(renewed_at=now, expires_at=now + timedelta(seconds=lease_seconds()))
+    ).aupdate(**changes)
     return changed == 1
 
 
@@ -172,5 +207,231 @@ async def release(membership: Membership, session_id: str) -> bool:
 
 
 async def end(org_id: int, session_id: str) -> None:
-    """The session ended: nobody drives it any more."""
+    """The session ended: nobody drives it any more, nobody asks, nobody watches."""
     await ControlLease.objects.filter(org_id=org_id, session_id=session_id).adelete()
+    await ScreenPresence.objects.filter(org_id=org_id, session_id=session_id).adelete()
+
+
+# Handoff ------------------------------------------------------------------------------------------
+
+
+def _tell(org_id: int, session_id: str, membership_id: int, notice: str) -> None:
+    """Say ``notice`` once to every window of that member on this session (at its next check-in)."""
+    ScreenPresence.objects.filter(org_id=org_id, session_id=session_id, membership_id=membership_id).update(
+        notice=notice[:300]
+    )
+
+
+def _settled(membership: Membership, session_id: str) -> None:
+    """The member drives now: their windows ask for nothing any more."""
+    ScreenPresence.objects.filter(
+        org_id=membership.org_id, session_id=session_id, membership_id=membership.pk
+    ).update(asked_at=None)
+
+
+def _hand_to(lease: ControlLease, asker: Membership, now: datetime) -> None:
+    """The lease becomes ``asker``'s, without a token until their asking window claims it (a take)."""
+    lease.holder_id = asker.user_id
+    lease.membership_id = asker.pk
+    lease.membership_version = asker.version
+    lease.token_hash = ""
+    lease.acquired_at = lease.renewed_at = now
+    lease.acted_at = None
+    lease.expires_at = now + timedelta(seconds=lease_seconds())
+    lease.save()
+
+
+def _asker(org_id: int, session_id: str, membership_id: int, now: datetime) -> Membership | None:
+    """The member asking for control of this session now (a window that asks and is still there)."""
+    asking = ScreenPresence.objects.filter(
+        org_id=org_id,
+        session_id=session_id,
+        membership_id=membership_id,
+        asked_at__isnull=False,
+        seen_at__gt=now - timedelta(seconds=presence_seconds() * PRESENCE_MISSES),
+    )
+    if not asking.exists():
+        return None
+    member = Membership.objects.select_related("user").filter(pk=membership_id, org_id=org_id).first()
+    if member is None or not Role.at_least(member.role, Role.OPERATOR) or not member.user.is_active:
+        return None
+    return member
+
+
+def _grant(holder: Membership, session_id: str, membership_id: int) -> str | None:
+    """The holder hands control to the member asking for it: the asker's name, or None when there is
+    nothing to grant (the holder does not hold, or that member does not ask)."""
+    now = timezone.now()
+    with transaction.atomic():
+        lease = _row(holder.org_id, session_id, lock=True)
+        if lease is None or not holds(lease, now) or lease.membership_id != holder.pk:
+            return None
+        asker = _asker(holder.org_id, session_id, membership_id, now)
+        if asker is None or asker.pk == holder.pk:
+            return None
+        _hand_to(lease, asker, now)
+        return asker.user.get_username()
+
+
+async def grant(holder: Membership, session_id: str, membership_id: int) -> str | None:
+    return await sync_to_async(_grant)(holder, session_id, membership_id)
+
+
+def _decline(holder: Membership, session_id: str, membership_id: int) -> str | None:
+    now = timezone.now()
+    with transaction.atomic():
+        lease = _row(holder.org_id, session_id, lock=True)
+        if lease is None or not holds(lease, now) or lease.membership_id != holder.pk:
+            return None
+        asker = _asker(holder.org_id, session_id, membership_id, now)
+        if asker is None:
+            return None
+        said = f"{holder.user.get_username()} declined your request for control."
+        ScreenPresence.objects.filter(
+            org_id=holder.org_id, session_id=session_id, membership_id=membership_id
+        ).update(asked_at=None, notice=said[:300])
+        return asker.user.get_username()
+
+
+async def decline(holder: Membership, session_id: str, membership_id: int) -> str | None:
+    """The holder says no to the member asking: their name (they are told), or None (nothing to decline)."""
+    return await sync_to_async(_decline)(holder, session_id, membership_id)
+
+
+def _ask(membership: Membership, session_id: str, window: str, asking: bool) -> bool:
+    now = timezone.now()
+    changed = ScreenPresence.objects.filter(
+        org_id=membership.org_id, session_id=session_id, window=window, membership_id=membership.pk
+    ).update(asked_at=now if asking else None, seen_at=now)
+    return changed == 1
+
+
+async def ask(membership: Membership, session_id: str, window: str, *, asking: bool = True) -> bool:
+    """This window asks for control (or, ``asking=False``, no longer does); False when the window has not
+    checked in (``check_in`` first)."""
+    return await sync_to_async(_ask)(membership, session_id, window, asking)
+
+
+# Presence -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Watcher:
+    username: str
+    role: str
+    membership_id: int
+    windows: int
+    asking: bool
+    driving: bool
+
+
+@dataclass(frozen=True)
+class Presence:
+    """What a window's check-in answers: who drives, who watches, and what this window is told."""
+
+    driver: Driver | None
+    watchers: list[Watcher]
+    asked_at: datetime | None  # this window asks since
+    claim: bool  # control was handed to this member and this window asked: it claims it (a take)
+    notice: str  # said to this window once
+    auto_granted: str = ""  # the holder the request was granted from by itself (for the audit row)
+
+    @property
+    def requests(self) -> list[Watcher]:
+        return [w for w in self.watchers if w.asking and not w.driving]
+
+
+def _check_in(membership: Membership, session_id: str, window: str, create: bool) -> Presence | None:
+    now = timezone.now()
+    gone = now - timedelta(seconds=presence_seconds() * PRESENCE_MISSES)
+    org_id = membership.org_id
+    with transaction.atomic():
+        ScreenPresence.objects.filter(membership_id=membership.pk, seen_at__lte=gone).delete()
+        ScreenPresence.objects.filter(org_id=org_id, session_id=session_id, seen_at__lte=gone).delete()
+        mine = ScreenPresence.objects.filter(
+            org_id=org_id, session_id=session_id, window=window, membership_id=membership.pk
+        ).first()
+        if mine is None:
+            windows = ScreenPresence.objects.filter(membership_id=membership.pk).count()
+            if not create or windows >= MAX_WINDOWS:
+                return None
+            mine = ScreenPresence.objects.create(
+                org_id=org_id,
+                session_id=session_id,
+                window=window,
+                user_id=membership.user_id,
+                membership_id=membership.pk,
+                seen_at=now,
+            )
+        notice, mine.notice, mine.seen_at = mine.notice, "", now
+        mine.save(update_fields=["notice", "seen_at"])
+        lease = _row(org_id, session_id, lock=mine.asked_at is not None)
+        auto_granted = ""
+        if (
+            lease is not None
+            and mine.asked_at is not None
+            and holds(lease, now)
+            and lease.membership_id != membership.pk
+            and mine.asked_at <= now - timedelta(seconds=request_seconds())
+            and (lease.acted_at or lease.acquired_at) <= now - timedelta(seconds=request_seconds())
+            and _asker(org_id, session_id, membership.pk, now) is not None
+        ):
+            # Unanswered, and the holder idle as long: granted by itself.
+            auto_granted = lease.holder.get_username()
+            previous = lease.membership_id
+            _hand_to(lease, membership, now)
+            name = membership.user.get_username()
+            _tell(org_id, session_id, previous, f"Control went to {name}: they asked and you were idle.")
+            lease = _row(org_id, session_id)
+        driver = _driver(lease) if lease is not None and holds(lease, now) else None
+        rows = (
+            ScreenPresence.objects.filter(org_id=org_id, session_id=session_id, seen_at__gt=gone)
+            .select_related("user", "membership")
+            .order_by("pk")
+        )
+        watchers: dict[int, Watcher] = {}
+        for row in rows:
+            if row.membership.org_id != org_id or row.membership.user_id != row.user_id:
+                continue
+            seen = watchers.get(row.membership_id)
+            watchers[row.membership_id] = Watcher(
+                username=row.user.get_username(),
+                role=row.membership.role,
+                membership_id=row.membership_id,
+                windows=(seen.windows if seen else 0) + 1,
+                asking=(seen is not None and seen.asking) or row.asked_at is not None,
+                driving=driver is not None and driver.membership_id == row.membership_id,
+            )
+    handed = driver is not None and driver.is_member(membership) and not driver.token_hash
+    claim = handed and mine.asked_at is not None
+    return Presence(
+        driver=driver,
+        watchers=list(watchers.values()),
+        asked_at=mine.asked_at,
+        claim=claim,
+        notice=notice,
+        auto_granted=auto_granted,
+    )
+
+
+async def check_in(
+    membership: Membership, session_id: str, window: str, *, create: bool = True
+) -> Presence | None:
+    """This window watches the session now (its row made or refreshed; a request of its own granted by
+    itself when due): what its pane shows. None when the window is unknown and ``create`` is False, or the
+    member already watches from ``MAX_WINDOWS`` windows."""
+    return await sync_to_async(_check_in)(membership, session_id, window, create)
+
+
+async def watching(membership: Membership, session_id: str, window: str) -> bool:
+    """Whether this window has checked in already (its row is there)."""
+    return await ScreenPresence.objects.filter(
+        org_id=membership.org_id, session_id=session_id, window=window, membership_id=membership.pk
+    ).aexists()
+
+
+async def leave(membership: Membership, session_id: str, window: str) -> None:
+    """The window closed: it watches no more."""
+    await ScreenPresence.objects.filter(
+        org_id=membership.org_id, session_id=session_id, window=window, membership_id=membership.pk
+    ).adelete()

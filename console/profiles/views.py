@@ -14,7 +14,7 @@ from console.service import Conflict, Forbidden, Invalid, profiles
 from console.service.contract import PROFILE_FORMATS
 from console.web import downloads
 from console.web.decorators import org_view
-from console.web.forms import apply_service_errors
+from console.web.forms import show_refusal
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
@@ -40,10 +40,8 @@ async def profile_create(request):
                 async with audited(request, "profile.create", detail=name or "") as entry:
                     profile = await profiles.create_profile(request.service, name)
                     entry.target_id = profile.id
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             except Forbidden as exc:  # a plan's bound on how many profiles are kept
                 form.add_error(None, f"The service refused to keep another profile: {exc.message}")
             else:
@@ -64,10 +62,8 @@ async def profile_rename(request, profile_id: str):
             try:
                 async with audited(request, "profile.rename", target_id=profile.id, detail=name):
                     profile = await profiles.rename_profile(request.service, profile.id, name)
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, f"Renamed to “{profile.label}”.")
                 return done(request, org_reverse(request, "profiles:list"))

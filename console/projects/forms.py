@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from console.web.forms import path_name
+
 MAX_CAP = 100_000
 LIMIT_LABELS = {
     "max_concurrent_sessions": "Concurrent browser sessions",
@@ -11,20 +13,11 @@ LIMIT_LABELS = {
 }
 
 
-def _valid_name(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise forms.ValidationError("A project needs a name.")
-    if "/" in value or "%" in value:
-        raise forms.ValidationError("A project name cannot contain / or %.")
-    return value
-
-
 class ProjectForm(forms.Form):
     name = forms.CharField(max_length=255, label="Project name")
 
     def clean_name(self):
-        return _valid_name(self.cleaned_data["name"])
+        return path_name(self.cleaned_data["name"], "project")
 
 
 class LimitsForm(forms.Form):

@@ -12,7 +12,7 @@ from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
 from console.service import Conflict, Invalid, NotFound, projects
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import apply_service_errors, show_refusal
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render, safe_next
 
@@ -38,10 +38,8 @@ async def project_create(request):
                 async with audited(request, "project.create", detail=name) as entry:
                     project = await projects.create_project(request.service, name)
                     entry.target_id = project.id
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, f"Project “{project.name}” created.")
                 return done(request, org_reverse(request, "projects:detail", project_id=project.id))
@@ -130,10 +128,8 @@ async def project_rename(request, project_id: str):
             try:
                 async with audited(request, "project.rename", target_id=project_id, detail=name):
                     project = await projects.update_project(request.service, project_id, name=name)
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, f"Renamed to “{project.name}”.")
                 return done(request, org_reverse(request, "projects:detail", project_id=project_id))

@@ -8,7 +8,7 @@ import re
 from django import forms
 
 from console.service.contract import PROXY_CONFIG_FIELDS, PROXY_OS, PROXY_PROTOCOLS, PROXY_TYPES
-from console.web.forms import WriteOnlyTextarea, public_url
+from console.web.forms import NameField, WriteOnlyTextarea, public_url
 
 TYPE_LABELS = {
     "datacenter": "Datacenter",
@@ -195,13 +195,7 @@ FIELD_MAP = {f"config.{field}": field for fields in PROXY_CONFIG_FIELDS.values()
 
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=255, label="Name", help_text="Names need not be unique.")
-
-    def clean_name(self) -> str:
-        value = self.cleaned_data["name"].strip()
-        if not value:
-            raise forms.ValidationError("A name cannot be blank.")
-        return value
+    name = NameField(label="Name", help_text="Names need not be unique.")
 
 
 class CheckForm(forms.Form):

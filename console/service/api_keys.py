@@ -10,9 +10,10 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.collection import Collection, given
+from console.service.http import Service, request
+from console.service.pagination import Page
+from console.service.records import Named
 
 __all__ = [
     "APIKey",
@@ -28,9 +29,7 @@ __all__ = [
 MAX_DAYS = 3650
 
 
-class APIKey(Record):
-    id: str
-    name: str | None = None
+class APIKey(Named):
     masked_key: str | None = None
     created_at: datetime | None = None
     created_by: dict[str, Any] | None = None
@@ -39,10 +38,6 @@ class APIKey(Record):
     project_id: str | None = None  # None: org-wide
     project_name: str | None = None
     policy: dict[str, Any] | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
     @property
     def creator(self) -> str:
@@ -56,8 +51,7 @@ class CreatedAPIKey(APIKey):
     key: str | None = dataclasses.field(default=None, repr=False)
 
 
-def _path(key_id: str) -> str:
-    return f"/org/api_keys/{path_segment(key_id)}"
+API_KEYS = Collection("/org/api_keys", APIKey, filters=("status", "query", "sort_by", "sort_direction"))
 
 
 async def list_api_keys(
@@ -70,13 +64,20 @@ async def list_api_keys(
     sort_by: str = "created_at",
     sort_direction: str = "desc",
 ) -> Page[APIKey]:
-    params = {"status": status, "query": query or None, "sort_by": sort_by, "sort_direction": sort_direction}
-    return await fetch_page(svc, "/org/api_keys", APIKey, limit=limit, offset=offset, params=params)
+    return await API_KEYS.list(
+        svc,
+        limit=limit,
+        offset=offset,
+        status=status,
+        query=query,
+        sort_by=sort_by,
+        sort_direction=sort_direction,
+    )
 
 
 async def get_api_key(svc: Service, key_id: str, *, include_deleted: bool = False) -> APIKey:
     params = {"include_deleted": True} if include_deleted else None
-    return APIKey.from_json((await request(svc, "GET", _path(key_id), params=params)).data)
+    return await API_KEYS.call(svc, "GET", API_KEYS.at(key_id), params=params)
 
 
 async def create_api_key(
@@ -84,22 +85,23 @@ async def create_api_key(
 ) -> CreatedAPIKey:
     """``project_id`` None makes an org-wide key; ``days_to_expire`` None one that never expires."""
     body = {"name": name, "days_to_expire": days_to_expire, "project_id": project_id or None}
-    return CreatedAPIKey.from_json((await request(svc, "POST", "/org/api_keys", json=body)).data)
+    return CreatedAPIKey.from_json((await request(svc, "POST", API_KEYS.path, json=body)).data)
 
 
 async def rename_api_key(svc: Service, key_id: str, name: str) -> APIKey:
-    return APIKey.from_json((await request(svc, "PATCH", _path(key_id), json={"name": name})).data)
+    return await API_KEYS.update(svc, key_id, {"name": name})
 
 
 async def rotate_api_key(
     svc: Service, key_id: str, *, days_to_expire: int | None = None, expire_in_days: int | None = None
 ) -> CreatedAPIKey:
     """A new key with the same name and project; the old one expires after ``expire_in_days`` (default 7)."""
-    body = {"days_to_expire": days_to_expire, "expire_in_days": expire_in_days}
-    body = {k: v for k, v in body.items() if v is not None}
-    return CreatedAPIKey.from_json((await request(svc, "POST", _path(key_id) + "/rotate", json=body)).data)
+    body = given(days_to_expire=days_to_expire, expire_in_days=expire_in_days)
+    return CreatedAPIKey.from_json(
+        (await request(svc, "POST", API_KEYS.at(key_id, "/rotate"), json=body)).data
+    )
 
 
 async def delete_api_key(svc: Service, key_id: str) -> None:
     """Soft delete; the service refuses (409) a key deleting itself."""
-    await request(svc, "DELETE", _path(key_id), expect="none")
+    await API_KEYS.delete(svc, key_id)

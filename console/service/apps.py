@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.service.collection import Collection
 from console.service.http import Service
-from console.service.pagination import Page, fetch_page
 from console.service.records import Id, LinkName, Record
 
 __all__ = ["Action", "AppSummary", "get_app_version", "list_app_versions", "list_apps"]
@@ -37,18 +37,9 @@ class AppSummary(Record):
         return next((a for a in self.actions or () if a.name == name), None)
 
 
-async def list_apps(
-    svc: Service,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    query: str | None = None,
-    app_name: str | None = None,
-    version: str | None = None,
-) -> Page[AppSummary]:
-    """``GET /apps``: limit 1..100 (default 20), offset >= 0; ``query`` searches by name."""
-    params = {"query": query or None, "app_name": app_name or None, "version": version or None}
-    return await fetch_page(svc, "/apps", AppSummary, limit=limit, offset=offset, params=params)
+# ``GET /apps``: limit 1..100 (default 20), offset >= 0; ``query`` searches by name.
+APPS = Collection("/apps", AppSummary, filters=("query", "app_name", "version"))
+list_apps = APPS.list
 
 
 async def list_app_versions(svc: Service, app_name: str) -> list[AppSummary]:

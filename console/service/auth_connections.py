@@ -19,8 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from console.service import sse
+from console.service.collection import Collection
 from console.service.contract import TERMINAL_FLOW_STATUSES
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Name, Record, Seconds, Text
 
@@ -332,27 +333,9 @@ class TimelineEvent(Record):
     updated_at: datetime | None = None
 
 
-def _path(connection_id: str, tail: str = "") -> str:
-    return f"/auth/connections/{path_segment(connection_id)}{tail}"
-
-
-async def list_connections(
-    svc: Service,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    domain: str | None = None,
-    profile_name: str | None = None,
-    query: str | None = None,
-) -> Page[AuthConnection]:
-    params = {"domain": domain or None, "profile_name": profile_name or None, "query": query or None}
-    return await fetch_page(
-        svc, "/auth/connections", AuthConnection, limit=limit, offset=offset, params=params
-    )
-
-
-async def get_connection(svc: Service, connection_id: str) -> AuthConnection:
-    return AuthConnection.from_json((await request(svc, "GET", _path(connection_id))).data)
+CONNECTIONS = Collection("/auth/connections", AuthConnection, filters=("domain", "profile_name", "query"))
+list_connections = CONNECTIONS.list
+get_connection = CONNECTIONS.get
 
 
 async def find_connection(svc: Service, *, domain: str, profile_name: str) -> AuthConnection | None:
@@ -374,13 +357,13 @@ async def create_connection(svc: Service, *, domain: str, profile_name: str, **f
     ``fields``: any of ``SETTABLE_FIELDS``; None values are left out (the service's default applies).
     """
     body = {"domain": domain, "profile_name": profile_name, **_settable(fields, drop_none=True)}
-    return AuthConnection.from_json((await request(svc, "POST", "/auth/connections", json=body)).data)
+    return await CONNECTIONS.create(svc, body)
 
 
 async def update_connection(svc: Service, connection_id: str, **changes: Any) -> AuthConnection:
     """Send only ``changes`` (PATCH semantics): ``login_url=""`` clears it, ``credential=None`` unlinks."""
     body = _settable(changes, drop_none=False)
-    return AuthConnection.from_json((await request(svc, "PATCH", _path(connection_id), json=body)).data)
+    return await CONNECTIONS.update(svc, connection_id, body)
 
 
 def _settable(fields: dict[str, Any], *, drop_none: bool) -> dict[str, Any]:
@@ -392,7 +375,7 @@ def _settable(fields: dict[str, Any], *, drop_none: bool) -> dict[str, Any]:
 
 async def delete_connection(svc: Service, connection_id: str) -> None:
     """Also cancels a login flow in progress."""
-    await request(svc, "DELETE", _path(connection_id), expect="none")
+    await CONNECTIONS.delete(svc, connection_id)
 
 
 async def start_login(
@@ -400,12 +383,12 @@ async def start_login(
 ) -> LoginStarted:
     body = {} if record_session is None else {"record_session": record_session}
     return LoginStarted.from_json(
-        (await request(svc, "POST", _path(connection_id, "/login"), json=body)).data
+        (await request(svc, "POST", CONNECTIONS.at(connection_id, "/login"), json=body)).data
     )
 
 
 async def _submit(svc: Service, connection_id: str, body: dict[str, Any]) -> bool:
-    reply = await request(svc, "POST", _path(connection_id, "/submit"), json=body)
+    reply = await request(svc, "POST", CONNECTIONS.at(connection_id, "/submit"), json=body)
     return bool((reply.data or {}).get("accepted"))
 
 
@@ -435,7 +418,7 @@ async def list_timeline(
     """Logins, re-auths and health checks, newest first."""
     return await fetch_page(
         svc,
-        _path(connection_id, "/timeline"),
+        CONNECTIONS.at(connection_id, "/timeline"),
         TimelineEvent,
         limit=limit,
         offset=offset,
@@ -447,7 +430,7 @@ async def events(svc: Service, connection_id: str) -> AsyncIterator[sse.ServerEv
     """The flow's events stream: ``managed_auth_state``, ``error`` and ``sse_heartbeat`` payloads
     (the discriminator is the JSON's ``event``). It ends by itself at a terminal flow status.
     """
-    async for event in sse.events(svc, _path(connection_id, "/events")):
+    async for event in sse.events(svc, CONNECTIONS.at(connection_id, "/events")):
         yield event
 
 

@@ -12,8 +12,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.collection import Collection, given
+from console.service.http import Service, request
 from console.service.records import Record
 
 __all__ = [
@@ -67,19 +67,10 @@ def normalize_totp_secret(secret: str) -> str:
     return text
 
 
-def _path(id_or_name: str) -> str:
-    return f"/credentials/{path_segment(id_or_name)}"
-
-
-async def list_credentials(
-    svc: Service, *, limit: int = 20, offset: int = 0, domain: str | None = None, query: str | None = None
-) -> Page[Credential]:
-    params = {"domain": domain or None, "query": query or None}
-    return await fetch_page(svc, "/credentials", Credential, limit=limit, offset=offset, params=params)
-
-
-async def get_credential(svc: Service, id_or_name: str) -> Credential:
-    return Credential.from_json((await request(svc, "GET", _path(id_or_name))).data)
+CREDENTIALS = Collection("/credentials", Credential, filters=("domain", "query"))
+list_credentials = CREDENTIALS.list
+get_credential = CREDENTIALS.get
+delete_credential = CREDENTIALS.delete
 
 
 async def create_credential(
@@ -96,7 +87,7 @@ async def create_credential(
         body["totp_secret"] = totp_secret
     if sso_provider:
         body["sso_provider"] = sso_provider
-    return Credential.from_json((await request(svc, "POST", "/credentials", json=body)).data)
+    return await CREDENTIALS.create(svc, body)
 
 
 async def update_credential(
@@ -112,24 +103,14 @@ async def update_credential(
     """Change only what is given. ``values`` merge into the stored ones after ``remove_value_keys`` are
     dropped; ``totp_secret=""`` removes the secret and ``sso_provider=""`` the provider; None leaves
     either unchanged."""
-    body: dict[str, Any] = {}
-    if name is not None:
-        body["name"] = name
+    body = given(name=name, totp_secret=totp_secret, sso_provider=sso_provider)
     if values:
         body["values"] = values
     if remove_value_keys:
         body["remove_value_keys"] = list(remove_value_keys)
-    if totp_secret is not None:
-        body["totp_secret"] = totp_secret
-    if sso_provider is not None:
-        body["sso_provider"] = sso_provider
-    return Credential.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
-
-
-async def delete_credential(svc: Service, id_or_name: str) -> None:
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
+    return await CREDENTIALS.update(svc, id_or_name, body)
 
 
 async def get_totp_code(svc: Service, id_or_name: str) -> TotpCode:
     """The current code and its expiry; ``Invalid`` (400) when the credential has no TOTP secret."""
-    return TotpCode.from_json((await request(svc, "GET", _path(id_or_name) + "/totp-code")).data)
+    return TotpCode.from_json((await request(svc, "GET", CREDENTIALS.at(id_or_name, "/totp-code"))).data)

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 
 from console.service import sse
+from console.service.collection import Collection
 from console.service.contract import TERMINAL_DEPLOYMENT_STATUSES
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.http import Service
 from console.service.records import LinkName, Record, Text
 from console.service.uploads import FileSource, upload_file
 
@@ -51,26 +51,10 @@ class Deployment(Record):
         return sorted(self.env_vars or {})
 
 
-def _path(deployment_id: str, rest: str = "") -> str:
-    return f"/deployments/{path_segment(deployment_id)}{rest}"
-
-
-async def list_deployments(
-    svc: Service,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    app_name: str | None = None,
-    app_version: str | None = None,
-    query: str | None = None,
-) -> Page[Deployment]:
-    """Newest first. ``app_version`` filters only together with ``app_name``."""
-    params = {"app_name": app_name or None, "app_version": app_version or None, "query": query or None}
-    return await fetch_page(svc, "/deployments", Deployment, limit=limit, offset=offset, params=params)
-
-
-async def get_deployment(svc: Service, deployment_id: str) -> Deployment:
-    return Deployment.from_json((await request(svc, "GET", _path(deployment_id))).data)
+# Newest first. ``app_version`` filters only together with ``app_name``.
+DEPLOYMENTS = Collection("/deployments", Deployment, filters=("app_name", "app_version", "query"))
+list_deployments = DEPLOYMENTS.list
+get_deployment = DEPLOYMENTS.get
 
 
 async def create_deployment(
@@ -109,11 +93,11 @@ async def create_deployment(
 
 async def delete_deployment(svc: Service, deployment_id: str) -> None:
     """Stops a running deployment and marks it for deletion; a stopped or failed one is unchanged."""
-    await request(svc, "DELETE", _path(deployment_id), expect="none")
+    await DEPLOYMENTS.delete(svc, deployment_id)
 
 
 def events_path(deployment_id: str) -> str:
-    return _path(deployment_id, "/events")
+    return DEPLOYMENTS.at(deployment_id, "/events")
 
 
 def events(svc: Service, deployment_id: str, *, since: str | None = None) -> AsyncIterator[sse.ServerEvent]:

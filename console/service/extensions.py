@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 
-from console.service.http import Reply, Service, path_segment, request, stream_bytes
-from console.service.pagination import Page, fetch_page
-from console.service.records import Count, Record
+from console.service.collection import Collection
+from console.service.http import Reply, Service, stream_bytes
+from console.service.records import Count, Named
 from console.service.uploads import FileSource, upload_file
 
 __all__ = [
@@ -28,32 +28,20 @@ __all__ = [
 UPLOAD_TIMEOUT = 120.0
 
 
-class Extension(Record):
-    id: str
-    name: str | None = None
+class Extension(Named):
     created_at: datetime | None = None
     size_bytes: Count | None = None
     checksum: str | None = None  # sha256 hex of the archive; absent for legacy extensions
     last_used_at: datetime | None = None
 
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
-
-def _path(id_or_name: str) -> str:
-    return f"/extensions/{path_segment(id_or_name)}"
-
-
-async def list_extensions(
-    svc: Service, *, limit: int = 20, offset: int = 0, name: str | None = None, query: str | None = None
-) -> Page[Extension]:
-    params = {"name": name or None, "query": query or None}
-    return await fetch_page(svc, "/extensions", Extension, limit=limit, offset=offset, params=params)
+EXTENSIONS = Collection("/extensions", Extension, filters=("name", "query"))
+list_extensions = EXTENSIONS.list
+delete_extension = EXTENSIONS.delete
 
 
 async def get_extension(svc: Service, id_or_name: str) -> Extension:
-    return Extension.from_json((await request(svc, "GET", _path(id_or_name) + "/metadata")).data)
+    return await EXTENSIONS.call(svc, "GET", EXTENSIONS.at(id_or_name, "/metadata"))
 
 
 async def upload_extension(
@@ -73,14 +61,11 @@ async def upload_extension(
     return Extension.from_json(reply.data)
 
 
-async def delete_extension(svc: Service, id_or_name: str) -> None:
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
-
-
 @asynccontextmanager
 async def download_extension(
     svc: Service, id_or_name: str
 ) -> AsyncIterator[tuple[Reply, AsyncIterator[bytes]]]:
     """``async with download_extension(svc, key) as (reply, chunks):`` the zip, streamed."""
-    async with stream_bytes(svc, "GET", _path(id_or_name), headers={"Accept": "application/zip"}) as pair:
+    accept = {"Accept": "application/zip"}
+    async with stream_bytes(svc, "GET", EXTENSIONS.at(id_or_name), headers=accept) as pair:
         yield pair

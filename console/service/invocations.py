@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.service import sse
+from console.service.collection import Collection
 from console.service.contract import TERMINAL_INVOCATION_STATUSES
-from console.service.http import Service, decode_json, list_max_bytes, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.http import Service, decode_json, list_max_bytes, request
 from console.service.records import LinkName, Record, Seconds, Text
 
 __all__ = [
@@ -82,39 +82,14 @@ class InvocationBrowser(Record):
     timeout_seconds: Seconds | None = None
 
 
-def _path(invocation_id: str, rest: str = "") -> str:
-    return f"/invocations/{path_segment(invocation_id)}{rest}"
-
-
-async def list_invocations(
-    svc: Service,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    app_name: str | None = None,
-    action_name: str | None = None,
-    version: str | None = None,
-    deployment_id: str | None = None,
-    status: str | None = None,
-    since: str | None = None,
-    query: str | None = None,
-) -> Page[Invocation]:
-    """Newest first. ``since`` is RFC 3339 or a duration such as ``5m``."""
-    params = {
-        "app_name": app_name,
-        "action_name": action_name,
-        "version": version,
-        "deployment_id": deployment_id,
-        "status": status,
-        "since": since,
-        "query": query,
-    }
-    params = {k: v for k, v in params.items() if v}
-    return await fetch_page(svc, "/invocations", Invocation, limit=limit, offset=offset, params=params)
-
-
-async def get_invocation(svc: Service, invocation_id: str) -> Invocation:
-    return Invocation.from_json((await request(svc, "GET", _path(invocation_id))).data)
+# Newest first. ``since`` is RFC 3339 or a duration such as ``5m``.
+INVOCATIONS = Collection(
+    "/invocations",
+    Invocation,
+    filters=("app_name", "action_name", "version", "deployment_id", "status", "since", "query"),
+)
+list_invocations = INVOCATIONS.list
+get_invocation = INVOCATIONS.get
 
 
 async def invoke(
@@ -142,36 +117,35 @@ async def invoke(
         body["payload"] = json.dumps(payload)
     if async_timeout_seconds is not None:
         body["async_timeout_seconds"] = async_timeout_seconds
-    return Invocation.from_json((await request(svc, "POST", "/invocations", json=body)).data)
+    return await INVOCATIONS.create(svc, body)
 
 
 async def cancel_invocation(svc: Service, invocation_id: str) -> Invocation:
     """``PATCH status=failed`` is the service's cancel; a finished invocation gives Conflict."""
-    reply = await request(svc, "PATCH", _path(invocation_id), json={"status": "failed"})
-    return Invocation.from_json(reply.data)
+    return await INVOCATIONS.update(svc, invocation_id, {"status": "failed"})
 
 
 async def complete_invocation(svc: Service, invocation_id: str, output: Any = None) -> Invocation:
     body: dict[str, Any] = {"status": "succeeded"}
     if output is not None:
         body["output"] = json.dumps(output)
-    return Invocation.from_json((await request(svc, "PATCH", _path(invocation_id), json=body)).data)
+    return await INVOCATIONS.update(svc, invocation_id, body)
 
 
 async def list_browsers(svc: Service, invocation_id: str) -> list[InvocationBrowser]:
     """The active browser sessions the invocation created."""
     data = (
-        await request(svc, "GET", _path(invocation_id, "/browsers"), max_bytes=list_max_bytes())
+        await request(svc, "GET", INVOCATIONS.at(invocation_id, "/browsers"), max_bytes=list_max_bytes())
     ).data or {}
     return InvocationBrowser.list_from_json(data.get("browsers") if isinstance(data, dict) else None)
 
 
 async def delete_browsers(svc: Service, invocation_id: str) -> None:
-    await request(svc, "DELETE", _path(invocation_id, "/browsers"), expect="none")
+    await request(svc, "DELETE", INVOCATIONS.at(invocation_id, "/browsers"), expect="none")
 
 
 def events_path(invocation_id: str) -> str:
-    return _path(invocation_id, "/events")
+    return INVOCATIONS.at(invocation_id, "/events")
 
 
 def events(svc: Service, invocation_id: str, *, since: str | None = None) -> AsyncIterator[sse.ServerEvent]:

@@ -13,10 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from console.service.browsers import Ref, Viewport
+from console.service.collection import Collection
 from console.service.contract import CAPTURE_CATEGORIES
-from console.service.http import READ_TIMEOUT, Service, path_segment, request
+from console.service.http import READ_TIMEOUT, Service, request
 from console.service.pagination import Page, fetch_page
-from console.service.records import Count, Id, Record, Seconds, obj
+from console.service.records import Count, Id, Named, Record, Seconds, obj
 
 __all__ = [
     "BrowserPool",
@@ -68,9 +69,7 @@ class PoolConfig(Record):
         return {c: bool(enabled and obj(browser.get(c)).get("enabled")) for c in CAPTURE_CATEGORIES}
 
 
-class BrowserPool(Record):
-    id: str
-    name: str | None = None
+class BrowserPool(Named):
     region: str | None = None
     created_at: datetime | None = None
     available_count: Count = 0
@@ -78,10 +77,6 @@ class BrowserPool(Record):
     browser_pool_config: PoolConfig | None = None
     profile_id: str | None = None
     extension_ids: list[Id] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
     @property
     def config(self) -> PoolConfig:
@@ -129,21 +124,9 @@ class BrowserSession(Record):
     deleted_at: datetime | None = None
 
 
-def _path(id_or_name: str) -> str:
-    return f"/browser_pools/{path_segment(id_or_name)}"
-
-
-async def list_pools(
-    svc: Service,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    name: str | None = None,
-    query: str | None = None,
-    region: str | None = None,
-) -> Page[BrowserPool]:
-    params = {"name": name or None, "query": query or None, "region": region or None}
-    return await fetch_page(svc, "/browser_pools", BrowserPool, limit=limit, offset=offset, params=params)
+POOLS = Collection("/browser_pools", BrowserPool, filters=("name", "query", "region"))
+list_pools = POOLS.list
+get_pool = POOLS.get
 
 
 POOLED_PAGES = 10
@@ -169,7 +152,7 @@ async def pooled_capacity(svc: Service) -> PooledCapacity:
     """
     size, counted, offset, seen = 0, 0, None, set()
     for _ in range(POOLED_PAGES):
-        page = await fetch_page(svc, "/browser_pools", BrowserPool, limit=POOLED_PAGE_LIMIT, offset=offset)
+        page = await POOLS.list(svc, limit=POOLED_PAGE_LIMIT, offset=offset)
         size += sum(pool.size for pool in page.items)
         counted += len(page.items)
         if not page.has_more or page.next_offset in seen:
@@ -177,10 +160,6 @@ async def pooled_capacity(svc: Service) -> PooledCapacity:
         seen.add(page.next_offset)
         offset = page.next_offset
     return PooledCapacity(size=size, complete=False, counted=counted)
-
-
-async def get_pool(svc: Service, id_or_name: str) -> BrowserPool:
-    return BrowserPool.from_json((await request(svc, "GET", _path(id_or_name))).data)
 
 
 LEASES_LIMIT = 100
@@ -201,7 +180,7 @@ async def leased_sessions(svc: Service, pool: BrowserPool) -> Page[BrowserSessio
 async def create_pool(svc: Service, *, size: int, **config: Any) -> BrowserPool:
     """``config``: the other PoolConfig fields in their wire shape (``profile={"id": ...}``, ...)."""
     body = {"size": size, **config}
-    return BrowserPool.from_json((await request(svc, "POST", "/browser_pools", json=body)).data)
+    return await POOLS.create(svc, body)
 
 
 async def update_pool(
@@ -209,12 +188,12 @@ async def update_pool(
 ) -> BrowserPool:
     """PATCH: only given fields change; ``""``/``[]``/``{}`` clear (``profile={"id": ""}`` too)."""
     body = {**config, "discard_all_idle": True} if discard_all_idle else dict(config)
-    return BrowserPool.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
+    return await POOLS.update(svc, id_or_name, body)
 
 
 async def delete_pool(svc: Service, id_or_name: str, *, force: bool = False) -> None:
     """409 while browsers are leased, unless ``force`` (which terminates them)."""
-    await request(svc, "DELETE", _path(id_or_name), json={"force": force}, expect="none")
+    await request(svc, "DELETE", POOLS.at(id_or_name), json={"force": force}, expect="none")
 
 
 async def acquire(
@@ -230,7 +209,7 @@ async def acquire(
     body: dict[str, Any] = {"acquire_timeout_seconds": timeout_seconds}
     body.update({k: v for k, v in {"name": name, "tags": tags, "start_url": start_url}.items() if v})
     reply = await request(
-        svc, "POST", _path(id_or_name) + "/acquire", json=body, timeout=timeout_seconds + READ_TIMEOUT
+        svc, "POST", POOLS.at(id_or_name, "/acquire"), json=body, timeout=timeout_seconds + READ_TIMEOUT
     )
     if reply.status == 204 or not reply.data:
         return None
@@ -240,9 +219,9 @@ async def acquire(
 async def release(svc: Service, id_or_name: str, session_id: str, *, reuse: bool = True) -> None:
     """Give a leased browser back (``reuse``) or have it destroyed."""
     body = {"session_id": session_id, "reuse": reuse}
-    await request(svc, "POST", _path(id_or_name) + "/release", json=body, expect="none")
+    await request(svc, "POST", POOLS.at(id_or_name, "/release"), json=body, expect="none")
 
 
 async def flush(svc: Service, id_or_name: str) -> None:
     """Destroy idle browsers; leased ones are untouched."""
-    await request(svc, "POST", _path(id_or_name) + "/flush", expect="none")
+    await request(svc, "POST", POOLS.at(id_or_name, "/flush"), expect="none")

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 
+from console.service.collection import Collection
 from console.service.contract import PROFILE_FORMATS
-from console.service.http import Reply, Service, path_segment, request, stream_bytes
-from console.service.pagination import Page, fetch_page
-from console.service.records import Record
+from console.service.http import Reply, Service, stream_bytes
+from console.service.records import Named
 
 __all__ = [
     "Profile",
@@ -26,46 +26,26 @@ __all__ = [
 ]
 
 
-class Profile(Record):
-    id: str
-    name: str | None = None
+class Profile(Named):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     last_used_at: datetime | None = None
 
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
-
-def _path(id_or_name: str) -> str:
-    return f"/profiles/{path_segment(id_or_name)}"
-
-
-async def list_profiles(
-    svc: Service, *, limit: int = 20, offset: int = 0, name: str | None = None, query: str | None = None
-) -> Page[Profile]:
-    """``query`` matches a substring of the name or the id."""
-    params = {"name": name or None, "query": query or None}
-    return await fetch_page(svc, "/profiles", Profile, limit=limit, offset=offset, params=params)
-
-
-async def get_profile(svc: Service, id_or_name: str) -> Profile:
-    return Profile.from_json((await request(svc, "GET", _path(id_or_name))).data)
+# ``query`` matches a substring of the name or the id.
+PROFILES = Collection("/profiles", Profile, filters=("name", "query"))
+list_profiles = PROFILES.list
+get_profile = PROFILES.get
+delete_profile = PROFILES.delete
 
 
 async def create_profile(svc: Service, name: str | None = None) -> Profile:
     """409 when the name is taken in the project."""
-    body = {"name": name} if name else {}
-    return Profile.from_json((await request(svc, "POST", "/profiles", json=body)).data)
+    return await PROFILES.create(svc, {"name": name} if name else {})
 
 
 async def rename_profile(svc: Service, id_or_name: str, name: str) -> Profile:
-    return Profile.from_json((await request(svc, "PATCH", _path(id_or_name), json={"name": name})).data)
-
-
-async def delete_profile(svc: Service, id_or_name: str) -> None:
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
+    return await PROFILES.update(svc, id_or_name, {"name": name})
 
 
 @asynccontextmanager
@@ -75,7 +55,7 @@ async def download_profile(
     """``async with download_profile(svc, key) as (reply, chunks):`` the archive, streamed."""
     if format not in PROFILE_FORMATS:
         raise ValueError(f"format must be one of {', '.join(PROFILE_FORMATS)}")
-    path = _path(id_or_name) + "/download"
+    path = PROFILES.at(id_or_name, "/download")
     accept = {"Accept": "application/x-tar, application/zstd, application/octet-stream"}
     async with stream_bytes(svc, "GET", path, params={"format": format}, headers=accept) as pair:
         yield pair

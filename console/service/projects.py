@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.service.collection import Collection, given
 from console.service.contract import PROJECT_LIMIT_FIELDS
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.http import Service, request
 from console.service.records import AuthContext, OrgEntitlements, OrgLimits, Project, ProjectLimits
 
 __all__ = [
@@ -33,41 +33,29 @@ __all__ = [
 ]
 
 
-def _project_path(id_or_name: str) -> str:
-    return f"/org/projects/{path_segment(id_or_name)}"
-
-
-async def list_projects(
-    svc: Service, *, limit: int = 20, offset: int = 0, name: str | None = None, query: str | None = None
-) -> Page[Project]:
-    return await fetch_page(
-        svc, "/org/projects", Project, limit=limit, offset=offset, params={"name": name, "query": query}
-    )
-
-
-async def get_project(svc: Service, id_or_name: str) -> Project:
-    return Project.from_json((await request(svc, "GET", _project_path(id_or_name))).data)
+PROJECTS = Collection("/org/projects", Project, filters=("name", "query"))
+list_projects = PROJECTS.list
+get_project = PROJECTS.get
 
 
 async def create_project(svc: Service, name: str) -> Project:
-    return Project.from_json((await request(svc, "POST", "/org/projects", json={"name": name})).data)
+    return await PROJECTS.create(svc, {"name": name})
 
 
 async def update_project(
     svc: Service, id_or_name: str, *, name: str | None = None, status: str | None = None
 ) -> Project:
     """Rename, archive (``status="archived"``) or restore (``status="active"``)."""
-    body = {k: v for k, v in {"name": name, "status": status}.items() if v is not None}
-    return Project.from_json((await request(svc, "PATCH", _project_path(id_or_name), json=body)).data)
+    return await PROJECTS.update(svc, id_or_name, given(name=name, status=status))
 
 
 async def delete_project(svc: Service, id_or_name: str) -> None:
     """Soft delete; the service refuses (409) a project that still has active resources."""
-    await request(svc, "DELETE", _project_path(id_or_name), expect="none")
+    await PROJECTS.delete(svc, id_or_name)
 
 
 async def get_limits(svc: Service, id_or_name: str) -> ProjectLimits:
-    return ProjectLimits.from_json((await request(svc, "GET", _project_path(id_or_name) + "/limits")).data)
+    return ProjectLimits.from_json((await request(svc, "GET", PROJECTS.at(id_or_name, "/limits"))).data)
 
 
 async def update_limits(svc: Service, id_or_name: str, **fields: int | None) -> ProjectLimits:
@@ -76,7 +64,7 @@ async def update_limits(svc: Service, id_or_name: str, **fields: int | None) -> 
     if unknown:
         raise TypeError(f"unknown project limit(s): {', '.join(sorted(unknown))}")
     body = {k: v for k, v in fields.items() if k in PROJECT_LIMIT_FIELDS}
-    reply = await request(svc, "PATCH", _project_path(id_or_name) + "/limits", json=body)
+    reply = await request(svc, "PATCH", PROJECTS.at(id_or_name, "/limits"), json=body)
     return ProjectLimits.from_json(reply.data)
 
 

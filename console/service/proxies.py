@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from console.service.collection import Collection
 from console.service.contract import LEGACY_PROXY_TYPES
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.http import Service
 from console.service.records import Record
 
 __all__ = [
@@ -61,19 +61,9 @@ class Proxy(Record):
         return f"{config['host']}:{config['port']}" if config.get("port") else str(config["host"])
 
 
-def _path(proxy_id: str) -> str:
-    return f"/proxies/{path_segment(proxy_id)}"
-
-
-async def list_proxies(
-    svc: Service, *, limit: int = 20, offset: int = 0, name: str | None = None, query: str | None = None
-) -> Page[Proxy]:
-    params = {"name": name or None, "query": query or None}
-    return await fetch_page(svc, "/proxies", Proxy, limit=limit, offset=offset, params=params)
-
-
-async def get_proxy(svc: Service, proxy_id: str) -> Proxy:
-    return Proxy.from_json((await request(svc, "GET", _path(proxy_id))).data)
+PROXIES = Collection("/proxies", Proxy, filters=("name", "query"))
+list_proxies = PROXIES.list
+get_proxy = PROXIES.get
 
 
 async def create_proxy(
@@ -96,17 +86,17 @@ async def create_proxy(
     cleaned = {k: v for k, v in (config or {}).items() if v not in (None, "")}
     if cleaned:
         body["config"] = cleaned
-    return Proxy.from_json((await request(svc, "POST", "/proxies", json=body)).data)
+    return await PROXIES.create(svc, body)
 
 
 async def rename_proxy(svc: Service, proxy_id: str, name: str) -> Proxy:
     """The only change a proxy takes; names need not be unique."""
-    return Proxy.from_json((await request(svc, "PATCH", _path(proxy_id), json={"name": name})).data)
+    return await PROXIES.update(svc, proxy_id, {"name": name})
 
 
 async def delete_proxy(svc: Service, proxy_id: str) -> None:
     """Soft delete: sessions that reference the proxy keep it."""
-    await request(svc, "DELETE", _path(proxy_id), expect="none")
+    await PROXIES.delete(svc, proxy_id)
 
 
 async def check_proxy(svc: Service, proxy_id: str, *, url: str | None = None) -> Proxy:
@@ -117,4 +107,4 @@ async def check_proxy(svc: Service, proxy_id: str, *, url: str | None = None) ->
     health does not change.
     """
     body = {"url": url} if url else {}
-    return Proxy.from_json((await request(svc, "POST", _path(proxy_id) + "/check", json=body)).data)
+    return await PROXIES.call(svc, "POST", PROXIES.at(proxy_id, "/check"), json=body)

@@ -393,6 +393,17 @@ class Record:
         return built
 
 
+class Named(Record):
+    """A record with an id and, usually, a name it is shown by."""
+
+    id: str
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+
 def _describe(cls: type, wrong: _Wrong) -> str:
     if not wrong.path:
         return f"{_a(cls)} object that {wrong.reason}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
-from console.service.records import Count, Record, Text
+from console.service.collection import Collection, given
+from console.service.http import Service
+from console.service.records import Count, Named, Text
 
 __all__ = [
     "Destination",
@@ -22,9 +22,7 @@ __all__ = [
 ]
 
 
-class Destination(Record):
-    id: str
-    name: str | None = None
+class Destination(Named):
     endpoint: str | None = None
     description: str | None = None
     headers: dict[str, str] | None = None  # values always "" (write-only)
@@ -36,29 +34,13 @@ class Destination(Record):
     last_export_at: datetime | None = None
 
     @property
-    def label(self) -> str:
-        return self.name or self.id
-
-    @property
     def header_names(self) -> list[str]:
         return sorted(self.headers or {})
 
 
-def _path(id_or_name: str) -> str:
-    return f"/telemetry/destinations/{path_segment(id_or_name)}"
-
-
-async def list_destinations(
-    svc: Service, *, limit: int = 20, offset: int = 0, query: str | None = None
-) -> Page[Destination]:
-    params = {"query": query or None}
-    return await fetch_page(
-        svc, "/telemetry/destinations", Destination, limit=limit, offset=offset, params=params
-    )
-
-
-async def get_destination(svc: Service, id_or_name: str) -> Destination:
-    return Destination.from_json((await request(svc, "GET", _path(id_or_name))).data)
+DESTINATIONS = Collection("/telemetry/destinations", Destination)
+list_destinations = DESTINATIONS.list
+get_destination = DESTINATIONS.get
 
 
 async def create_destination(
@@ -74,7 +56,7 @@ async def create_destination(
         body["description"] = description
     if headers:
         body["headers"] = dict(headers)
-    return Destination.from_json((await request(svc, "POST", "/telemetry/destinations", json=body)).data)
+    return await DESTINATIONS.create(svc, body)
 
 
 async def update_destination(
@@ -88,19 +70,13 @@ async def update_destination(
     remove_headers: list[str] | None = None,
 ) -> Destination:
     """Only what is given changes; headers merge (``remove_headers`` are sent as null)."""
-    body: dict = {}
-    if name is not None:
-        body["name"] = name
-    if endpoint is not None:
-        body["endpoint"] = endpoint
-    if description is not None:
-        body["description"] = description
+    body = given(name=name, endpoint=endpoint, description=description)
     headers = {**{h: None for h in remove_headers or []}, **(set_headers or {})}
     if headers:
         body["headers"] = headers
-    return Destination.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
+    return await DESTINATIONS.update(svc, id_or_name, body)
 
 
 async def delete_destination(svc: Service, id_or_name: str) -> None:
     """409 while a session exports to it."""
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
+    await DESTINATIONS.delete(svc, id_or_name)

@@ -15,7 +15,7 @@ from console.service import Conflict, Invalid
 from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors
+from console.web.forms import show_refusal
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
 
@@ -55,10 +55,8 @@ async def destination_create(request):
                     entry.detail = (
                         f"{made.label} → {made.endpoint} headers={','.join(made.header_names) or '-'}"
                     )
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error("name", exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc)
             else:
                 messages.success(request, f"Destination “{made.label}” created.")
                 return done(
@@ -116,10 +114,8 @@ async def destination_detail(request, destination_id: str):
                         remove_headers=removed,
                         **changes,
                     )
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error(None, exc.message)
+            except (Invalid, Conflict) as exc:
+                show_refusal(form, exc, conflict_field=None)
             else:
                 messages.success(request, "Destination saved.")
                 return done(

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from console.service.contract import OPERATIONAL_CATEGORIES
-from console.service.errors import CapReached, Invalid
+from console.service.errors import CapReached, Conflict, Invalid
 
 
 class WriteOnlyTextarea(forms.Textarea):
@@ -22,6 +22,29 @@ class WriteOnlyTextarea(forms.Textarea):
 
     def format_value(self, value):
         return None
+
+
+class NameField(forms.CharField):
+    """A required name (255 characters at most unless told), trimmed; all blanks is refused as blank."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"max_length": 255, **kwargs})
+
+    def clean(self, value):
+        value = super().clean(value).strip()
+        if not value:
+            raise forms.ValidationError("A name cannot be blank.")
+        return value
+
+
+def path_name(value: str, what: str) -> str:
+    """A name the service takes in a URL path in place of an id: trimmed, not blank, without "/" or "%"."""
+    value = value.strip()
+    if not value:
+        raise forms.ValidationError(f"A {what} needs a name.")
+    if "/" in value or "%" in value:
+        raise forms.ValidationError(f"A {what} name cannot contain / or %.")
+    return value
 
 
 def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, str] | None = None) -> None:
@@ -41,6 +64,21 @@ def apply_service_errors(form: forms.Form, error: Invalid, field_map: dict[str, 
             placed = True
     if not placed:
         form.add_error(None, error.message)
+
+
+def show_refusal(
+    form: forms.Form,
+    error: Invalid | Conflict,
+    field_map: dict[str, str] | None = None,
+    *,
+    conflict_field: str | None = "name",
+) -> None:
+    """The service's refusal of what the form sent, on the form: an ``Invalid`` field by field
+    (``apply_service_errors``), a ``Conflict`` (a name taken) on ``conflict_field`` (None: the form)."""
+    if isinstance(error, Invalid):
+        apply_service_errors(form, error, field_map)
+    else:
+        form.add_error(conflict_field, error.message)
 
 
 # Host names that are not on the internet, whatever they resolve to here.

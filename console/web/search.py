@@ -51,39 +51,42 @@ class Hit(NamedTuple):
 
 class Kind(NamedTuple):
     label: str
-    fetch: Callable[[Any, str], Awaitable[Any]]  # (service, query) -> Page
+    list_call: Callable[..., Awaitable[Any]]  # a service list: (service, limit=, query=) -> Page
     hit: Callable[[Any, Any], tuple[str, str, str]]  # (request, record) -> (title, detail, url)
+
+
+def _pair(first: str | None, second: str | None, fallback: str) -> str:
+    """The two joined by " · " (those that are set), else ``fallback``."""
+    return " · ".join(x for x in (first, second) if x) or fallback
 
 
 KINDS = [
     Kind(
         "Session",
-        lambda svc, q: browsers.list_sessions(svc, limit=PER_TYPE, query=q),
+        browsers.list_sessions,
         lambda r, s: (s.label, s.session_id, record_link(r, "browsers:detail", session_id=s.session_id)),
     ),
     Kind(
-        "Pool",
-        lambda svc, q: pools.list_pools(svc, limit=PER_TYPE, query=q),
-        lambda r, p: (p.label, p.id, record_link(r, "pools:detail", pool_id=p.id)),
+        "Pool", pools.list_pools, lambda r, p: (p.label, p.id, record_link(r, "pools:detail", pool_id=p.id))
     ),
     Kind(
         "Profile",
-        lambda svc, q: profiles.list_profiles(svc, limit=PER_TYPE, query=q),
+        profiles.list_profiles,
         # Profiles have no page of their own: their list, filtered to this one.
         lambda r, p: (p.label, p.id, record_link(r, "profiles:list") + "?" + urlencode({"q": p.id})),
     ),
     Kind(
         "Connection",
-        lambda svc, q: auth_connections.list_connections(svc, limit=PER_TYPE, query=q),
+        auth_connections.list_connections,
         lambda r, c: (
-            " · ".join(x for x in (c.domain, c.profile_name) if x) or c.id,
+            _pair(c.domain, c.profile_name, c.id),
             c.id,
             record_link(r, "auth:detail", connection_id=c.id),
         ),
     ),
     Kind(
         "Credential",
-        lambda svc, q: credentials.list_credentials(svc, limit=PER_TYPE, query=q),
+        credentials.list_credentials,
         lambda r, c: (
             c.name or c.id,
             c.domain or c.id,
@@ -92,7 +95,7 @@ KINDS = [
     ),
     Kind(
         "App",
-        lambda svc, q: apps.list_apps(svc, limit=PER_TYPE, query=q),
+        apps.list_apps,
         lambda r, a: (
             a.app_name or a.id,
             a.version or "",
@@ -101,16 +104,16 @@ KINDS = [
     ),
     Kind(
         "Invocation",
-        lambda svc, q: invocations.list_invocations(svc, limit=PER_TYPE, query=q),
+        invocations.list_invocations,
         lambda r, i: (
-            " · ".join(x for x in (i.app_name, i.action_name) if x) or i.id,
+            _pair(i.app_name, i.action_name, i.id),
             i.id,
             record_link(r, "invocations:detail", invocation_id=i.id),
         ),
     ),
     Kind(
         "Project",
-        lambda svc, q: projects.list_projects(svc, limit=PER_TYPE, query=q),
+        projects.list_projects,
         lambda r, p: (p.name or p.id, p.id, record_link(r, "projects:detail", project_id=p.id)),
     ),
 ]
@@ -120,7 +123,7 @@ async def _search_kind(request, kind: Kind, query: str) -> tuple[list[Hit], str]
     """One resource type's hits, or none and why (the palette says which types it could not search)."""
     try:
         async with asyncio.timeout(TIMEOUT):
-            page = await kind.fetch(request.service, query)
+            page = await kind.list_call(request.service, limit=PER_TYPE, query=query)
     except TimeoutError:
         return [], f"{kind.label}s did not answer in time"
     except ServiceError as exc:

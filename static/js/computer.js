@@ -1,7 +1,9 @@
 // The computer pane (templates/browsers/panes/computer.html).
 //
 // - "Refresh the screenshot" loads a new screenshot (a new URL each time, so nothing stale is shown);
-//   after every action the pane is re-rendered with a new one anyway.
+//   after every action the pane is re-rendered with a new one, and once more when the page had time to
+//   react ("screen-changed": the pane's own actions, and clicks and keys from the live screen).
+// - A click on the screenshot fills x and y of the actions (in the browser's pixels) with that point.
 // - The batch builder: "Add a row" clones the last row (numbered names action-<n>-<field>), "Remove"
 //   drops a row, and each row shows only the inputs its action uses. Without JavaScript, "Add a row"
 //   posts the builder back with one more row, and every input is shown.
@@ -47,11 +49,42 @@
     if (event.target.matches("[data-batch-row] [data-field=type]")) shape(event.target.closest("[data-batch-row]"));
   });
 
+  var SETTLE_MS = 700; // a click's navigation or repaint, before the screenshot is taken again
+
+  function refresh(img) {
+    if (img) img.src = img.src.replace(/([?&]t=)[^&]*/, "$1" + Date.now());
+  }
+
+  var settleTimer = null;
+  document.addEventListener("screen-changed", function () {
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(function () {
+      document.querySelectorAll("[data-computer] img[data-screen]").forEach(refresh);
+    }, SETTLE_MS);
+  });
+
+  // The point clicked on the screenshot, in the browser's pixels, into every x and y of the actions.
+  function pick(img, event) {
+    var pane = img.closest("[data-computer]");
+    // The picture inside the image's border: its content box.
+    var box = img.getBoundingClientRect();
+    var left = box.left + img.clientLeft, top = box.top + img.clientTop;
+    var shownWidth = img.clientWidth, shownHeight = img.clientHeight;
+    var width = Number(pane.dataset.width) || img.naturalWidth, height = Number(pane.dataset.height) || img.naturalHeight;
+    if (!shownWidth || !shownHeight || !width || !height) return;
+    var x = Math.min(width - 1, Math.max(0, Math.floor(((event.clientX - left) * width) / shownWidth)));
+    var y = Math.min(height - 1, Math.max(0, Math.floor(((event.clientY - top) * height) / shownHeight)));
+    pane.querySelectorAll("form[data-action] input[name$='-x']").forEach(function (input) { input.value = x; });
+    pane.querySelectorAll("form[data-action] input[name$='-y']").forEach(function (input) { input.value = y; });
+    var said = pane.querySelector("[data-picked]");
+    if (said) said.textContent = "Picked (" + x + ", " + y + "): x and y of the actions are set.";
+  }
+
   document.addEventListener("click", function (event) {
     var target = event.target;
+    if (target.matches("[data-computer] img[data-screen]")) return pick(target, event);
     if (target.matches("[data-refresh-screen]")) {
-      var img = target.closest("[data-computer]").querySelector("[data-screen]");
-      if (img) img.src = img.src.replace(/([?&]t=)[^&]*/, "$1" + Date.now());
+      refresh(target.closest("[data-computer]").querySelector("[data-screen]"));
       return;
     }
     var form = target.closest && target.closest("[data-batch]");

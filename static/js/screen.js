@@ -41,16 +41,26 @@
   }
 
   // Frames per second over the last second, and the median latency of the last 30 frames.
+  // The first frame of a connection is the one the relay held, however old (a still page sends no new
+  // ones): it counts as a frame, not for the latency.
   function Meter() {
     this.times = [];
     this.latencies = [];
     this.count = 0;
+    this.held = true;
   }
+  Meter.prototype.connected = function () {
+    this.held = true;
+  };
   Meter.prototype.add = function (meta) {
     var now = Date.now();
     this.count += 1;
     this.times.push(now);
     while (this.times.length && now - this.times[0] > 1000) this.times.shift();
+    if (this.held) {
+      this.held = false;
+      return;
+    }
     var from = typeof meta.c === "number" ? meta.c : meta.t;
     this.latencies.push(Math.max(0, now - from));
     if (this.latencies.length > 30) this.latencies.shift();
@@ -151,6 +161,8 @@
           if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, null, "Access ended — sign in again", "");
           if (verdict === "gone") {
             // (A member removed from the org gets 404 too: the console does not say whether it exists.)
+            // An ended session's pane says so, and the page's header changes with it.
+            checkEnded(pane);
             stopSnapshots(pane);
             loseControl(pane);
             pane.querySelectorAll(".screen__control").forEach(function (el) { el.hidden = true; });
@@ -220,9 +232,162 @@
     }, every);
   }
 
+  // Presence and handoff ---------------------------------------------------------------------------
+  //
+  // The page's window (one id per page load) checks in every data-presence-seconds: the answer is the
+  // control bar as the database has it (who drives, who watches, requests, a notice for this window), the
+  // same whichever console process answers. The bar's data-control says what this window is: "mine" (it
+  // holds the lease with its token), "claim" (control was handed to it: it takes it), "other" or "free".
+
+  var WINDOW_ID = Array.from(crypto.getRandomValues(new Uint8Array(16)), function (b) {
+    return (b % 36).toString(36);
+  }).join("");
+
+  function csrfToken() {
+    return csrf();
+  }
+
+  function controlsOf(pane) {
+    return pane.querySelector("[data-screen-controls]");
+  }
+
+  // What the bar says about this window, applied to the pane: control lost (no more input), or handed
+  // to it (claimed with a take, which redraws the pane with its token).
+  function syncControl(pane) {
+    var bar = controlsOf(pane);
+    if (!bar) return;
+    var state = bar.dataset.control;
+    if (pane.dataset.controlToken && state !== "mine") loseControl(pane);
+    if (state === "claim" && !pane._claiming && window.htmx && bar.dataset.claimUrl) {
+      pane._claiming = true;
+      window.htmx.ajax("POST", bar.dataset.claimUrl, { target: pane, swap: "outerHTML", values: { action: "take", window: WINDOW_ID } });
+    }
+  }
+
+  // The bar as drawn, without what changes at every drawing (each form's CSRF token is masked anew).
+  function drawn(bar) {
+    return bar.outerHTML.replace(/name="csrfmiddlewaretoken" value="[^"]*"/g, "");
+  }
+
+  function replaceControls(pane, html) {
+    var bar = controlsOf(pane);
+    if (!bar) return;
+    var holder = document.createElement("div");
+    holder.innerHTML = html;
+    var fresh = holder.querySelector("[data-screen-controls]");
+    if (!fresh) return;
+    // What the bar was told (an answer to the user's action, a request declined, a take-over) stays
+    // until the state changes: later check-ins say nothing new, not that it is over.
+    var told = bar.querySelector("[data-screen-notice]");
+    var who = fresh.querySelector(".screen__who");
+    if (told && who && !fresh.querySelector("[data-screen-notice]") && fresh.dataset.control === bar.dataset.control) {
+      who.after(told.cloneNode(true));
+    }
+    // A button the user is about to press keeps its place: only a bar that changed is replaced, and the
+    // focus stays on the same button when it is still there.
+    if (drawn(bar) === drawn(fresh)) return;
+    var focused = bar.contains(document.activeElement) ? document.activeElement.textContent : null;
+    bar.replaceWith(fresh);
+    if (window.htmx) window.htmx.process(fresh);
+    if (focused !== null) {
+      var same = Array.from(fresh.querySelectorAll("button")).filter(function (b) { return b.textContent === focused; })[0];
+      if (same) same.focus();
+    }
+  }
+
+  function checkIn(pane) {
+    var bar = controlsOf(pane);
+    if (!bar || !bar.dataset.presenceUrl || pane._presence) return;
+    var every = 1000 * Number(bar.dataset.presenceSeconds || 2);
+    var url = bar.dataset.presenceUrl;
+    var state = { timer: null, stopped: false };
+    pane._presence = state;
+    function again() {
+      if (!state.stopped) state.timer = setTimeout(once, every);
+    }
+    function once() {
+      if (state.stopped) return;
+      if (!document.body.contains(pane)) return (state.stopped = true);
+      if (pane.hasAttribute("data-access-ended") || pane.dataset.sessionEnded) return (state.stopped = true);
+      var headers = { "X-CSRFToken": csrfToken(), "HX-Request": "true" };
+      if (pane.dataset.controlToken) headers["X-Screen-Control"] = pane.dataset.controlToken;
+      fetch(url, { method: "POST", body: new URLSearchParams({ window: WINDOW_ID }), credentials: "same-origin", headers: headers })
+        .then(function (response) {
+          if (response.status === 409) return sessionEnded(pane);
+          var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
+          if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, pane._screenSource, "Access ended — sign in again", "");
+          if (!response.ok) return again();
+          return response.text().then(function (html) {
+            replaceControls(pane, html);
+            syncControl(pane);
+            again();
+          });
+        })
+        .catch(again);
+    }
+    once();
+  }
+
+  function stopPresence(pane) {
+    if (!pane._presence) return;
+    pane._presence.stopped = true;
+    clearTimeout(pane._presence.timer);
+  }
+
+  // The page goes away: its window watches no more (a beacon: it outlives the page).
+  window.addEventListener("pagehide", function () {
+    document.querySelectorAll("[data-screen-controls][data-presence-url]").forEach(function (bar) {
+      var body = new FormData();
+      body.append("window", WINDOW_ID);
+      body.append("leave", "1");
+      body.append("csrfmiddlewaretoken", csrfToken());
+      if (navigator.sendBeacon) navigator.sendBeacon(bar.dataset.presenceUrl, body);
+    });
+  });
+
+  // Requests sent from the pane (take, ask, grant…) carry this window's id and the pane's token.
+  document.addEventListener("htmx:configRequest", function (event) {
+    var pane = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("[data-screen]");
+    if (!pane) return;
+    event.detail.parameters.window = WINDOW_ID;
+    if (pane.dataset.controlToken) event.detail.headers["X-Screen-Control"] = pane.dataset.controlToken;
+  });
+
+
+  // The session ended while watched: the pane is drawn again (it says so, no controls), and the page
+  // is told (console:session-ended: the header's badge, uptime and actions change with it).
+  function sessionEnded(pane) {
+    if (pane.dataset.sessionEnded) return;
+    pane.dataset.sessionEnded = "1";
+    stopPresence(pane);
+    loseControl(pane);
+    stopSnapshots(pane);
+    if (pane._screenSource) pane._screenSource.close();
+    document.dispatchEvent(new CustomEvent("console:session-ended"));
+    if (window.htmx && pane.dataset.paneUrl) {
+      window.htmx.ajax("GET", pane.dataset.paneUrl, { target: pane, swap: "outerHTML" });
+    }
+  }
+
+  // The screen is gone (404 for a screenshot): an ended session, or no access any more. The pane, asked
+  // again, tells which: drawn as ended, or refused (and left as it is).
+  function checkEnded(pane) {
+    if (!pane.dataset.paneUrl || pane.dataset.sessionEnded) return;
+    fetch(pane.dataset.paneUrl, { credentials: "same-origin", headers: { "HX-Request": "true", "HX-Target": "screen-pane" } })
+      .then(function (response) {
+        if (!response.ok || response.redirected) return null;
+        return response.text();
+      })
+      .then(function (html) {
+        if (html && html.indexOf('data-mode="none"') >= 0) sessionEnded(pane);
+      })
+      .catch(function () {});
+  }
+
   function initScreen(pane) {
     if (pane.dataset.screenReady) return;
     pane.dataset.screenReady = "1";
+    checkIn(pane);
     if (pane.dataset.controlToken) {
       keepControl(pane);
       drive(pane);
@@ -238,6 +403,7 @@
     var meter = new Meter();
     var source = new EventSource(pane.dataset.streamUrl);
     pane._screenSource = source;
+    source.onopen = function () { meter.connected(); };
 
     source.addEventListener("status", function (event) {
       var status = JSON.parse(event.data);
@@ -246,6 +412,7 @@
       pane.dataset.state = status.state;
       if (status.state === "ended" || status.state === "unavailable" || status.state === "refused") {
         source.close();
+        if (status.state === "ended") sessionEnded(pane);
         note.hidden = false;
         note.textContent = status.label + (status.message ? ": " + status.message : "") + ".";
         // Refused for now (no browser free): said, and tried again only when the operator asks.
@@ -330,7 +497,8 @@
           credentials: "same-origin",
           headers: { "X-CSRFToken": csrf(), "X-Screen-Control": pane.dataset.controlToken },
         }).then(function (response) {
-          if (response.status === 204) return;
+          // The screen changed: other views of it (the computer pane's screenshot) look again.
+          if (response.status === 204) return document.dispatchEvent(new CustomEvent("screen-changed"));
           // Not a member any more (404), below operator (403), signed out (the login page): access ended.
           var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
           if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, pane._screenSource, "Access ended — sign in again", "");
@@ -443,6 +611,40 @@
     if (event.metaKey) held.push("Super");
     return held;
   }
+
+  // Session header -----------------------------------------------------------------------------------
+  //
+  // Its uptime ticks (from what the service said when the page was drawn); when the page learns the session
+  // ended (console:session-ended), the header is asked for again: the badge, uptime and actions change.
+
+  function formatDuration(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    var days = Math.floor(seconds / 86400), hours = Math.floor((seconds % 86400) / 3600);
+    var minutes = Math.floor((seconds % 3600) / 60), secs = seconds % 60;
+    if (days) return days + " d " + hours + " h";
+    if (hours) return hours + " h " + minutes + " min";
+    if (minutes) return minutes + " min " + secs + " s";
+    return secs + " s";
+  }
+
+  function initHead(head) {
+    if (head._ticking) return;
+    var uptime = head.querySelector("[data-uptime][data-uptime-seconds]");
+    if (!uptime || head.hasAttribute("data-ended")) return;
+    var base = Number(uptime.dataset.uptimeSeconds), since = Date.now();
+    head._ticking = setInterval(function () {
+      if (!document.body.contains(uptime)) return clearInterval(head._ticking);
+      uptime.textContent = formatDuration(base + (Date.now() - since) / 1000);
+    }, 1000);
+  }
+
+  document.addEventListener("console:session-ended", function () {
+    document.querySelectorAll("[data-session-head][data-head-url]").forEach(function (head) {
+      if (head.hasAttribute("data-ended") || !window.htmx) return;
+      clearInterval(head._ticking);
+      window.htmx.ajax("GET", head.dataset.headUrl, { target: head, swap: "outerHTML" });
+    });
+  });
 
   // Session wall -----------------------------------------------------------------------------------
   //
@@ -587,6 +789,12 @@
     if (root.matches && root.matches("[data-wall]")) initWall(root);
     root.querySelectorAll("[data-screen]").forEach(initScreen);
     root.querySelectorAll("[data-wall]").forEach(initWall);
+    // A control bar swapped in by an answer (ask, grant, decline): the pane does what it says at once.
+    if (root.matches && root.matches("[data-screen-controls]") && root.closest("[data-screen]")) {
+      syncControl(root.closest("[data-screen]"));
+    }
+    if (root.matches && root.matches("[data-session-head]")) initHead(root);
+    root.querySelectorAll("[data-session-head]").forEach(initHead);
   }
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
@@ -597,5 +805,6 @@
     if (old && old._screenSource) old._screenSource.close();
     if (old && old._snapshots) stopSnapshots(old);
     if (old && old._renewTimer) clearInterval(old._renewTimer);
+    if (old && old._presence) stopPresence(old);
   });
 })();

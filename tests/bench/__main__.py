@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, persistence, relay, screen
+from tests.bench import browsers, harness, pages, persistence, relay, relay_stages, screen
 
 SUITES = {
     "pages": pages.run,
     "relay": relay.run,
+    "relay-stages": relay_stages.run,
     "browsers": browsers.run,
     "persistence": persistence.run,
     "screen": screen.run,

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import sys
+from datetime import timedelta
 
 import django
 
@@ -24,8 +25,9 @@ from django.contrib.auth.hashers import make_password  # noqa: E402
 from django.contrib.sessions.models import Session  # noqa: E402
 from django.db import transaction  # noqa: E402
 from django.test import Client  # noqa: E402
+from django.utils import timezone  # noqa: E402
 
-from console.accounts.models import Membership, Organization  # noqa: E402
+from console.accounts.models import ControlLease, Membership, Organization  # noqa: E402
 from console.alerts import builtins as alert_builtins  # noqa: E402
 from console.alerts import rounds as alert_rounds  # noqa: E402
 from console.alerts.models import Alert, Rule  # noqa: E402
@@ -128,6 +130,20 @@ def member(slug: str, email: str) -> dict:
     return {"username": row.user.username, "role": row.role} if row else {"username": None, "role": None}
 
 
+def expire_control(slug: str, session_id: str) -> dict:
+    """The session's control lease as it is once its time ran out (a settable time, not a wait)."""
+    gone = timezone.now() - timedelta(seconds=1)
+    rows = ControlLease.objects.filter(org__slug=slug, session_id=session_id)
+    return {"expired": rows.update(expires_at=gone)}
+
+
+def control_holder(slug: str, session_id: str) -> dict:
+    """Who holds the session's control lease in the database (its user's name), if any row."""
+    rows = ControlLease.objects.filter(org__slug=slug, session_id=session_id).select_related("holder")
+    lease = rows.first()
+    return {"holder": lease.holder.username if lease else None}
+
+
 def set_active(username: str, active: bool) -> dict:
     return {"changed": User.objects.filter(username=username).update(is_active=active)}
 
@@ -146,6 +162,8 @@ COMMANDS = {
         sso,
         member,
         set_active,
+        expire_control,
+        control_holder,
     )
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
@@ -237,3 +238,23 @@ def test_it_shows_screenshots_through_the_console_without_a_relayable_screen(tea
     expect(page.locator("iframe")).to_have_count(0)
     assert team.tenant.url not in page.content()
     assert errors == []
+
+
+def test_it_leaves_the_held_first_frame_out_of_the_latency(real_team, sessions, browser, browser_page):
+    """A viewer joining a screen gets the frame the relay holds, captured whenever the page last changed:
+    it counted as minutes of latency on a still page. Here the second viewer's clock runs five minutes
+    ahead, so that held frame looks five minutes old to it."""
+    team, page = real_team, browser_page
+    sid = sessions("https://lab.example.com/?color=228b22")
+    team.log_in(page)
+    open_screen(page, team, sid)  # the first viewer: the relay holds the page's frame
+    context = browser.new_context()
+    try:
+        late = context.new_page()
+        late.clock.install(time=datetime.now(UTC) + timedelta(minutes=5))
+        team.log_in(late)
+        pane = open_screen(late, team, sid)
+        stats = pane.locator("[data-screen-stats]")
+        expect(stats).to_have_text(re.compile(r"^\d+ fps · — ms$"))
+    finally:
+        context.close()

@@ -1,5 +1,7 @@
 """One driver at a time, in Chromium: two users in two browser contexts, each on a console process of its
-own sharing one database (as replicas share PostgreSQL), watching the same session's screen.
+own sharing one database (as replicas share PostgreSQL), watching the same session's screen: who drives and
+who watches, a request for control granted, an admin's take-over, a lease that outlives a console restart
+and ends at its expiry; and what the session page says once the session ends while watched.
 
 The sessions are the simulated sandbox's: the console shows them as screenshots through itself, driven by the
 same control lease and input endpoint as the relayed screen (tests/browser/test_screen.py has real ones).
@@ -7,6 +9,7 @@ same control lease and input endpoint as the relayed screen (tests/browser/test_
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 
@@ -121,3 +124,180 @@ def test_it_stops_the_screen_and_its_input_of_a_member_removed_meanwhile(console
     expect(pane.locator("[data-screen-note]")).to_contain_text("no longer yours to see")
     assert pane.get_attribute("data-control-token") is None
     assert post_input(page, team, sid)["status"] == 404
+
+
+def new_session(team, name: str) -> str:
+    body = {"name": f"{name}-{uuid.uuid4().hex[:6]}", "timeout_seconds": 3600}
+    return team.call("POST", "/browsers", body)["session_id"]
+
+
+@contextlib.contextmanager
+def two_users(browser, team, first: str, second: str):
+    """Two pages in two browser contexts, signed in as the team's ``first`` and ``second`` roles."""
+    contexts = [browser.new_context(), browser.new_context()]
+    try:
+        pages = [context.new_page() for context in contexts]
+        team.log_in(pages[0], first)
+        team.log_in(pages[1], second)
+        yield pages
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def take_control(page):
+    page.locator("#screen-pane").get_by_role("button", name="Take control").click()
+    expect(page.locator("#screen-pane")).to_contain_text("You control this browser")
+    return page.locator("#screen-pane").get_attribute("data-control-token")
+
+
+def click_screen(page) -> int:
+    """A click on the screen's image; the status the input endpoint answered."""
+    box = page.locator("#screen-pane [data-screen-image]").bounding_box()
+    with page.expect_response("**/screen/input/") as answer:
+        page.mouse.click(box["x"] + box["width"] / 10, box["y"] + box["height"] / 10)
+    return answer.value.status
+
+
+def test_it_hands_control_to_who_asked_and_shows_everyone_who_watches(consoles, team, browser):
+    first_console, second_console = consoles
+    sid = new_session(team, "handoff")
+    operator, admin = team.user("operator"), team.user("admin")
+    with two_users(browser, team, "operator", "admin") as (driver, asker):
+        errors = watch_errors(driver) + watch_errors(asker)
+        open_pane(driver, first_console.url, team, sid)
+        token = take_control(driver)
+        open_pane(asker, second_console.url, team, sid)
+        # Presence: each page, on its own console process, lists both members with their roles.
+        for page in (driver, asker):
+            watchers = page.locator("[data-screen-watchers]")
+            expect(watchers).to_contain_text(f"{operator} · operator · driving")
+            expect(watchers).to_contain_text(f"{admin} · admin")
+        expect(asker.locator("[data-screen-driver]")).to_have_text(f"{operator} is driving")
+        assert post_input(asker, team, sid)["status"] == 409  # only the driver acts
+
+        asker.locator("#screen-pane").get_by_role("button", name="Ask for control").click()
+        expect(asker.locator("[data-screen-asking]")).to_have_text(f"Asked {operator} for control…")
+        request = driver.locator(f"[data-request='{admin}']")
+        expect(request).to_contain_text(f"{admin} (admin) asks for control")
+        request.get_by_role("button", name=f"Give control to {admin}").click()
+
+        # The asking page takes what it was given by itself; the former driver's page stops driving.
+        expect(asker.locator("#screen-pane")).to_contain_text("You control this browser")
+        expect(driver.locator("[data-screen-driver]")).to_have_text(f"{admin} is driving")
+        expect(driver.locator("#screen-pane[data-control-token]")).to_have_count(0)
+        assert click_screen(asker) == 204
+        refused = post_input(driver, team, sid, token)
+        assert refused["status"] == 409 and f"{admin} is driving" in refused["text"]
+        assert first_console.ask("control_holder", slug=team.slug, session_id=sid)["holder"] == admin
+        assert errors == []
+
+
+def test_it_lets_an_admin_take_over_at_once_and_tells_the_driver(consoles, team, browser):
+    first_console, second_console = consoles
+    sid = new_session(team, "take-over")
+    operator, admin = team.user("operator"), team.user("admin")
+    with two_users(browser, team, "operator", "admin") as (driver, boss):
+        open_pane(driver, first_console.url, team, sid)
+        token = take_control(driver)
+        open_pane(boss, second_console.url, team, sid)
+        boss.once("dialog", lambda dialog: dialog.accept())
+        boss.locator("#screen-pane").get_by_role("button", name="Take over").click()
+        expect(boss.locator("#screen-pane")).to_contain_text("You control this browser")
+        expect(boss.locator("[data-screen-notice]")).to_have_text(
+            f"You took control from {operator}; they were told."
+        )
+        expect(driver.locator("[data-screen-notice]")).to_have_text(
+            f"{admin} (an admin) took control from you."
+        )
+        expect(driver.locator("[data-screen-driver]")).to_have_text(f"{admin} is driving")
+        expect(driver.locator("#screen-pane[data-control-token]")).to_have_count(0)
+        assert post_input(driver, team, sid, token)["status"] == 409
+        assert click_screen(boss) == 204
+
+
+def test_it_keeps_control_across_a_console_restart_and_ends_it_at_its_expiry(
+    sandbox_url, tmp_path, browser_page
+):
+    page = browser_page
+    with running_console(sandbox_url, tmp_path) as console:
+        team = console.team(new_tenant(sandbox_url, demo=True))
+        sid = new_session(team, "restart")
+        team.log_in(page, "operator")
+        open_pane(page, console.url, team, sid)
+        token = take_control(page)
+    with running_console(sandbox_url, tmp_path) as console:  # the same database, a new process
+        team.console = console
+        open_pane(page, console.url, team, sid)
+        expect(page.locator("#screen-pane")).to_contain_text("You control this browser")
+        assert page.locator("#screen-pane").get_attribute("data-control-token") == token
+        assert click_screen(page) == 204
+        assert console.ask("expire_control", slug=team.slug, session_id=sid)["expired"] == 1
+        # The page's next check-in finds the lease over: no more driving, and the screen says so.
+        expect(page.locator("[data-screen-driver]")).to_have_text("Nobody is driving")
+        expect(page.locator("#screen-pane[data-control-token]")).to_have_count(0)
+        expect(page.locator("#screen-pane").get_by_role("button", name="Take control")).to_be_visible()
+        refused = post_input(page, team, sid, token)
+        assert refused["status"] == 409 and "Take control" in refused["text"]
+
+
+def test_it_says_at_once_that_a_session_ended_while_watched(consoles, team, browser_page):
+    page = browser_page
+    sid = new_session(team, "ending")
+    team.log_in(page, "operator")
+    open_pane(page, consoles[0].url, team, sid)
+    head = page.locator("#session-head")
+    expect(head.locator(".badge--active")).to_have_text("active")
+    uptime = head.locator("[data-uptime]")
+    shown = uptime.inner_text()
+    expect(uptime).not_to_have_text(shown)  # it ticks
+    expect(page.get_by_role("link", name="Delete…")).to_be_visible()
+
+    team.call("DELETE", f"/browsers/{sid}")
+    expect(head.locator(".badge--ended")).to_have_text("ended")
+    expect(head.locator(".badge--active")).to_have_count(0)
+    expect(head.locator("[data-uptime]")).to_have_count(0)
+    expect(page.get_by_role("link", name="Delete…")).to_have_count(0)
+    expect(page.locator("#screen-pane")).to_have_attribute("data-mode", "none")
+    expect(page.get_by_role("button", name="Take control")).to_have_count(0)
+    expect(page.locator("#screen-pane")).to_contain_text("The session has ended.")
+
+
+def test_it_picks_x_and_y_on_the_computer_pane_and_looks_again_after_an_action(consoles, team, browser_page):
+    page = browser_page
+    sid = new_session(team, "computer")
+    team.log_in(page, "operator")
+    page.goto(consoles[0].url + team.path(f"browsers/{sid}/computer/"))
+    image = page.locator("[data-computer] img[data-screen]")
+    expect(image).to_have_js_property("complete", True)
+    border = image.evaluate("img => [img.clientLeft, img.clientTop, img.clientWidth, img.clientHeight]")
+    box = image.bounding_box()
+    page.mouse.click(box["x"] + border[0] + border[2] / 2, box["y"] + border[1] + border[3] / 4)
+    click_form = page.locator("form[data-action='click']")
+    # The middle of the 1920x1080 viewport across, a quarter down (to a pixel or two: the image is scaled).
+    expect(click_form.locator("input[name='click-x']")).to_have_value(re.compile(r"^9(5[89]|6[012])$"))
+    expect(click_form.locator("input[name='click-y']")).to_have_value(re.compile(r"^2(6[89]|7[012])$"))
+    x, y = (click_form.locator(f"input[name='click-{axis}']").input_value() for axis in "xy")
+    expect(page.locator("[data-picked]")).to_contain_text(f"Picked ({x}, {y})")
+    click_form.get_by_role("button", name="Click").click()
+    expect(page.locator("[data-done]")).to_contain_text(f"click at ({x}, {y})")
+    drawn = page.locator("[data-computer] img[data-screen]").get_attribute("src")
+    # Once the page had time to react, the screenshot is taken again.
+    expect(page.locator("[data-computer] img[data-screen]")).not_to_have_attribute("src", drawn)
+
+
+def test_it_leaves_the_control_bar_as_it_is_while_nothing_changes(consoles, team, browser_page):
+    """Every check-in's bar carried freshly masked CSRF tokens, so the bar was redrawn every 2 s under the
+    user's pointer and focus."""
+    page = browser_page
+    sid = new_session(team, "steady")
+    team.log_in(page, "operator")
+    open_pane(page, consoles[0].url, team, sid)
+    expect(page.locator("[data-screen-watchers]")).to_contain_text(team.user("operator"))  # checked in
+    page.evaluate("() => { document.querySelector('[data-screen-controls]').marked = 'yes'; }")
+    page.locator("#screen-pane").get_by_role("button", name="Take control").focus()
+    for _ in range(2):
+        with page.expect_response("**/screen/presence/"):
+            pass
+    assert page.evaluate("() => document.querySelector('[data-screen-controls]').marked") == "yes"
+    assert page.evaluate("() => document.activeElement.textContent") == "Take control"

@@ -67,3 +67,89 @@ def test_it_never_brings_back_a_lease_released_while_a_renewal_was_on_its_way(or
             functools.partial(async_to_sync(control.release), member, session_id),
         )
         assert not ControlLease.objects.filter(session_id=session_id).exists(), f"round {round_}"
+
+
+# Handoff and presence: the rules, straight against the database ----------------------------------
+
+
+def members(org, *names_roles):
+    return [Membership.objects.create(user=make_user(name), org=org, role=role) for name, role in names_roles]
+
+
+check_in = async_to_sync(control.check_in)
+
+
+def test_it_grants_only_from_the_holder_to_a_member_asking_and_still_there(org):
+    holder, asker, other = members(org, ("hal", Role.OPERATOR), ("ada", Role.OPERATOR), ("bob", Role.ADMIN))
+    control._take(holder, "g", force=False)
+    check_in(asker, "g", "window-ada-1")
+    assert control._grant(holder, "g", asker.pk) is None  # ada does not ask
+    async_to_sync(control.ask)(asker, "g", "window-ada-1")
+    assert control._grant(other, "g", asker.pk) is None  # bob does not hold it
+    assert control._decline(other, "g", asker.pk) is None
+    assert control._grant(holder, "g", asker.pk) == "ada"
+    lease = ControlLease.objects.get(session_id="g")
+    assert lease.membership_id == asker.pk and lease.token_hash == ""  # hers, not claimed yet
+    seen = check_in(asker, "g", "window-ada-1")
+    assert seen.claim and seen.driver.username == "ada"
+    assert control._take(asker, "g", force=False).token  # the claim
+    assert not check_in(asker, "g", "window-ada-1").claim  # and she asks for nothing any more
+
+
+def test_it_never_hands_control_to_a_request_whose_window_went_quiet_or_a_demoted_member(org):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.accounts.models import ScreenPresence
+
+    holder, asker = members(org, ("hal", Role.OPERATOR), ("ada", Role.OPERATOR))
+    control._take(holder, "q", force=False)
+    check_in(asker, "q", "window-ada-1")
+    async_to_sync(control.ask)(asker, "q", "window-ada-1")
+    ScreenPresence.objects.filter(session_id="q").update(seen_at=timezone.now() - timedelta(minutes=5))
+    assert control._grant(holder, "q", asker.pk) is None
+    check_in(asker, "q", "window-ada-1")  # back, but no longer asking (the quiet window was forgotten)
+    async_to_sync(control.ask)(asker, "q", "window-ada-1")
+    Membership.objects.filter(pk=asker.pk).update(role=Role.VIEWER)
+    assert control._grant(holder, "q", asker.pk) is None
+
+
+def test_it_grants_an_unanswered_request_by_itself_only_when_the_holder_idled_as_long(org, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.accounts.models import ScreenPresence
+
+    settings.SCREEN_CONTROL_REQUEST_SECONDS = 30
+    holder, asker = members(org, ("hal", Role.OPERATOR), ("ada", Role.OPERATOR))
+    control._take(holder, "i", force=False)
+    check_in(asker, "i", "window-ada-1")
+    async_to_sync(control.ask)(asker, "i", "window-ada-1")
+    now = timezone.now()
+    assert not check_in(asker, "i", "window-ada-1").claim  # asked just now
+    ScreenPresence.objects.filter(session_id="i").update(asked_at=now - timedelta(seconds=31))
+    ControlLease.objects.filter(session_id="i").update(acquired_at=now - timedelta(seconds=31), acted_at=now)
+    assert not check_in(asker, "i", "window-ada-1").claim  # the holder acted a moment ago
+    ControlLease.objects.filter(session_id="i").update(acted_at=now - timedelta(seconds=31))
+    seen = check_in(asker, "i", "window-ada-1")
+    assert seen.claim and seen.auto_granted == "hal"
+
+
+def test_it_counts_each_member_once_with_their_role_and_bounds_their_windows(org):
+    ada, vic = members(org, ("ada", Role.OPERATOR), ("vic", Role.VIEWER))
+    for n in range(3):
+        check_in(ada, "w", f"window-ada-{n}")
+    seen = check_in(vic, "w", "window-vic-1")
+    assert [(w.username, w.role, w.windows) for w in seen.watchers] == [
+        ("ada", "operator", 3),
+        ("vic", "viewer", 1),
+    ]
+    for n in range(3, control.MAX_WINDOWS):
+        assert check_in(ada, f"s{n}", f"window-ada-{n}") is not None
+    assert check_in(ada, "more", "window-ada-more") is None  # twenty windows at once is the most
+    Membership.objects.filter(pk=ada.pk).delete()  # a member removed watches nothing any more
+    assert [w.username for w in check_in(vic, "w", "window-vic-1").watchers] == ["vic"]
+    async_to_sync(control.end)(org.pk, "w")
+    assert check_in(vic, "w", "window-vic-1", create=False) is None

@@ -509,3 +509,200 @@ async def test_it_hands_a_member_nothing_that_outlives_their_access(operator, op
         response = await operator_client.post(url(sid, path), fields, headers={"X-Screen-Control": token})
         assert response.status_code == 404
     assert computer_calls(quiet) == []
+
+
+# Handoff and presence (console/live/control.py: requests, grants, take-overs, who watches) ------------
+
+WINDOWS = {
+    "oscar": "window-oscar-1",
+    "otto": "window-otto-1",
+    "alice": "window-alice-1",
+    "victor": "window-vic-1",
+}
+
+
+@pytest.fixture
+def second_operator_client(org):
+    from tests.conftest import make_client, make_user
+
+    user = make_user("otto")
+    Membership.objects.create(user=user, org=org, role=Role.OPERATOR)
+    return make_client(user)
+
+
+async def check_in(client, sid, who: str, token: str = "") -> str:
+    headers = {"HX-Request": "true", **({"X-Screen-Control": token} if token else {})}
+    response = await client.post(url(sid, "presence/"), {"window": WINDOWS[who]}, headers=headers)
+    assert response.status_code == 200, response.content
+    return response.content.decode()
+
+
+async def control_action(client, sid, action: str, who: str, **fields):
+    data = {"action": action, "window": WINDOWS[who], **fields}
+    return await client.post(url(sid, "control/"), data, headers={"HX-Request": "true"})
+
+
+def state_of(bar: str) -> str:
+    return bar.split('data-control="')[1].split('"')[0]
+
+
+async def member_id(username: str) -> int:
+    return (await Membership.objects.aget(user__username=username)).pk
+
+
+async def control_rows() -> list[tuple[str, str]]:
+    rows = AuditLog.objects.filter(action="browser.screen.control").order_by("pk")
+    return [(a.actor_username, a.detail) async for a in rows]
+
+
+async def click(client, sid, token):
+    fields = {"kind": "click", "x": 1, "y": 1}
+    return await client.post(url(sid, "input/"), fields, headers={"X-Screen-Control": token})
+
+
+async def test_it_hands_control_to_the_operator_who_asked_when_the_holder_grants_it(
+    operator_client, second_operator_client, quiet
+):
+    sid = create(quiet, name="handoff")["session_id"]
+    token = await take(operator_client, sid)
+    await check_in(operator_client, sid, "oscar", token)
+    asker = second_operator_client
+    bar = await check_in(asker, sid, "otto")
+    assert state_of(bar) == "other" and "oscar is driving" in bar and "Ask for control" in bar
+    asked = (await control_action(asker, sid, "ask", "otto")).content.decode()
+    assert "Asked oscar for control" in asked and "Withdraw the request" in asked
+    holder_bar = await check_in(operator_client, sid, "oscar", token)
+    assert state_of(holder_bar) == "mine" and "Give control to otto" in holder_bar and "Decline" in holder_bar
+    granted = await control_action(operator_client, sid, "grant", "oscar", member=await member_id("otto"))
+    assert "You gave control to otto." in granted.content.decode()
+    assert (await click(operator_client, sid, token)).status_code == 409  # the holder's token is spent
+    assert state_of(await check_in(asker, sid, "otto")) == "claim"  # the asking window takes it
+    new_token = await take(asker, sid)
+    assert (await click(asker, sid, new_token)).status_code == 204
+    refused = await click(operator_client, sid, token)
+    assert refused.status_code == 409 and "otto is driving" in refused.content.decode()
+    assert await control_rows() == [
+        ("oscar", "took control of the screen"),
+        ("otto", "asked for control of the screen (oscar driving)"),
+        ("oscar", "gave control of the screen to otto"),
+        ("otto", "took control of the screen"),
+    ]
+
+
+async def test_it_tells_the_asker_when_the_holder_declines(operator_client, second_operator_client, quiet):
+    sid = create(quiet, name="declined")["session_id"]
+    token = await take(operator_client, sid)
+    await check_in(second_operator_client, sid, "otto")
+    await control_action(second_operator_client, sid, "ask", "otto")
+    await control_action(operator_client, sid, "decline", "oscar", member=await member_id("otto"))
+    told = await check_in(second_operator_client, sid, "otto")
+    assert "oscar declined your request for control." in told and "Ask for control" in told
+    assert "oscar declined" not in await check_in(second_operator_client, sid, "otto")  # said once
+    assert (await click(operator_client, sid, token)).status_code == 204  # the holder still drives
+    # Nothing to grant once declined: the holder cannot hand control to someone who no longer asks.
+    late = await control_action(operator_client, sid, "grant", "oscar", member=await member_id("otto"))
+    assert "no longer open" in late.content.decode()
+    assert ("oscar", "declined otto's request for control of the screen") in await control_rows()
+    assert (await click(operator_client, sid, token)).status_code == 204
+
+
+async def test_it_grants_an_unanswered_request_by_itself_once_the_holder_is_idle(
+    operator_client, second_operator_client, quiet, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.accounts.models import ScreenPresence
+
+    settings.SCREEN_CONTROL_REQUEST_SECONDS = 30
+    sid = create(quiet, name="idle")["session_id"]
+    token = await take(operator_client, sid)
+    await check_in(operator_client, sid, "oscar", token)
+    await check_in(second_operator_client, sid, "otto")
+    await control_action(second_operator_client, sid, "ask", "otto")
+    long_ago = timezone.now() - timedelta(seconds=31)
+    await ScreenPresence.objects.filter(session_id=sid).aupdate(asked_at=long_ago)
+    # The holder acted a moment ago: not idle, the request waits.
+    assert (await click(operator_client, sid, token)).status_code == 204
+    assert state_of(await check_in(second_operator_client, sid, "otto")) == "other"
+    await ControlLease.objects.filter(session_id=sid).aupdate(acted_at=long_ago, acquired_at=long_ago)
+    assert state_of(await check_in(second_operator_client, sid, "otto")) == "claim"
+    told = await check_in(operator_client, sid, "oscar", token)
+    assert "Control went to otto: they asked and you were idle." in told and state_of(told) == "other"
+    assert (await click(operator_client, sid, token)).status_code == 409
+    assert (await control_rows())[-1] == (
+        "otto",
+        "was given control of the screen: the request went unanswered and oscar was idle for 30 s",
+    )
+
+
+async def test_it_lets_only_an_admin_take_over_and_tells_the_holder(
+    operator_client, second_operator_client, admin_client, quiet
+):
+    sid = create(quiet, name="forced")["session_id"]
+    token = await take(operator_client, sid)
+    await check_in(operator_client, sid, "oscar", token)
+    refused = await control_action(second_operator_client, sid, "force", "otto")
+    assert refused.status_code == 403
+    assert await AuditLog.objects.filter(action="browser.screen.control", outcome="denied").aexists()
+    assert (await click(operator_client, sid, token)).status_code == 204
+    assert "Take over" in await check_in(admin_client, sid, "alice")
+    assert "Take over" not in await check_in(second_operator_client, sid, "otto")
+    forced = await control_action(admin_client, sid, "force", "alice")
+    body = forced.content.decode()
+    assert "You control this browser" in body and "You took control from oscar; they were told." in body
+    told = await check_in(operator_client, sid, "oscar", token)
+    assert "alice (an admin) took control from you." in told and "alice is driving" in told
+    assert (await click(operator_client, sid, token)).status_code == 409
+    assert ("alice", "took control of the screen from oscar (admin take-over)") in await control_rows()
+
+
+async def test_it_shows_who_watches_with_their_roles_and_forgets_a_window_gone_quiet(
+    operator_client, viewer_client, quiet
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.accounts.models import ScreenPresence
+
+    sid = create(quiet, name="watched")["session_id"]
+    await check_in(operator_client, sid, "oscar")
+    bar = await check_in(viewer_client, sid, "victor")
+    assert 'data-watcher="oscar"' in bar and "oscar · operator" in bar and "victor · viewer" in bar
+    assert "Ask for control" not in bar and "Take control" not in bar  # a viewer watches only
+    await ScreenPresence.objects.filter(user__username="oscar").aupdate(
+        seen_at=timezone.now() - timedelta(seconds=60)
+    )
+    assert 'data-watcher="oscar"' not in await check_in(viewer_client, sid, "victor")
+    left = await viewer_client.post(url(sid, "presence/"), {"window": WINDOWS["victor"], "leave": "1"})
+    assert left.status_code == 204
+    assert not await ScreenPresence.objects.filter(user__username="victor").aexists()
+
+
+async def test_it_checks_a_new_window_in_only_for_a_session_of_the_org(operator_client, quiet, other_tenant):
+    from tests.sandbox_fixtures import create_session
+
+    foreign = create_session(other_tenant, name="theirs")["session_id"]
+    assert (
+        await operator_client.post(url(foreign, "presence/"), {"window": "window-1234"})
+    ).status_code == 404
+    sid = create(quiet, name="ours")["session_id"]
+    assert (await operator_client.post(url(sid, "presence/"), {"window": "no"})).status_code == 400
+    quiet.call("DELETE", f"/browsers/{sid}")
+    assert (await operator_client.post(url(sid, "presence/"), {"window": "window-1234"})).status_code == 409
+
+
+async def test_it_draws_the_header_of_an_ended_session_without_its_badge_uptime_or_actions(
+    operator_client, outsider_client, quiet
+):
+    sid = create(quiet, name="header")["session_id"]
+    head = f"/o/acme/browsers/{sid}/head/"
+    live = (await operator_client.get(head, headers={"HX-Request": "true"})).content.decode()
+    assert "badge--active" in live and "data-uptime-seconds" in live and "Delete…" in live
+    quiet.call("DELETE", f"/browsers/{sid}")
+    ended = (await operator_client.get(head, headers={"HX-Request": "true"})).content.decode()
+    assert "badge--ended" in ended and "badge--active" not in ended
+    assert "data-uptime" not in ended and "Delete…" not in ended
+    assert (await outsider_client.get(head)).status_code == 404

@@ -4,11 +4,15 @@ wrong codes count towards the login lockout."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pyotp
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import Client
 
 from console.accounts.models import AuditLog
@@ -105,3 +109,59 @@ def test_it_asks_a_member_of_an_org_requiring_two_factor_to_enrol_at_sign_in(adm
     assert client.get("/o/acme/").status_code == 302
     enrol_totp(client)
     assert client.get("/o/acme/members/").status_code == 200
+
+
+def _database_url() -> str:
+    """This test's database as DATABASE_URL, for another console process."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    host, port = db["HOST"] or "localhost", db["PORT"] or 5432
+    return f"postgres://{db['USER']}:{db['PASSWORD']}@{host}:{port}/{db['NAME']}"
+
+
+# Another console process judges a code: "in time" when the code is right for the clock (used or not), then
+# "accepted" or "refused" as a sign-in would (allauth's check, which also marks and remembers used codes).
+ANOTHER_PROCESS = """
+import sys
+import django
+django.setup()
+from allauth.mfa.models import Authenticator
+from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
+from allauth.mfa.utils import decrypt
+totp = TOTP(Authenticator.objects.get(user__username=sys.argv[1], type=Authenticator.Type.TOTP))
+in_time = validate_totp_code(decrypt(totp.instance.data["secret"]), sys.argv[2])
+print("in time" if in_time else "too late", "accepted" if totp.validate_code(sys.argv[2]) else "refused")
+"""
+
+
+def _judged_elsewhere(username: str, code: str) -> str:
+    env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "console.settings"}
+    answer = subprocess.run(
+        [sys.executable, "-c", ANOTHER_PROCESS, username, code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=settings.BASE_DIR,
+    )
+    assert answer.returncode == 0, answer.stderr[-2000:]
+    return answer.stdout.strip().splitlines()[-1]
+
+
+def test_it_refuses_a_used_code_in_another_console_process_too(admin):
+    """A code works once for the whole console, not once per replica: what allauth remembers of used codes
+    is in the database's cache table, not in one process's memory."""
+    client = Client()
+    assert sign_in(client, "alice").status_code == 302
+    secret = enrol_totp(client)
+    for _attempt in range(3):  # again only if the code's window ended before the other process judged it
+        later = Client()
+        sign_in(later, "alice")
+        code = pyotp.TOTP(secret).now()
+        assert later.post("/account/two-factor/authenticate/", {"code": code}).status_code == 302
+        verdict = _judged_elsewhere("alice", code)
+        if verdict.startswith("in time"):
+            assert verdict == "in time refused"
+            return
+    pytest.fail("no code could be judged by another process within its window")

@@ -137,6 +137,17 @@ def _refused(form, exc: ServiceError, field: str, field_map: dict | None = None)
         form.add_error(field, exc.message)
 
 
+def _upload_refused(form, exc: ServiceError, field: str, what: str, field_map: dict | None = None) -> bool:
+    """Put an upload's refusal on the form (as ``_refused``, and a 413 as too large); False: not one."""
+    if isinstance(exc, Invalid | NotFound | Conflict):
+        _refused(form, exc, field, field_map)
+    elif exc.status == 413:
+        form.add_error(field, f"The service refused {what} as too large: {exc.message}")
+    else:
+        return False
+    return True
+
+
 @require_http_methods(["POST"])
 @org_view("operator")
 async def make_directory(request, session_id: str):
@@ -184,12 +195,9 @@ async def upload(request, session_id: str):
         try:
             async with audited(request, "browser.fs.upload", target_id=session_id, detail=detail):
                 await browser_files.upload(request.service, session_id, items)
-        except (Invalid, NotFound, Conflict) as exc:
-            _refused(form, exc, "files", {"files": "files"})
         except ServiceError as exc:
-            if exc.status != 413:
+            if not _upload_refused(form, exc, "files", "the upload", {"files": "files"}):
                 raise
-            form.add_error("files", f"The service refused the upload as too large: {exc.message}")
         else:
             ok = True
             messages.success(request, f"Uploaded {len(items)} file{'s' if len(items) != 1 else ''}.")
@@ -213,12 +221,9 @@ async def upload_zip(request, session_id: str):
                 await browser_files.upload_zip(
                     request.service, session_id, upload_file.file, dest_path=dest, filename=upload_file.name
                 )
-        except (Invalid, NotFound, Conflict) as exc:
-            _refused(form, exc, "zip_file")
         except ServiceError as exc:
-            if exc.status != 413:
+            if not _upload_refused(form, exc, "zip_file", "the archive"):
                 raise
-            form.add_error("zip_file", f"The service refused the archive as too large: {exc.message}")
         else:
             ok = True
             messages.success(request, f"Extracted {upload_file.name} into {dest}.")

@@ -134,6 +134,16 @@ class CommandForm(forms.Form):
         label = " ".join((self.cleaned_data.get("label") or "").split())
         return detail + (f" name={quote(label, safe='')}" if label else "")
 
+    def call(self) -> dict:
+        """The command as ``exec_command`` and ``spawn`` take it after the session id."""
+        data = self.cleaned_data
+        return {
+            "command": self.argv[0],
+            "args": self.argv[1:],
+            "cwd": data.get("cwd") or None,
+            "timeout_sec": data.get("timeout_sec"),
+        }
+
 
 class StdinForm(forms.Form):
     text = forms.CharField(

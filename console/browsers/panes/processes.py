@@ -131,26 +131,19 @@ async def process_list(request, session_id: str):
         require_role(request, "operator")
         form = CommandForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
-            argv = form.argv
+            tty = form.cleaned_data.get("allocate_tty") or None
             try:
                 async with audited(
                     request, "browser.process.spawn", detail=form.audit_detail(session_id)
                 ) as entry:
                     spawned = await browser_processes.spawn(
-                        request.service,
-                        session_id,
-                        argv[0],
-                        argv[1:],
-                        cwd=data.get("cwd") or None,
-                        timeout_sec=data.get("timeout_sec"),
-                        allocate_tty=data.get("allocate_tty") or None,
+                        request.service, session_id, **form.call(), allocate_tty=tty
                     )
                     entry.target_id = spawned.process_id
             except (Invalid, Forbidden, Conflict, NotFound) as exc:
                 _explain(form, exc, "command")
             else:
-                messages.success(request, f"Started {argv[0]} (pid {spawned.pid}).")
+                messages.success(request, f"Started {form.argv[0]} (pid {spawned.pid}).")
                 return common.redirect(
                     request, common.url(request, "process", session_id, process_id=spawned.process_id)
                 )
@@ -179,23 +172,15 @@ async def process_exec(request, session_id: str):
     form = CommandForm(request.POST, prefix="exec")
     result = None
     if form.is_valid():
-        argv = form.argv
         detail = form.audit_detail(session_id)
         try:
             async with audited(request, "browser.process.exec", detail=detail) as entry:
-                reply = await browser_processes.exec_command(
-                    request.service,
-                    session_id,
-                    argv[0],
-                    argv[1:],
-                    cwd=form.cleaned_data.get("cwd") or None,
-                    timeout_sec=form.cleaned_data.get("timeout_sec"),
-                )
+                reply = await browser_processes.exec_command(request.service, session_id, **form.call())
                 entry.detail = f"{detail} exit={reply.exit_code}"
         except (Invalid, Forbidden, Conflict, NotFound) as exc:
             _explain(form, exc, "command")
         else:
-            result = _result(argv, reply)
+            result = _result(form.argv, reply)
     context = await _pane(request, session, exec_form=form, result=result)
     return render(request, "browsers/panes/processes.html", context, partial="exec-pane")
 

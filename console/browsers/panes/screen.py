@@ -13,8 +13,13 @@ Input: click, double click, right click, scroll, typed text and key combinations
 through the service client. They are refused (409) unless the operator holds the session's control lease:
 "Take control" takes it (unless someone else holds it: "X is driving") and hands its token to the page
 (kept in the Django session too, so a reload keeps it), which sends it with each action; each action and
-the pane's heartbeat (``action=renew``) renew it; "Release" frees it. Audit: taking and releasing control
-are rows of their own, and each action sent is one row (the page never sends pointer moves, and coalesces
+the pane's heartbeat (``action=renew``) renew it; "Release" frees it. Everyone else sees who drives and
+may ask for control (``ask``; the holder grants or declines it, or it is granted by itself when the holder
+stays idle), and an admin may take it over at once (``force``; the holder is told). Each window watching
+checks in (``screen/presence/``) every ``SCREEN_PRESENCE_SECONDS``: its answer is the pane's control bar
+(who drives, who watches with their roles, requests, a notice), the same from every console process.
+Audit: taking, releasing, asking, granting, declining and forcing control are rows of their own, and each
+action sent is one row (the page never sends pointer moves, and coalesces
 wheel turns and typed characters), whose detail never holds the typed text, only its length.
 """
 
@@ -30,7 +35,7 @@ from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_http_methods
 
-from console.accounts.audit import audited, record
+from console.accounts.audit import audited, deny, record
 from console.browsers.panes import common
 from console.live import cdp, control, guard
 from console.live import screen as relay
@@ -110,15 +115,57 @@ async def _keep_token(request, session_id: str, token: str | None) -> None:
     await request.session.aset(SESSION_KEY, dict(list(held.items())[-KEPT_TOKENS:]))
 
 
+def _controls(
+    request,
+    session_id: str,
+    *,
+    ended: bool,
+    driver: control.Driver | None,
+    token: str | None,
+    presence: control.Presence | None = None,
+    notice: str = "",
+) -> dict:
+    """What the control bar shows this member (``screen-controls``): rendered with the pane, and again at
+    each check-in of its window."""
+    membership = request.membership
+    can_operate = membership.has_role("operator") and not ended
+    mine = driver is not None and driver.is_member(membership)
+    token = token if mine and can_operate and token and driver.has_token(token) else None
+    requests = presence.requests if presence and token else []
+    if presence and presence.claim:
+        state = "claim"
+    elif token:
+        state = "mine"
+    elif driver is not None:
+        state = "other"
+    else:
+        state = "free"
+    return {
+        "ended": ended,
+        "can_operate": can_operate,
+        "can_force": can_operate and membership.has_role("admin"),
+        "driver": driver,
+        "control_token": token,
+        "control_state": state,
+        "driving_elsewhere": mine and token is None,
+        "presence": presence,
+        "watchers": presence.watchers if presence else [],
+        "requests": requests,
+        "asking": bool(presence and presence.asked_at and not mine),
+        "notice": " ".join(n for n in (notice, presence.notice if presence else "") if n),
+        "control_url": common.url(request, "screen-control", session_id),
+        "presence_url": common.url(request, "screen-presence", session_id),
+        "presence_seconds": control.presence_seconds(),
+    }
+
+
 async def _context(request, session: browsers.Session, notice: str = "") -> dict:
     sid = session.session_id
     chosen, reason = await mode(request, session)
     width, height = common.viewport(session)
-    can_operate = request.membership.has_role("operator") and not session.ended
     driver = None if session.ended else await control.driver(request.org.pk, sid)
-    mine = driver is not None and driver.is_member(request.membership)
-    token = await _kept_token(request, sid) if mine and can_operate else None
-    token = token if token and driver.has_token(token) else None
+    token = await _kept_token(request, sid) if driver and driver.is_member(request.membership) else None
+    controls = _controls(request, sid, ended=session.ended, driver=driver, token=token, notice=notice)
     return {
         "session": session,
         "mode": chosen,
@@ -129,14 +176,9 @@ async def _context(request, session: browsers.Session, notice: str = "") -> dict
         "snapshot_url": common.url(request, "screenshot", sid),
         "snapshot_seconds": SNAPSHOT_SECONDS,
         "input_url": common.url(request, "screen-input", sid),
-        "control_url": common.url(request, "screen-control", sid),
         "renew_seconds": max(1, int(control.lease_seconds() / 4)),
         "pane_url": common.url(request, "screen", sid),
-        "can_operate": can_operate,
-        "driver": driver,
-        "driving_elsewhere": mine and token is None,
-        "control_token": token,
-        "notice": notice,
+        **controls,
     }
 
 
@@ -215,14 +257,36 @@ def _sent_token(request) -> str:
     return request.headers.get("X-Screen-Control") or request.POST.get("control", "")
 
 
+ACTIONS = ("take", "release", "renew", "ask", "withdraw", "grant", "decline", "force")
+
+
+def _window(request) -> str:
+    """The id the page's script gave its window (one per page load); "" when absent or malformed."""
+    window = request.POST.get("window", "")
+    return window if control.WINDOW.fullmatch(window) else ""
+
+
+def _member_id(request) -> int | None:
+    try:
+        return int(request.POST.get("member", ""))
+    except ValueError:
+        return None
+
+
+async def _audit(request, session_id: str, detail: str) -> None:
+    await record(request, "browser.screen.control", target_id=session_id, detail=detail)
+
+
 @require_http_methods(["POST"])
 @org_view("operator")
 async def screen_control(request, session_id: str):
-    """Take (``action=take``), release (``release``; each an audit row) or renew (``renew``: the pane's
-    heartbeat, 204, or 409 once the lease no longer holds) control of the screen."""
+    """Control of the screen: take, release (each an audit row) or renew it (``renew``: the pane's
+    heartbeat, 204, or 409 once the lease no longer holds); ask for it or withdraw the request (``window``:
+    the asking page's), grant or decline a request (``member``: the asker's membership; the holder only),
+    take it over from its holder (``force``: admins only). Every change but a renewal is an audit row."""
     action = request.POST.get("action")
-    if action not in ("take", "release", "renew"):
-        return _text("Say take, release or renew.", 400)
+    if action not in ACTIONS:
+        return _text("Say take, release, renew, ask, withdraw, grant, decline or force.", 400)
     session = await common.get_session(request, session_id)
     if session.ended:
         await control.end(request.org.pk, session_id)
@@ -236,34 +300,113 @@ async def screen_control(request, session_id: str):
         _, driver = await control.check(membership, session_id, None)
         ended = _driving(driver) if driver and not driver.is_member(membership) else "Your control ended."
         return _text(ended, 409)
-    if action == "take":
-        taken = await control.take(membership, session_id)
+    if action in ("ask", "withdraw", "grant", "decline"):
+        return await _handoff(request, session_id, action)
+    if action == "force" and not membership.has_role("admin"):
+        await deny(request, "browser.screen.control", needed="admin", target_id=session_id)
+    if action in ("take", "force"):
+        taken = await control.take(membership, session_id, force=action == "force")
         if taken.token is None:
             if not request.htmx:
                 return _text(_driving(taken.driver), 409)
             notice = f"{taken.driver.username} took control first." if taken.driver else "Try again."
         else:
             await _keep_token(request, session_id, taken.token)
-            lapsed = f" ({taken.replaced}'s control had lapsed)" if taken.replaced else ""
-            await record(
-                request,
-                "browser.screen.control",
-                target_id=session_id,
-                detail=f"took control of the screen{lapsed}",
-            )
+            if taken.forced:
+                detail = f"took control of the screen from {taken.forced} (admin take-over)"
+            elif taken.replaced:
+                detail = f"took control of the screen ({taken.replaced}'s control had lapsed)"
+            else:
+                detail = "took control of the screen"
+            await _audit(request, session_id, detail)
+            if taken.forced:
+                notice = f"You took control from {taken.forced}; they were told."
     else:
         await _keep_token(request, session_id, None)
         if await control.release(membership, session_id):
-            await record(
-                request,
-                "browser.screen.control",
-                target_id=session_id,
-                detail="released control of the screen",
-            )
+            await _audit(request, session_id, "released control of the screen")
     if not request.htmx:
         return common.redirect(request, common.session_url(request, session_id, "screen"))
     context = await _context(request, session, notice)
     return render(request, "browsers/panes/screen.html#screen-pane", context)
+
+
+async def _handoff(request, session_id: str, action: str):
+    """Ask, withdraw, grant, decline: the control bar again (htmx) or the pane page."""
+    membership = request.membership
+    notice = ""
+    window = _window(request)
+    if action in ("ask", "withdraw"):
+        if not window:
+            return _text("Asking for control needs the page's window id (its script sends it).", 400)
+        if not await control.watching(membership, session_id, window):
+            await control.check_in(membership, session_id, window)
+        driver = await control.driver(request.org.pk, session_id)
+        if action == "ask" and (driver is None or driver.is_member(membership)):
+            notice = "Nobody else drives: take control." if driver is None else "You drive this browser."
+        elif await control.ask(membership, session_id, window, asking=action == "ask"):
+            who = driver.username if driver else "nobody"
+            what = "asked for control" if action == "ask" else "withdrew the request for control"
+            await _audit(request, session_id, f"{what} of the screen ({who} driving)")
+    else:
+        member_id = _member_id(request)
+        if member_id is None:
+            return _text("Say which member (member=<id>).", 400)
+        if action == "grant":
+            name = await control.grant(membership, session_id, member_id)
+            if name:
+                await _keep_token(request, session_id, None)
+                await _audit(request, session_id, f"gave control of the screen to {name}")
+                notice = f"You gave control to {name}."
+        else:
+            name = await control.decline(membership, session_id, member_id)
+            if name:
+                await _audit(request, session_id, f"declined {name}'s request for control of the screen")
+                notice = f"You declined {name}'s request."
+        if not name:
+            notice = "That request is no longer open (withdrawn, gone, or you no longer drive)."
+    if not request.htmx:
+        return common.redirect(request, common.session_url(request, session_id, "screen"))
+    return await _presence_answer(request, session_id, window, notice)
+
+
+async def _presence_answer(request, session_id: str, window: str, notice: str = ""):
+    membership = request.membership
+    presence = await control.check_in(membership, session_id, window) if window else None
+    if presence is not None and presence.auto_granted:
+        await _audit(
+            request,
+            session_id,
+            f"was given control of the screen: the request went unanswered and {presence.auto_granted} "
+            f"was idle for {control.request_seconds():.0f} s",
+        )
+    driver = presence.driver if presence else await control.driver(request.org.pk, session_id)
+    token = _sent_token(request)
+    context = _controls(
+        request, session_id, ended=False, driver=driver, token=token, presence=presence, notice=notice
+    )
+    return render(request, "browsers/panes/screen.html#screen-controls", context)
+
+
+@require_http_methods(["POST"])
+@org_view("viewer")
+async def screen_presence(request, session_id: str):
+    """A window watching the screen checks in (``window``: its id; ``leave=1`` when the page goes away):
+    the control bar as it stands (who drives, who watches, requests, a notice for this window)."""
+    window = _window(request)
+    if not window:
+        return _text("Say which window (window=<its id>).", 400)
+    if request.POST.get("leave"):
+        await control.leave(request.membership, session_id, window)
+        return HttpResponse(status=204)
+    if not await control.watching(request.membership, session_id, window):
+        # A new window: the session must be one of this org's (404 otherwise), once; later check-ins are
+        # the database's alone.
+        session = await common.get_session(request, session_id)
+        if session.ended:
+            await control.end(request.org.pk, session_id)
+            return _text("The session has ended.", 409)
+    return await _presence_answer(request, session_id, window)
 
 
 def _int(data, name: str, low: int, high: int) -> int:
@@ -385,5 +528,5 @@ async def screen_input(request, session_id: str):
         return _text(f"The service refused it: {exc.message}", 400 if isinstance(exc, Invalid) else 409)
     except ServiceError as exc:
         return _text(f"The service did not take it: {exc.message}", 502)
-    await control.renew(request.membership, session_id, token)  # renewed while the operator acts
+    await control.renew(request.membership, session_id, token, acted=True)  # not idle: renewed
     return HttpResponse(status=204)

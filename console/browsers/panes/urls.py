@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console.browsers.panes import computer, files, processes, replays, screen, tools
+from console.browsers.panes import computer, files, head, processes, replays, screen, tools
 
 app_name = "panes"
 
@@ -32,10 +32,12 @@ urlpatterns = [
     path("computer/screenshot.png", computer.screenshot, name="screenshot"),
     path("computer/batch/", computer.batch, name="batch"),
     path("computer/<str:action>/", computer.computer_action, name="computer-action"),
+    path("head/", head.session_head, name="head"),
     path("screen/", screen.screen_pane, name="screen"),
     path("screen/stream/", screen.screen_stream, name="screen-stream"),
     path("screen/control/", screen.screen_control, name="screen-control"),
     path("screen/input/", screen.screen_input, name="screen-input"),
+    path("screen/presence/", screen.screen_presence, name="screen-presence"),
     path("tools/", tools.tools_pane, name="tools"),
     path("tools/curl/", tools.curl, name="curl"),
     path("tools/extensions/", tools.load_extension, name="extensions"),

@@ -82,14 +82,23 @@ def identity() -> tuple[int, int] | None:
     """(uid, gid) commands run as when the sandbox is root; None when it cannot change identity."""
     if os.geteuid() != 0:
         return None
-    name = os.environ.get("SANDBOX_EXEC_USER", "nobody").strip() or "nobody"
+    return _unprivileged("SANDBOX_EXEC_USER", _setting("SANDBOX_EXEC_USER", "nobody"))
+
+
+def _setting(variable: str, default: str) -> str:
+    return os.environ.get(variable, default).strip() or default
+
+
+def _unprivileged(variable: str, name: str) -> tuple[int, int]:
+    """(uid, gid) of the user ``name`` (a name, or a uid, which needs no passwd entry) that the environment
+    ``variable`` gave; LookupError when that is root or no user at all."""
     try:
         entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
         uid, gid = entry.pw_uid, entry.pw_gid
     except (KeyError, ValueError):
         uid = gid = int(name) if name.isdigit() else -1
     if uid <= 0 or gid <= 0:
-        raise LookupError(f"SANDBOX_EXEC_USER={name!r} is not an unprivileged user of this machine")
+        raise LookupError(f"{variable}={name!r} is not an unprivileged user of this machine")
     return uid, gid
 
 
@@ -111,14 +120,8 @@ def helper_identity() -> tuple[int, int] | None:
     bwrap and the jail's wrapper, which run on the host as that user."""
     if os.geteuid() != 0:
         return None
-    name = os.environ.get("SANDBOX_HELPER_USER", DEFAULT_HELPER_USER).strip() or DEFAULT_HELPER_USER
-    try:
-        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
-        uid, gid = entry.pw_uid, entry.pw_gid
-    except (KeyError, ValueError):
-        uid = gid = int(name) if name.isdigit() else -1
-    if uid <= 0 or gid <= 0:
-        raise LookupError(f"SANDBOX_HELPER_USER={name!r} is not an unprivileged user of this machine")
+    name = _setting("SANDBOX_HELPER_USER", DEFAULT_HELPER_USER)
+    uid, gid = _unprivileged("SANDBOX_HELPER_USER", name)
     if uid == identity()[0]:
         raise LookupError(f"SANDBOX_HELPER_USER={name!r} is the browsers' own user (SANDBOX_EXEC_USER)")
     return uid, gid

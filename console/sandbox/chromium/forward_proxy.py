@@ -229,7 +229,7 @@ def _digest(*parts: object) -> bytes:
 def exit_ip(record: dict, attempt: int) -> str:
     kind = record["type"]
     host = record["config"].get("host", "")
-    if kind == "custom" and _is_ip(host) and ipaddress.ip_address(host).is_global:
+    if kind == "custom" and is_ip(host) and ipaddress.ip_address(host).is_global:
         return host
     # Residential and mobile exit nodes rotate: each check sees another one.
     salt = attempt if kind in ("residential", "mobile") else 0
@@ -408,7 +408,7 @@ class Listener:
         host = (urlsplit(url).hostname or "").lower()
         direct = False
         if demo_sites.handler_for(host) is None:
-            code = "destination_blocked" if _is_ip(host) else "upstream_dns_failure"
+            code = "destination_blocked" if is_ip(host) else "upstream_dns_failure"
             status, out, content = (
                 502,
                 {"content-type": "text/plain; charset=utf-8", "x-kernel-proxy-error": code},
@@ -557,7 +557,7 @@ async def _demo(method: str, url: str, headers: dict, body: bytes, exit: tuple |
     return response.status_code, out, content
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:

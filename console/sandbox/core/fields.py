@@ -183,6 +183,23 @@ def boolean(value, context: Context) -> bool:
     return value
 
 
+def optional_boolean(value, context: Context) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise Bad("must be true or false")
+    return value
+
+
+def optional_string(message: str = "must be a string") -> Callable[[Any, Context], str | None]:
+    """A string or null (``message`` when it is something else)."""
+
+    def check(value, context: Context) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise Bad(message)
+        return value
+
+    return check
+
+
 def integer(low: int, high: int, *, message: str | None = None) -> Callable[[Any, Context], int]:
     """An integer from ``low`` to ``high``: "must be an integer", else ``message`` (by default "must be
     between <low> and <high>")."""
@@ -201,6 +218,20 @@ def one_of(choices: tuple, message: str) -> Callable[[Any, Context], Any]:
     def check(value, context: Context):
         if value not in choices:
             raise Bad(message)
+        return value
+
+    return check
+
+
+def required_name(missing: str, most: int = 255) -> Callable[[Any, Context], str]:
+    """A name of 1 to ``most`` characters, trimmed; ``missing`` says so when it is absent or blank."""
+
+    def check(value, context: Context) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise Bad(missing, alone="name is required")
+        value = value.strip()
+        if len(value) > most:
+            raise Bad(f"at most {most} characters", alone="name is too long")
         return value
 
     return check

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.core.errors import conflict, invalid, not_found
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
 from console.sandbox.core.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
 
@@ -102,12 +102,7 @@ def _expires_at(value, context: Context) -> str | None:
     return rfc3339(moment)
 
 
-def _name(value, context: Context) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Bad("give the key a name", alone="name is required")
-    if len(value.strip()) > NAME_MAX:
-        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
-    return value.strip()
+_name = required_name("give the key a name", NAME_MAX)
 
 
 # A key's create body (its first problem answers alone), and its PATCH: the name and nothing else.

@@ -50,7 +50,7 @@ from console.sandbox.core.http import (
     text_filter,
 )
 from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
-from console.sandbox.resources import credentials, login_browser, projects, sessions
+from console.sandbox.resources import credentials, login_browser, profiles, projects, sessions
 from console.sandbox.sites.auth_sites import DONE, PageSpec, Site, check_value, reauth_blocker, site_for
 
 TABLE = "auth_connections"
@@ -67,28 +67,7 @@ DOMAIN = re.compile(
 )
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 BOOL_FIELDS = ("save_credentials", "health_checks", "auto_reauth", "record_session")
-FLOW_FIELDS = (
-    "flow_type",
-    "flow_status",
-    "flow_step",
-    "flow_expires_at",
-    "hosted_url",
-    "live_view_url",
-    "browser_session_id",
-    "interaction_id",
-    "fields",
-    "choices",
-    "discovered_fields",
-    "mfa_options",
-    "sign_in_options",
-    "pending_sso_buttons",
-    "external_action_message",
-    "website_error",
-    "error_code",
-    "error_message",
-    "post_login_url",
-    "sso_provider",
-)
+# What a paused flow asks of the user, and how a flow ended.
 PAUSE_FIELDS = (
     "interaction_id",
     "fields",
@@ -100,23 +79,20 @@ PAUSE_FIELDS = (
     "external_action_message",
     "website_error",
 )
-STATE_FIELDS = (
+OUTCOME_FIELDS = ("error_code", "error_message", "post_login_url")
+FLOW_FIELDS = (
     "flow_type",
-    "interaction_id",
-    "fields",
-    "choices",
-    "discovered_fields",
-    "mfa_options",
-    "sign_in_options",
-    "pending_sso_buttons",
-    "external_action_message",
-    "website_error",
-    "error_code",
-    "error_message",
-    "post_login_url",
-    "live_view_url",
+    "flow_status",
+    "flow_step",
+    "flow_expires_at",
     "hosted_url",
+    "live_view_url",
+    "browser_session_id",
+    *PAUSE_FIELDS,
+    *OUTCOME_FIELDS,
+    "sso_provider",
 )
+STATE_FIELDS = ("flow_type", *PAUSE_FIELDS, *OUTCOME_FIELDS, "live_view_url", "hosted_url")
 ACTIONS = (
     "field_values",
     "selected_choice_id",
@@ -172,17 +148,7 @@ def _ensure_profile(tenant: Tenant, project: str, name: str) -> dict:
             continue
         if (profile.get("name") or "").casefold() == name.casefold():
             return profile
-    now = rfc3339(tenant.now())
-    profile = {
-        "id": new_id("prof"),
-        "name": name,
-        "created_at": now,
-        "updated_at": now,
-        "last_used_at": None,
-        "_project": project,
-    }
-    tenant.table("profiles")[profile["id"]] = profile
-    return profile
+    return profiles.new_profile(tenant, project, name)
 
 
 def _stored_values(tenant: Tenant, record: dict) -> tuple[dict, str | None, str | None]:

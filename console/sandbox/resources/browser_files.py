@@ -350,11 +350,16 @@ def _require_path(request: Request, name: str = "path") -> str:
 # Reading -------------------------------------------------------------------------------------------
 
 
-@endpoint
-async def list_files(request: Request):
+def _read_target(request: Request) -> tuple[dict, str, list[str]]:
+    """What a read names: the session (reading is no activity), the ``path`` query and that path's parts."""
     record = _session(request, activity=False)
     raw = _require_path(request)
-    parts = _parts(raw)
+    return record, raw, _parts(raw)
+
+
+@endpoint
+async def list_files(request: Request):
+    record, raw, parts = _read_target(request)
     entries = []
     with _walk(record, raw) as walk:
         _into_directory(walk, parts, raw)
@@ -366,9 +371,7 @@ async def list_files(request: Request):
 
 @endpoint
 async def get_file_info(request: Request):
-    record = _session(request, activity=False)
-    raw = _require_path(request)
-    parts = _parts(raw)
+    record, raw, parts = _read_target(request)
     with _walk(record, raw) as walk:
         st = walk.lstat(walk.locate(parts, follow_last=False))
     return ok(file_info(_service(parts), st))
@@ -376,9 +379,7 @@ async def get_file_info(request: Request):
 
 @endpoint
 async def read_file(request: Request):
-    record = _session(request, activity=False)
-    raw = _require_path(request)
-    parts = _parts(raw)
+    record, raw, parts = _read_target(request)
     with _walk(record, raw) as walk:
         name = walk.locate(parts)
         # O_NONBLOCK: a FIFO a command left there must not hold the request (or a thread) forever.
@@ -779,9 +780,7 @@ def _zip_directory(top: int) -> tempfile.SpooledTemporaryFile:
 
 @endpoint
 async def download_dir_zip(request: Request):
-    record = _session(request, activity=False)
-    raw = _require_path(request)
-    parts = _parts(raw)
+    record, raw, parts = _read_target(request)
     with _walk(record, raw) as walk:
         _into_directory(walk, parts, raw)
         try:

@@ -67,7 +67,7 @@ from starlette.routing import Route
 from console.sandbox.chromium import confine
 from console.sandbox.core import store
 from console.sandbox.core.errors import ApiError, conflict, invalid
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, optional_boolean, optional_string
 from console.sandbox.core.http import endpoint, ok, read_json, sse_response
 from console.sandbox.core.state import Tenant, rfc3339
 from console.sandbox.resources import browser_files, sessions
@@ -268,15 +268,10 @@ def _timeout(value, context: Context) -> float | None:
 
 
 def _optional_flag(value, context: Context) -> bool:
-    if value is not None and not isinstance(value, bool):
-        raise Bad("must be true or false")
-    return bool(value)
+    return bool(optional_boolean(value, context))
 
 
-def _user(value, context: Context) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Bad("must be a user name")
-    return value
+_user = optional_string("must be a user name")
 
 
 def _terminal_size(value, context: Context) -> int:
@@ -677,8 +672,7 @@ def _exited(proc: Proc) -> ApiError:
 
 @endpoint
 async def kill(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     name = body.get("signal")
     if name not in SIGNALS:
@@ -691,8 +685,7 @@ async def kill(request: Request):
 
 @endpoint
 async def stdin(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     raw = body.get("data_b64")
     try:
@@ -720,8 +713,7 @@ async def stdin(request: Request):
 
 @endpoint
 async def resize(request: Request):
-    record = _session(request)
-    proc = _proc(request, record)
+    proc = _proc(request, _session(request))
     body = await read_json(request)
     errors = {}
     for key in ("cols", "rows"):

@@ -49,7 +49,7 @@ from starlette.routing import Route
 
 from console.sandbox.chromium import confine, engine, rooted
 from console.sandbox.core.errors import ApiError, conflict, not_found
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, optional_boolean
 from console.sandbox.core.http import endpoint, no_content, ok, read_json
 from console.sandbox.core.state import Tenant, new_id, registry, rfc3339
 from console.sandbox.resources import sessions
@@ -166,12 +166,6 @@ def _int(default: int, high: int, why: str = ""):
     return check
 
 
-def _audio(value, context: Context) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise Bad("must be true or false")
-    return value
-
-
 # ``POST /browsers/{id}/replays``: the recording's frame rate and longest duration.
 START = Body(
     message="the replay settings are not valid",
@@ -180,7 +174,7 @@ START = Body(
     fields=(
         Field("framerate", _int(DEFAULT_FRAMERATE, MAX_FRAMERATE, " (above 20 needs a GPU)")),
         Field("max_duration_in_seconds", _int(DEFAULT_DURATION, MAX_DURATION)),
-        Field("record_audio", _audio),
+        Field("record_audio", optional_boolean),
     ),
 )
 

@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from console.sandbox.chromium import engine
 from console.sandbox.core.errors import conflict, invalid
-from console.sandbox.core.fields import Bad, Body, Context, Field, is_int
+from console.sandbox.core.fields import Bad, Body, Context, Field, is_int, optional_string
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
 from console.sandbox.resources import caps, sessions, telemetry, telemetry_destinations
@@ -449,12 +449,6 @@ def _memory(value, context: Context) -> str | None:
     return value
 
 
-def _invocation(value, context: Context) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Bad("must be a string")
-    return value
-
-
 def _kept_unless_unchanged(key: str):
     return lambda value: {} if value is _UNCHANGED else {key: value}
 
@@ -480,7 +474,7 @@ CREATE = Body(
         Field("gpu", _no_gpu, apply=lambda value: {}),
         Field("region", _region),
         Field("memory", _memory),
-        Field("invocation_id", _invocation),
+        Field("invocation_id", optional_string()),
         Field("profile", _profile, apply=lambda pair: {"profile": pair[0], "profile_save_changes": pair[1]}),
         Field("extensions", _extensions),
         Field("proxy", _proxy),

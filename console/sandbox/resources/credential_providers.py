@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.core.errors import ApiError, conflict, not_found
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 
@@ -47,12 +47,7 @@ def _token_ok(token: str) -> bool:
     return bool(_TOKEN.match(token)) and "revoked" not in token
 
 
-def _name(value, context: Context) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Bad("give the provider a name", alone="name is required")
-    if len(value.strip()) > NAME_MAX:
-        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
-    return value.strip()
+_name = required_name("give the provider a name", NAME_MAX)
 
 
 def _unique(tenant: Tenant, name: str, except_id: str | None = None) -> None:

@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from console.sandbox.core import quotas
 from console.sandbox.core.errors import ApiError, conflict, invalid
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
 from console.sandbox.core.http import (
     endpoint,
     find,
@@ -94,12 +94,11 @@ def totp_code(secret: str, at: datetime) -> tuple[str, datetime]:
 # Validation (messages name fields and keys, never a value or a secret) ------------------------------
 
 
+_named = required_name("a credential needs a name", MAX_NAME)
+
+
 def _name(value, context: Context) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Bad("a credential needs a name", alone="name is required")
-    value = value.strip()
-    if len(value) > MAX_NAME:
-        raise Bad(f"at most {MAX_NAME} characters", alone="name is too long")
+    value = _named(value, context)
     if "/" in value or "%" in value:
         raise Bad("a credential name cannot contain / or %", alone="name has a forbidden character")
     return value

@@ -124,19 +124,18 @@ def parse_since(raw: str | None, now: datetime, field: str = "since") -> datetim
 
 
 def timeline_events(
-    request: Request,
-    get_record,
-    snapshot,
-    state_event: str,
-    terminal: tuple[str, ...],
-    since: datetime | None,
+    request: Request, record: dict, table: str, snapshot, state_event: str, terminal: tuple[str, ...]
 ):
-    """Frames of a record's events stream: its timeline since ``since``, then live until terminal.
+    """Frames of ``record``'s events stream: its timeline since the query's ``since``, then live until
+    terminal.
 
-    ``get_record()`` re-reads the record each tick (None if it vanished); ``snapshot(record, at)`` is
-    the public record as of ``at``. Heartbeats go out every ``tenant.keepalive_seconds`` of quiet.
+    The record is re-read from ``table`` each tick (gone: an error event ends the stream);
+    ``snapshot(record, at)`` is the public record as of ``at``. Heartbeats go out every
+    ``tenant.keepalive_seconds`` of quiet.
     """
     tenant: Tenant = request.state.tenant
+    record_id = record["id"]
+    since = parse_since(request.query_params.get("since"), tenant.now())
     kind = state_event.removesuffix("_state")
 
     async def frames():
@@ -144,7 +143,7 @@ def timeline_events(
         quiet_since = time.monotonic()
         first = True
         while True:
-            record = get_record()
+            record = tenant.table(table).get(record_id)
             now = tenant.now()
             if record is None:
                 yield None, _error_event(now, "not_found", f"the {kind} no longer exists")
@@ -430,18 +429,8 @@ async def delete_deployment(request: Request):
 
 @endpoint
 async def deployment_events(request: Request):
-    tenant: Tenant = request.state.tenant
     record = _get(request, request.path_params["id"])
-    since = parse_since(request.query_params.get("since"), tenant.now())
-    table = tenant.table(TABLE)
-    return timeline_events(
-        request,
-        lambda: table.get(record["id"]),
-        view,
-        "deployment_state",
-        TERMINAL,
-        since,
-    )
+    return timeline_events(request, record, TABLE, view, "deployment_state", TERMINAL)
 
 
 @endpoint

@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, boolean
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources import browsers, caps, deployments, sessions
@@ -289,12 +289,6 @@ def _payload(value, context: Context) -> str | None:
     return value
 
 
-def _async(value, context: Context) -> bool:
-    if not isinstance(value, bool):
-        raise Bad("must be true or false")
-    return value
-
-
 def _timeout(value, context: Context) -> int | None:
     if value is not None and (
         not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 3600
@@ -312,7 +306,7 @@ INVOKE = Body(
         Field("action_name", _required_string),
         Field("version", _required_string),
         Field("payload", _payload),
-        Field("async", _async, default=False),
+        Field("async", boolean, default=False),
         Field("async_timeout_seconds", _timeout),
     ),
 )
@@ -417,13 +411,8 @@ async def update_invocation(request: Request):
 
 @endpoint
 async def invocation_events(request: Request):
-    tenant: Tenant = request.state.tenant
     record = _get(request, request.path_params["id"])
-    since = parse_since(request.query_params.get("since"), tenant.now())
-    table = tenant.table(TABLE)
-    return timeline_events(
-        request, lambda: table.get(record["id"]), view, "invocation_state", TERMINAL, since
-    )
+    return timeline_events(request, record, TABLE, view, "invocation_state", TERMINAL)
 
 
 @endpoint

@@ -66,6 +66,11 @@ def _project(tenant: Tenant, id_or_name: str) -> dict:
     raise not_found("project", id_or_name)
 
 
+def _path_project(request: Request) -> dict:
+    """The project the path names (``{id_or_name}``)."""
+    return _project(request.state.tenant, request.path_params["id_or_name"])
+
+
 def _valid_name(value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise invalid("name is required", name="a project needs a name")
@@ -99,13 +104,13 @@ async def create_project(request: Request):
 
 @endpoint
 async def get_project(request: Request):
-    return ok(public(_project(request.state.tenant, request.path_params["id_or_name"])))
+    return ok(public(_path_project(request)))
 
 
 @endpoint
 async def update_project(request: Request):
     tenant = request.state.tenant
-    project = _project(tenant, request.path_params["id_or_name"])
+    project = _path_project(request)
     body = await read_json(request)
     changes = {}
     if "name" in body:
@@ -179,13 +184,13 @@ def _patch_limits(project: dict, body: dict) -> dict:
 
 @endpoint
 async def get_limits(request: Request):
-    return ok(_limits_body(_project(request.state.tenant, request.path_params["id_or_name"])))
+    return ok(_limits_body(_path_project(request)))
 
 
 @endpoint
 async def update_limits(request: Request):
     tenant = request.state.tenant
-    project = _project(tenant, request.path_params["id_or_name"])
+    project = _path_project(request)
     body = await read_json(request)
     result = _patch_limits(project, body)
     project["updated_at"] = rfc3339(tenant.now())
@@ -218,20 +223,20 @@ def _deprecated(handler):
 @endpoint
 @_deprecated
 async def old_get_limits(request: Request):
-    return ok(_limits_body(_project(request.state.tenant, request.path_params["id_or_name"])))
+    return ok(_limits_body(_path_project(request)))
 
 
 @endpoint
 @_deprecated
 async def old_update_limits(request: Request):
-    project = _project(request.state.tenant, request.path_params["id_or_name"])
+    project = _path_project(request)
     return ok(_patch_limits(project, await read_json(request)))
 
 
 @endpoint
 @_deprecated
 async def old_get_project(request: Request):
-    return ok(public(_project(request.state.tenant, request.path_params["id_or_name"])))
+    return ok(public(_path_project(request)))
 
 
 @endpoint

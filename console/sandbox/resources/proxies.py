@@ -40,9 +40,9 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.chromium.forward_proxy import UNREACHABLE_SUFFIX, exit_ip, reachable
+from console.sandbox.chromium.forward_proxy import UNREACHABLE_SUFFIX, exit_ip, is_ip, reachable
 from console.sandbox.core.errors import ApiError, invalid
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, optional_string
 from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, scoped
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 
@@ -156,7 +156,7 @@ def _host(value, context: Context) -> str:
     host = _text(value)
     if not host:
         raise Bad("required: the proxy's host name or IP address")
-    if not (_is_ip(host) or _HOSTNAME.match(host)):
+    if not (is_ip(host) or _HOSTNAME.match(host)):
         raise Bad("must be a host name or an IP address")
     return host
 
@@ -169,12 +169,6 @@ def _port(value, context: Context) -> int:
     if not 1 <= int(value) <= 65535:
         raise Bad("must be between 1 and 65535")
     return int(value)
-
-
-def _password(value, context: Context) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise Bad("must be a string")
-    return value
 
 
 def _ca_bundle(value, context: Context) -> str | None:
@@ -228,7 +222,7 @@ CONFIGS = {
             lambda value, context: _text(value),
             apply=lambda name: {"username": name} if name else {},
         ),
-        Field("password", _password, apply=_secret("password")),
+        Field("password", optional_string(), apply=_secret("password")),
         Field("ca_bundle", _ca_bundle, apply=_secret("ca_bundle")),
         complete=True,
     ),
@@ -242,18 +236,10 @@ def _bypass_hosts(value) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
         raise invalid("bypass_hosts must be a list of host names", bypass_hosts="must be a list of strings")
     hosts = [h.strip().lower() for h in value if h.strip()]
-    bad = [h for h in hosts if not _HOSTNAME.match(h.removeprefix("*.")) and not _is_ip(h)]
+    bad = [h for h in hosts if not _HOSTNAME.match(h.removeprefix("*.")) and not is_ip(h)]
     if bad:
         raise invalid("bypass_hosts has invalid entries", bypass_hosts=f"not a host name: {bad[0]}")
     return hosts
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _target(value) -> str | None:
@@ -266,7 +252,7 @@ def _target(value) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid("url must be an http or https URL", url="must be an http or https URL with a host")
     host = parts.hostname.lower().rstrip(".")
-    if _is_ip(host):
+    if is_ip(host):
         if not ipaddress.ip_address(host).is_global:
             raise invalid("url must resolve to a public address", url=f"{host} is not a public address")
     elif host == "localhost" or "." not in host or host.endswith(PRIVATE_SUFFIXES):

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from console.sandbox.core.errors import conflict, invalid, not_found
-from console.sandbox.core.fields import Bad, Body, Context, Field
+from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
 from console.sandbox.core.http import (
     endpoint,
     no_content,
@@ -50,14 +50,13 @@ def render(record: dict) -> dict:
     return body
 
 
+_named = required_name("give the destination a name", NAME_MAX)
+
+
 def _name(value, context: Context) -> str:
     """A name of 1 to 255 characters that is not an id, unique in the project (and a destination
     sessions export to keeps its name)."""
-    if not isinstance(value, str) or not value.strip():
-        raise Bad("give the destination a name", alone="name is required")
-    value = value.strip()
-    if len(value) > NAME_MAX:
-        raise Bad(f"at most {NAME_MAX} characters", alone="name is too long")
+    value = _named(value, context)
     if _ID_LIKE.match(value):
         raise Bad("must not look like an id (otlp_…)", alone="name looks like an id")
     record = None if context.creating else context.record
