@@ -21,6 +21,27 @@ class Section(NamedTuple):
     group: str = ""
 
 
+class Action(NamedTuple):
+    """Something the command palette offers to do (console/web/search.py): the page where it is done, for the
+    role that page asks for (the page checks again). ``words``: more terms it is found by."""
+
+    label: str
+    url_name: str
+    min_role: str
+    words: str = ""
+    anchor: str = ""
+
+
+ACTIONS = [
+    Action("New session", "browsers:create", "operator", "start browser create"),
+    Action("New pool", "pools:create", "admin", "create browser pool"),
+    Action("New auth connection", "auth:create", "operator", "create login"),
+    Action("New credential", "credentials:create", "admin", "create secret password"),
+    Action("New proxy", "proxies:create", "admin", "create"),
+    Action("New deployment", "deployments:create", "admin", "deploy upload app create"),
+    Action("Invite member", "members", "admin", "invite user add people", "invite"),
+]
+
 SECTIONS = [
     Section("Overview", "dashboard", "viewer"),
     Section("Alerts", "alerts:list", "viewer"),

@@ -22,7 +22,7 @@ class CreateForm(forms.Form):
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project_id"].choices = [("", "Org-wide (every project)")] + [
-            (p.id, f"Project {p.name or p.id}") for p in projects
+            (p.id, f"Project {p.name or p.id}") for p in projects if not p.archived
         ]
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
+
+from django.contrib import messages
 from django.http import Http404
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from console import capacity
 from console.accounts.audit import audited
-from console.apps import schema
+from console.apps import sample, schema
 from console.apps.forms import InvokeForm
-from console.service import CapReached, Invalid, NotFound, apps, invocations
+from console.service import CapReached, Conflict, Invalid, NotFound, apps, deployments, invocations
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -31,6 +34,29 @@ async def app_list(request):
         return {"page": page, "pager": pager(request, page_params, page)}
 
     return await deferred.list_page(request, "apps/list.html", "apps-table", {"filters": filters}, load)
+
+
+@require_POST
+@org_view("operator")
+async def deploy_sample(request):
+    """The shipped sample app (console/apps/sample/), deployed in the current project: a fixed archive, so
+    operators may deploy it (their own zips are the admins', on the deployments page)."""
+    detail = f"the sample app {sample.NAME} {sample.VERSION}, entrypoint {sample.ENTRYPOINT}"
+    try:
+        async with audited(request, "deployment.create", detail=detail) as entry:
+            created = await deployments.create_deployment(
+                request.service,
+                file=io.BytesIO(sample.archive()),
+                filename=f"{sample.NAME}.zip",
+                entrypoint_rel_path=sample.ENTRYPOINT,
+                version=sample.VERSION,
+            )
+            entry.target_id = created.id
+    except Conflict:
+        messages.info(request, f"The sample app {sample.NAME} {sample.VERSION} is already deployed.")
+        return done(request, org_reverse(request, "deployments:list"))
+    messages.success(request, f"The sample app is building ({created.id}): it shows here once it runs.")
+    return done(request, org_reverse(request, "deployments:detail", deployment_id=created.id))
 
 
 def _action_rows(summary) -> list[dict]:

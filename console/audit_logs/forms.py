@@ -15,7 +15,12 @@ class FilterForm(forms.Form):
     start = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="From (UTC)")
     end = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="To (UTC, inclusive)")
     method = forms.ChoiceField(required=False, choices=[("", "Any method"), *((m, m) for m in METHODS)])
-    hide_reads = forms.BooleanField(required=False, label="Hide GET requests")
+    # Off by default, as the vendor's CLI: most reads are the console's own page loads and polling.
+    show_reads = forms.BooleanField(
+        required=False,
+        label="Show reads (GET)",
+        help_text="The console's own page loads and polls among them.",
+    )
     auth_strategy = forms.CharField(
         required=False, max_length=50, label="Auth", widget=forms.TextInput(attrs={"placeholder": "api_key"})
     )
@@ -50,11 +55,15 @@ class FilterForm(forms.Form):
         end = datetime.combine(self.cleaned_data["end"] + timedelta(days=1), time.min, tzinfo=UTC)
         return start, min(end, start + timedelta(days=MAX_WINDOW_DAYS))
 
+    def reads_shown(self) -> bool:
+        """GET requests are listed when asked for, or when the method picked is GET."""
+        return bool(self.cleaned_data.get("show_reads")) or self.cleaned_data.get("method") == "GET"
+
     def filters(self) -> dict:
         data = self.cleaned_data
         return {
             "method": data["method"] or None,
-            "exclude_method": ["GET"] if data["hide_reads"] else None,
+            "exclude_method": None if self.reads_shown() else ["GET"],
             "auth_strategy": data["auth_strategy"].strip() or None,
             "service": data["service"].strip() or None,
             "search": data["search"].strip() or None,

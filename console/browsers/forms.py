@@ -9,16 +9,14 @@ from django import forms
 from console.service.contract import (
     CAPTURE_CATEGORIES,
     DEFAULT_VIEWPORT,
-    OPERATIONAL_CATEGORIES,
     VIEWPORT_PRESETS,
     preset_viewport,
 )
-from console.web.forms import CATEGORY_HELP, http_url, viewport_label
+from console.web.forms import CATEGORY_HELP, DEFAULT_TELEMETRY_CATEGORIES, http_url, viewport_label
 
 NAME_MAX = 255
 MAX_TAGS = 50
 MIN_TIMEOUT, MAX_TIMEOUT = 10, 259_200
-DEFAULT_CATEGORIES = [*OPERATIONAL_CATEGORIES, "console", "network", "page"]
 # Service field names → form fields, for the service's own 400 details.
 FIELD_MAP = {"telemetry": "categories", "proxy_id": "proxy", "kiosk_mode": "kiosk_mode"}
 
@@ -93,7 +91,7 @@ class SessionForm(forms.Form):
         label="Telemetry",
         choices=[(c, f"{c} — {CATEGORY_HELP[c]}") for c in CAPTURE_CATEGORIES],
         widget=forms.CheckboxSelectMultiple,
-        initial=DEFAULT_CATEGORIES,
+        initial=list(DEFAULT_TELEMETRY_CATEGORIES),
         help_text="Nothing checked: no telemetry is captured.",
     )
 

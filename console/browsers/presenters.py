@@ -380,3 +380,20 @@ def duration(value: timedelta | None) -> str:
     if minutes:
         return f"{minutes} min {secs} s"
     return f"{secs} s"
+
+
+def browser_summary(session) -> str:
+    """A session's browser on one line: ``headless · stealth · us-east-1 · 1920x1080``."""
+    parts = ["headless" if session.headless else "headful"]
+    if session.stealth:
+        parts.append("stealth")
+    parts += [str(value) for value in (session.region, session.viewport) if value]
+    return " · ".join(parts)
+
+
+def uses_summary(session) -> str:
+    """What a session loads on one line: its profile, proxy and pool ("" for none)."""
+    parts = [session.profile.label if session.profile else "", session.proxy_label]
+    if session.pool:
+        parts.append(f"pool {session.pool.label}")
+    return " · ".join(p for p in parts if p)

@@ -57,6 +57,9 @@ CURSOR = re.compile(r"[A-Za-z0-9._~-]{1,200}")
 BAD_CURSOR = (
     "That link is not a position in this session's history (or it has expired); showing the newest events."
 )
+# A tag filter: the key up to the first ":" or "=", the value after it.
+TAG_FILTER = re.compile(r"^(?P<key>[^:=]*[^:=\s][^:=]*)[:=](?P<value>.*)$", re.S)
+
 # Panes other resources add to the session page, in tab order (rendered when their template exists).
 PANES = [
     ("processes", "Processes", "browsers/_processes.html"),
@@ -68,12 +71,17 @@ PANES = [
 
 
 def _tag_filters(request) -> dict[str, str]:
-    """``?tag=team:checkout`` (repeatable) → ``{"team": "checkout"}``."""
+    """``?tag=team:checkout`` or ``?tag=team=checkout`` (repeatable; the create form and the tag chips
+    write ``key=value``) → ``{"team": "checkout"}``; one it cannot read is left out, and a page said so."""
     tags = {}
     for item in request.GET.getlist("tag"):
-        key, sep, value = item.partition(":")
-        if sep and key:
-            tags[key] = value
+        found = TAG_FILTER.match(item)
+        if found:
+            tags[found["key"].strip()] = found["value"].strip()
+        elif item.strip() and not request.htmx:  # said once, on the page itself, not on each refresh
+            messages.warning(
+                request, f"Tag filter “{item}” is not key=value (or key:value): it was left out."
+            )
     return tags
 
 
@@ -123,6 +131,10 @@ async def session_list(request):
             {
                 "session": s,
                 "uptime": presenters.duration(s.uptime),
+                # One line each (the full text on hover): the list keeps a row per line.
+                "browser": presenters.browser_summary(s),
+                "uses": presenters.uses_summary(s),
+                "more_tags": max(0, len(s.tags or {}) - 2),
                 "tags": [
                     {"key": k, "value": v, "url": _with(request, tag=sorted({*chosen, f"{k}:{v}"}))}
                     for k, v in (s.tags or {}).items()

@@ -7,6 +7,7 @@ from django import forms
 
 from console.service.contract import BUILDING_DEPLOYMENT_STATUSES, DEPLOYMENT_REGIONS, DEPLOYMENT_STATUSES
 from console.web.forms import WriteOnlyTextarea  # environment variable values are write-only
+from console.web.status import describe
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -23,8 +24,12 @@ class FilterForm(forms.Form):
         required=False,
         choices=[
             ("", "Any"),
-            ("in_progress", "in progress (queued or building)"),
-            *((s, s) for s in DEPLOYMENT_STATUSES if s not in BUILDING_DEPLOYMENT_STATUSES),
+            ("in_progress", "In progress (queued or building)"),
+            *(
+                (s, describe("deployment", s)[0])
+                for s in DEPLOYMENT_STATUSES
+                if s not in BUILDING_DEPLOYMENT_STATUSES
+            ),
         ],
     )
 

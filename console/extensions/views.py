@@ -12,13 +12,13 @@ from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HttpResponseClientRedirect
 
 from console.accounts.audit import audited
 from console.extensions.forms import UploadForm
 from console.service import Conflict, Forbidden, Invalid, NotFound, ServiceError, extensions
 from console.web import downloads
-from console.web.decorators import org_view, require_role
+from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import render
@@ -50,14 +50,21 @@ async def _upload(request, form: UploadForm) -> extensions.Extension | None:
     return None
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET"])
 @org_view("viewer")
 async def extension_list(request):
+    return await searchable_list(
+        request, "extensions/list.html", "extensions-table", extensions.list_extensions, {}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def extension_create(request):
+    """The upload page; its form sends itself with a progress bar (static/js/upload.js) and swaps in place
+    with its errors, or goes to the list once the service kept the extension."""
     form = UploadForm()
-    uploaded = None
     if request.method == "POST":
-        require_role(request, "admin")
-        # The upload form swaps itself (static/js/upload.js); any other request gets the whole page.
         in_place = request.htmx and request.htmx.target == "extensions-upload"
         form = UploadForm(request.POST, request.FILES)
         if form.is_valid():
@@ -67,18 +74,10 @@ async def extension_list(request):
                 messages.success(
                     request, f"Extension “{label}” uploaded ({filesizeformat(uploaded.size_bytes)})."
                 )
-                if not in_place:
-                    return HttpResponseRedirect(org_reverse(request, "extensions:list"))
-                form = UploadForm()
-        if in_place:
-            context = {"form": form, "max_bytes": UploadForm.max_bytes()}
-            response = render(request, "extensions/list.html", context, partial="extensions-upload")
-            if uploaded is not None:
-                trigger_client_event(response, "extensions-changed")
-            return response
+                listed = org_reverse(request, "extensions:list")
+                return HttpResponseClientRedirect(listed) if in_place else HttpResponseRedirect(listed)
     context = {"form": form, "max_bytes": UploadForm.max_bytes()}
-    template = "extensions/list.html"
-    return await searchable_list(request, template, "extensions-table", extensions.list_extensions, context)
+    return render(request, "extensions/new.html", context, partial="extensions-upload")
 
 
 DISPOSITION_NAME = re.compile(r'filename\s*=\s*"?([^";]*)"?', re.IGNORECASE)

@@ -6,6 +6,7 @@ from datetime import datetime
 from django import forms
 
 from console.service.contract import INVOCATION_STATUSES
+from console.web.status import describe
 
 DURATION = re.compile(r"^\d+[smhd]$")
 
@@ -17,7 +18,9 @@ class FilterForm(forms.Form):
     action_name = forms.CharField(label="Action", required=False, max_length=200)
     version = forms.CharField(label="Version", required=False, max_length=100)
     status = forms.ChoiceField(
-        label="Status", required=False, choices=[("", "Any"), *((s, s) for s in INVOCATION_STATUSES)]
+        label="Status",
+        required=False,
+        choices=[("", "Any"), *((s, describe("invocation", s)[0]) for s in INVOCATION_STATUSES)],
     )
     since = forms.CharField(
         label="Since",

@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 
 from console.live import Channel, Frame, relay_response, service_stream
 from console.service.records import Record, parse_datetime
+from console.web.status import describe
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class Run:
                         {
                             "at": at,
                             "kind": f"state state-{record.status}",
-                            "text": f"State: {record.status}{reason}",
+                            "text": f"State: {describe(self.kind, record.status)[0]}{reason}",
                         }
                     ),
                     Frame(html=summary, event="state"),

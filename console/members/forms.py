@@ -23,3 +23,8 @@ class SignupForm(UserCreationForm):
 
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
+
+    @staticmethod
+    def initial_for(email: str) -> dict:
+        """The invited address, and a username from its local part (the person may change both)."""
+        return {"email": email, "username": email.partition("@")[0]}

@@ -233,5 +233,5 @@ def invite_accept(request, token: str):
             messages.success(request, f"Welcome to {invite.org.name}.")
             return redirect("dashboard", org_slug=invite.org.slug)
     elif user is None:
-        form = SignupForm()
+        form = SignupForm(initial=SignupForm.initial_for(invite.email))
     return django_render(request, "members/invite_accept.html", {"invite": invite, "form": form})

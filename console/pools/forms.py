@@ -10,11 +10,16 @@ from console.service.contract import (
     BLOCKED_POLICIES,
     CAPTURE_CATEGORIES,
     DEFAULT_VIEWPORT,
-    OPERATIONAL_CATEGORIES,
     VIEWPORT_PRESETS,
     preset_viewport,
 )
-from console.web.forms import CATEGORY_HELP, http_url, parse_json, viewport_label
+from console.web.forms import (
+    CATEGORY_HELP,
+    DEFAULT_TELEMETRY_CATEGORIES,
+    http_url,
+    parse_json,
+    viewport_label,
+)
 
 MAX_SIZE = 500
 MAX_POLICY_BYTES = 5 * 1024 * 1024
@@ -101,7 +106,7 @@ class PoolForm(forms.Form):
         help_text='Chrome enterprise policies as a JSON object, e.g. {"BlockThirdPartyCookies": true}.',
     )
     start_url = forms.CharField(required=False, label="Start URL", max_length=2048)
-    telemetry_enabled = forms.BooleanField(required=False, label="Capture telemetry")
+    telemetry_enabled = forms.BooleanField(required=False, initial=True, label="Capture telemetry")
     discard_all_idle = forms.BooleanField(
         required=False,
         label="Discard idle browsers now, so every browser handed out from now on has the new configuration",
@@ -122,7 +127,7 @@ class PoolForm(forms.Form):
         for category in CAPTURE_CATEGORIES:
             self.fields[f"telemetry_{category}"] = forms.BooleanField(
                 required=False,
-                initial=category in OPERATIONAL_CATEGORIES,
+                initial=category in DEFAULT_TELEMETRY_CATEGORIES,
                 label=category,
                 help_text=CATEGORY_HELP[category],
             )

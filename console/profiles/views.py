@@ -13,7 +13,7 @@ from console.profiles.forms import ProfileForm
 from console.service import Conflict, Forbidden, Invalid, profiles
 from console.service.contract import PROFILE_FORMATS
 from console.web import downloads
-from console.web.decorators import org_view, require_role
+from console.web.decorators import org_view
 from console.web.forms import show_refusal
 from console.web.pages import get_or_404, org_reverse, searchable_list
 from console.web.render import done, render
@@ -22,12 +22,17 @@ UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 ARCHIVE_TYPES = {"tar": "application/x-tar", "tar.zst": "application/zstd"}
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET"])
 @org_view("viewer")
 async def profile_list(request):
+    return await searchable_list(request, "profiles/list.html", "profiles-table", profiles.list_profiles, {})
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def profile_create(request):
     form = ProfileForm(required=False)
     if request.method == "POST":
-        require_role(request, "admin")
         form = ProfileForm(request.POST, required=False)
         if form.is_valid():
             name = form.cleaned_data["name"] or None
@@ -42,10 +47,7 @@ async def profile_list(request):
             else:
                 messages.success(request, f"Profile “{profile.label}” created.")
                 return done(request, org_reverse(request, "profiles:list") + f"?q={profile.id}")
-    context = {"form": form}
-    return await searchable_list(
-        request, "profiles/list.html", "profiles-table", profiles.list_profiles, context
-    )
+    return render(request, "profiles/new.html", {"form": form}, partial="profile-create")
 
 
 @require_http_methods(["GET", "POST"])

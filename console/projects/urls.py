@@ -6,6 +6,7 @@ app_name = "projects"
 
 urlpatterns = [
     path("", views.project_list, name="list"),
+    path("new/", views.project_create, name="create"),
     path("selector/", views.project_selector, name="selector"),
     path("select/", views.project_select, name="select"),
     path("<str:project_id>/", views.project_detail, name="detail"),

@@ -20,12 +20,30 @@ from console.web.paging import pager, paging
 from console.web.render import done, render, safe_next
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET"])
 @org_view("viewer")
 async def project_list(request):
+    """The projects, each with its use against its cap (console/capacity.py)."""
+    query = request.GET.get("q", "").strip()
+    page_params = paging(request)
+
+    async def load() -> dict:
+        page = await projects.list_projects(
+            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
+        )
+        uses = await capacity.measure_projects(request.service, page.items)
+        rows = [{"project": p, "use": uses.get(p.id)} for p in page.items]
+        return {"page": page, "rows": rows, "pager": pager(request, page_params, page)}
+
+    context = {"query": query, "current_project_id": request.membership.current_project_id}
+    return await deferred.list_page(request, "projects/list.html", "projects-table", context, load)
+
+
+@require_http_methods(["GET", "POST"])
+@org_view("admin")
+async def project_create(request):
     form = ProjectForm()
     if request.method == "POST":
-        require_role(request, "admin")
         form = ProjectForm(request.POST)
         if form.is_valid():
             name = form.cleaned_data["name"]
@@ -38,19 +56,7 @@ async def project_list(request):
             else:
                 messages.success(request, f"Project “{project.name}” created.")
                 return done(request, org_reverse(request, "projects:detail", project_id=project.id))
-    query = request.GET.get("q", "").strip()
-    page_params = paging(request)
-
-    async def load() -> dict:
-        page = await projects.list_projects(
-            request.service, limit=page_params.limit, offset=page_params.offset, query=query or None
-        )
-        uses = await capacity.measure_projects(request.service, page.items)
-        rows = [{"project": p, "use": uses.get(p.id)} for p in page.items]
-        return {"page": page, "rows": rows, "pager": pager(request, page_params, page)}
-
-    context = {"form": form, "query": query, "current_project_id": request.membership.current_project_id}
-    return await deferred.list_page(request, "projects/list.html", "projects-table", context, load)
+    return render(request, "projects/new.html", {"form": form}, partial="project-create")
 
 
 @require_http_methods(["GET"])

@@ -131,6 +131,7 @@ FLOW_IN_PROGRESS = "IN_PROGRESS"
 FLOW_SUCCESS = "SUCCESS"
 FAILED_FLOW_STATUSES = frozenset({"FAILED", "EXPIRED", "CANCELED"})
 TERMINAL_FLOW_STATUSES = frozenset({FLOW_SUCCESS, *FAILED_FLOW_STATUSES})
+FLOW_STATUSES = (FLOW_IN_PROGRESS, FLOW_SUCCESS, "FAILED", "EXPIRED", "CANCELED")
 AWAITING_INPUT, AWAITING_EXTERNAL_ACTION = "AWAITING_INPUT", "AWAITING_EXTERNAL_ACTION"
 FLOW_STEPS = ("DISCOVERING", AWAITING_INPUT, AWAITING_EXTERNAL_ACTION, "SUBMITTING", "COMPLETED")
 # The steps at which a flow waits for someone.
@@ -168,6 +169,9 @@ PROFILE_FORMATS = ("tar", "tar.zst")
 VAULT_FIELD_TYPES = ("text", "email", "password", "totp", "passkey")
 CREDENTIAL_PROVIDER_TYPES = ("onepassword",)
 PROJECT_LIMIT_FIELDS = ("max_concurrent_sessions", "max_concurrent_invocations")
+PROJECT_STATUSES = ("active", "archived")
+# What a proxy's health check found (``status``; absent until it is checked).
+PROXY_STATUSES = ("available", "unavailable")
 # The ``status`` filter and the ``sort`` of ``GET /org/api_keys``.
 API_KEY_STATUSES = ("active", "deleted", "all")
 API_KEY_SORTS = ("created_at", "name", "expires_at")

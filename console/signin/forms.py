@@ -26,6 +26,13 @@ class LoginForm(AuthenticationForm):
         label="Username or e-mail", max_length=254, widget=forms.TextInput(attrs={"autofocus": True})
     )
 
+    def __init__(self, request=None, *args, **kwargs):
+        super().__init__(request, *args, **kwargs)
+        # Sent back after a refusal, the identifier stays and the cursor waits in the password field.
+        if self.data.get("username") or self.initial.get("username"):
+            self.fields["username"].widget.attrs.pop("autofocus", None)
+            self.fields["password"].widget.attrs["autofocus"] = True
+
 
 class ThrottledCodeMixin:
     """A second-factor code counts towards the login lockout (django-axes) exactly like a password:

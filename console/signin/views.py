@@ -62,8 +62,9 @@ class LoginView(auth_views.LoginView):
 
 def lockout_response(request, *args, **kwargs):
     """django-axes calls this for a locked-out login: the login page again, saying why, with 429."""
+    identifier = request.POST.get("username", "")[:254] if request.method == "POST" else ""
     context = {
-        "form": LoginForm(request),
+        "form": LoginForm(request, initial={"username": identifier}),
         "sso_form": SsoStartForm(),
         "locked_out": True,
         "cooloff_minutes": 15,

@@ -10,6 +10,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from django import forms
 
+from console.service.contract import OPERATIONAL_CATEGORIES
 from console.service.errors import Conflict, Invalid
 
 
@@ -167,6 +168,9 @@ CATEGORY_HELP = {
     "captcha": "CAPTCHA solver results",
     "screenshot": "periodic screenshots (high volume)",
 }
+# What a new session or pool captures unless changed: the operational categories and what an operator
+# debugs with first (both forms start from it, so a session and a pool begin alike).
+DEFAULT_TELEMETRY_CATEGORIES = (*OPERATIONAL_CATEGORIES, "console", "network", "page")
 # Viewport presets worth a word beside their size.
 PRESET_NOTES = {"768x1024@60": "portrait tablet", "390x844@60": "phone"}
 

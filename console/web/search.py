@@ -13,8 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
+from console.accounts.models import Role
+from console.nav import ACTIONS
 from console.service import (
     ServiceError,
     apps,
@@ -147,11 +150,29 @@ def _pages(request, query: str) -> list[Hit]:
     ]
 
 
+def _actions(request, query: str) -> list[Hit]:
+    """What the member may do from the palette: each action's page, for the role that page asks for.
+    (The actions of the page looked at, such as "Take control", are the page's own: static/js/palette.js.)"""
+    needle = query.casefold()
+    hits = []
+    for action in ACTIONS:
+        if not Role.at_least(request.membership.role, action.min_role):
+            continue
+        if needle and needle not in f"{action.label} {action.words}".casefold():
+            continue
+        try:
+            url = reverse(action.url_name, kwargs={"org_slug": request.org.slug})
+        except NoReverseMatch:
+            continue
+        hits.append(Hit("Action", action.label, "", url + (f"#{action.anchor}" if action.anchor else "")))
+    return hits
+
+
 @require_GET
 @org_view("viewer")
 async def search(request):
     query = request.GET.get("q", "").strip()[:MAX_QUERY]
-    hits = _pages(request, query)
+    hits = _pages(request, query) + _actions(request, query)
     problems: list[str] = []
     if len(query) >= MIN_QUERY:
         for found, problem in await asyncio.gather(*(_search_kind(request, k, query) for k in KINDS)):

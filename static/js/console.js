@@ -3,17 +3,33 @@
 (function () {
   "use strict";
 
-  // Close the org switcher (a <details> dropdown) when clicking elsewhere or pressing Escape.
+  // Close the org switcher and the user menu (<details> dropdowns) when clicking elsewhere or pressing Escape.
+  var DROPDOWNS = "details.switcher[open], details.dropdown[open]";
   document.addEventListener("click", function (event) {
-    document.querySelectorAll("details.switcher[open]").forEach(function (el) {
+    document.querySelectorAll(DROPDOWNS).forEach(function (el) {
       if (!el.contains(event.target)) el.removeAttribute("open");
     });
   });
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape") return;
-    document.querySelectorAll("details.switcher[open]").forEach(function (el) {
+    document.querySelectorAll(DROPDOWNS).forEach(function (el) {
       el.removeAttribute("open");
     });
+  });
+
+  // The user menu's theme (system, light, dark): prefs.js applies and remembers it.
+  function markTheme() {
+    if (!window.consoleTheme) return;
+    var current = window.consoleTheme.choice();
+    document.querySelectorAll("[data-theme-choice] input[name=theme]").forEach(function (input) {
+      input.checked = input.value === current;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markTheme);
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (!input.closest || !input.closest("[data-theme-choice]") || !window.consoleTheme) return;
+    window.consoleTheme.set(input.value);
   });
 
   // Countdowns: <time data-countdown="2025-01-01T00:00:00Z"> shows the time left, updated each second.

@@ -1,7 +1,7 @@
 // Extension uploads with a real progress bar (the XMLHttpRequest part is window.consoleUpload, upload.js).
 // Without JavaScript the form posts normally.
-// The answer is the upload form partial (swapped in place, with htmx's out-of-band flash); on success the
-// server also sends the "extensions-changed" event, which refreshes the table.
+// The answer is the upload form partial with its errors (swapped in place), or, once the service kept the
+// extension, a redirect to the list (HX-Redirect).
 (function () {
   "use strict";
 

@@ -1,5 +1,10 @@
 // The command palette: Ctrl+K (Cmd+K) or the search button opens it; typing asks /o/<org>/search/ for the
 // results partial (htmx, on the form in base.html); arrows move, Enter opens, Escape closes.
+//
+// Besides what the server finds (actions, pages, records), two kinds of action run here, in the page:
+// "Toggle theme", and the page's own actions: any element of the page marked
+// data-palette-action="<label>" (e.g. a session page's "Take control" button, drawn only for those who may
+// use it) is offered under that label, and choosing it clicks the element, so the page's own checks apply.
 (function () {
   "use strict";
 
@@ -33,6 +38,49 @@
     if (!options().length) htmx.trigger(form, "submit");
   }
 
+  // Actions run in the page -----------------------------------------------------------------------------
+  function clientActions() {
+    var found = [];
+    if (window.consoleTheme) {
+      found.push({ label: "Toggle theme", detail: "light or dark", words: "dark light mode colour color", run: function () {
+        window.consoleTheme.set(document.documentElement.dataset.theme === "dark" ? "light" : "dark");
+      } });
+    }
+    document.querySelectorAll("[data-palette-action]").forEach(function (el) {
+      if (dialog.contains(el) || el.disabled || el.closest("[hidden]")) return;
+      found.push({ label: el.dataset.paletteAction, detail: "on this page", words: "", run: function () { el.click(); } });
+    });
+    return found;
+  }
+  var running = [];
+  function addClientActions(results) {
+    var needle = input.value.trim().toLowerCase();
+    running = clientActions().filter(function (a) {
+      return !needle || (a.label + " " + a.words).toLowerCase().indexOf(needle) >= 0;
+    });
+    if (!running.length) return;
+    var empty = results.querySelector(".empty");
+    if (empty) empty.remove();
+    running.slice().reverse().forEach(function (action, index) {
+      var option = document.createElement("a");
+      option.className = "search-hit";
+      option.setAttribute("role", "option");
+      option.id = "palette-action-" + (running.length - 1 - index);
+      option.href = "#";
+      option.dataset.clientAction = String(running.length - 1 - index);
+      option.innerHTML = '<span class="chip chip-muted search-hit__kind">Action</span><span class="search-hit__title ellipsis"></span><code class="search-hit__detail ellipsis muted"></code>';
+      option.querySelector(".search-hit__title").textContent = action.label;
+      option.querySelector(".search-hit__detail").textContent = action.detail;
+      results.insertBefore(option, results.firstChild);
+    });
+    select(options()[0]);
+  }
+  function runClientAction(option) {
+    var action = running[Number(option.dataset.clientAction)];
+    dialog.close();
+    if (action) action.run();
+  }
+
   document.addEventListener("keydown", function (event) {
     if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "k") {
       event.preventDefault();
@@ -40,6 +88,12 @@
     }
   });
   document.addEventListener("click", function (event) {
+    var client = event.target.closest && event.target.closest("#palette [data-client-action]");
+    if (client) {
+      event.preventDefault();
+      runClientAction(client);
+      return;
+    }
     if (event.target.closest("#palette-button")) {
       event.preventDefault();
       open();
@@ -60,13 +114,17 @@
       var option = selected();
       if (option) {
         event.preventDefault();
-        window.location.assign(option.href);
+        if (option.dataset.clientAction !== undefined) runClientAction(option);
+        else window.location.assign(option.href);
       }
     }
   });
 
   // New results: the first one is selected (the server marks it), the input points at it.
   document.addEventListener("htmx:load", function (event) {
-    if (event.target.id === "search-results" && dialog.contains(event.target)) select(selected());
+    if (event.target.id === "search-results" && dialog.contains(event.target)) {
+      select(selected());
+      addClientActions(event.target);
+    }
   });
 })();

@@ -32,4 +32,27 @@
   });
   setInterval(function () { tick(false); }, 500);
   document.addEventListener("visibilitychange", function () { tick(true); });
+
+  // A pool page's "Acquired session …" banner: once the lease list has shown that session and then no
+  // longer does (released here or elsewhere, or ended), the banner gives way to a short note.
+  function checkAcquired() {
+    var leases = document.getElementById("pool-leases");
+    if (!leases || leases.classList.contains("deferred-failed") || leases.classList.contains("deferred-loading")) return;
+    document.querySelectorAll("[data-acquired-session]").forEach(function (banner) {
+      var leased = document.getElementById("lease-row-" + banner.dataset.acquiredSession);
+      if (leased) {
+        banner.dataset.seen = "true";
+      } else if (banner.dataset.seen && !banner.hidden) {
+        banner.hidden = true;
+        var gone = banner.parentNode.querySelector("[data-acquired-gone]");
+        if (gone) gone.hidden = false;
+        // The release form was filled in for that browser: nothing to release now.
+        banner.parentNode.querySelectorAll("input[name=session_id]").forEach(function (input) {
+          if (input.value === banner.dataset.acquiredSession) input.value = "";
+        });
+      }
+    });
+  }
+  document.addEventListener("live:merged", checkAcquired);
+  document.addEventListener("htmx:afterSettle", checkAcquired);
 })();

@@ -3,7 +3,8 @@
 // Live output arrives through the htmx SSE extension into the terminal (<pre data-terminal>, event
 // "output"). This script keeps the terminal scrolled to the end while "Follow the output" is on (and
 // turns it off when the operator scrolls up to read), hides or shows standard error, and when the exit
-// event arrives tells the status block to refresh at once (the "process-exited" event on <body>).
+// event arrives tells the status block to refresh at once (the "process-exited" event on <body>) and takes
+// the standard input form away.
 (function () {
   "use strict";
 
@@ -24,7 +25,14 @@
     if (!root) return;
     var type = event.detail && event.detail.type;
     if (type === "output") follow(root);
-    if (type === "exit" && window.htmx) window.htmx.trigger(document.body, "process-exited");
+    if (type === "exit") {
+      // Nothing reads standard input any more: the form goes, a note says why.
+      var stdin = document.getElementById("process-stdin");
+      if (stdin) stdin.remove();
+      var closed = document.querySelector("[data-stdin-closed]");
+      if (closed) closed.hidden = false;
+      if (window.htmx) window.htmx.trigger(document.body, "process-exited");
+    }
   });
 
   document.addEventListener("change", function (event) {

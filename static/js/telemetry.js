@@ -65,6 +65,11 @@
       });
     }
     if (this.pill) this.pill.addEventListener("click", function () { self.resume(); });
+    // "Load older events" swaps a page of history in above the rows: remember them and count them.
+    this.list.addEventListener("htmx:afterSettle", function () {
+      self.rows().forEach(function (row) { self.remember(row); });
+      self.render();
+    });
     var clear = this.root.querySelector("[data-telemetry-clear]");
     if (clear) clear.addEventListener("click", function () { self.clear(); });
     this.log.addEventListener("scroll", function () { self.onScroll(); }, { passive: true });
@@ -222,6 +227,7 @@
     if (state === "ended" && this.toggle) {
       this.toggle.disabled = true;
     }
+    if (state) this.renderPaused();
   };
 
   Pane.prototype.render = function () {
@@ -242,7 +248,25 @@
       this.pill.textContent = n + " new event" + (n === 1 ? "" : "s") + " ↓";
     }
     this.root.dataset.paused = this.paused ? "true" : "false";
+    this.renderPaused();
     if (this.trimmedNotice) this.trimmedNotice.hidden = this.trimmed === 0;
+  };
+
+  // While paused the connection chip ("Live") gives way to a "Paused" one: the list is not live then.
+  Pane.prototype.renderPaused = function () {
+    var indicator = this.root.querySelector(".live-indicator");
+    if (!indicator) return;
+    if (!this.pausedChip) {
+      this.pausedChip = document.createElement("span");
+      this.pausedChip.className = "live-status live-status--paused";
+      this.pausedChip.dataset.telemetryPaused = "";
+      this.pausedChip.textContent = "Paused";
+      indicator.parentNode.insertBefore(this.pausedChip, indicator);
+    }
+    var over = this.root.dataset.state === "ended" || this.root.dataset.state === "error";
+    var paused = this.paused && !over;
+    this.pausedChip.hidden = !paused;
+    indicator.hidden = paused;
   };
 
   // Copy a row's JSON ---------------------------------------------------------------------------------

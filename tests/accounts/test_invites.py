@@ -63,6 +63,16 @@ async def test_it_creates_an_account_from_an_invite(org, admin_client):
     assert (await AsyncClient().get(path)).status_code == 410
 
 
+async def test_it_offers_the_link_with_a_copy_button_and_prefills_the_invited_address(org, admin_client):
+    invite = {"email": "new@example.com", "role": "viewer"}
+    response = await admin_client.post("/o/acme/members/invite/", invite)
+    link = re.search(r'value="(http://testserver/invite/[^"]+/)"', response.content.decode()).group(1)
+    assert f'data-copy="{link}"' in response.content.decode()
+    page = (await AsyncClient().get(link.removeprefix("http://testserver"))).content.decode()
+    assert re.search(r'<input[^>]*name="email"[^>]*value="new@example.com"', page)
+    assert re.search(r'<input[^>]*name="username"[^>]*value="new"', page)
+
+
 async def test_it_adds_an_existing_user_from_an_invite(org, admin_client, outsider):
     path = await create_invite(admin_client, role="viewer")
     client = AsyncClient()

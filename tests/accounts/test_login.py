@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.test import Client
 
@@ -83,3 +85,20 @@ def test_it_never_redirects_off_site_after_login_or_logout(user, next_url):
     assert "evil.example" not in page.content.decode()
     response = client.post("/logout/", {"next": next_url})
     assert response["Location"] == "/login/"
+
+
+def test_it_keeps_the_identifier_after_a_wrong_password(user):
+    response = login(Client(), "dana@example.com", "wrong")
+    assert response.status_code == 200
+    assert b'value="dana@example.com"' in response.content
+    # The password is never sent back, and the cursor waits in its field.
+    assert b'value="wrong"' not in response.content
+    assert re.search(rb'<input[^>]*name="password"[^>]*autofocus', response.content)
+    assert not re.search(rb'<input[^>]*name="username"[^>]*autofocus', response.content)
+
+
+def test_it_keeps_the_identifier_on_the_lockout_page(user, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        response = login(Client(), "dana", "wrong")
+    assert response.status_code == 429
+    assert b'value="dana"' in response.content

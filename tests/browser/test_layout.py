@@ -272,3 +272,61 @@ def test_it_gives_the_selection_boxes_a_finger_size_on_a_phone(team, new_page):
         }"""
     )
     assert size["width"] >= 24 and size["height"] >= 24, size
+
+
+def test_it_switches_the_theme_from_the_user_menu_and_remembers_it(team, new_page):
+    page = new_page(color_scheme="light")
+    log_in(page, team)
+    background = "getComputedStyle(document.body).backgroundColor"
+    assert page.evaluate(background) == "rgb(246, 247, 249)"
+    page.locator("#account-menu summary").click()
+    page.get_by_role("radio", name="Dark").check()
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    assert page.evaluate(background) == "rgb(13, 17, 23)"
+    # The chart tracks follow the theme (they stayed near-white in the dark).
+    page.goto(team.url(""))
+    track = page.locator(".ov-track").first
+    expect(track).to_be_attached(timeout=10_000)
+    assert track.evaluate("t => getComputedStyle(t).fill") == "rgb(48, 54, 61)"
+    assert page.evaluate(background) == "rgb(13, 17, 23)"  # remembered across pages
+    page.locator("#account-menu summary").click()
+    expect(page.get_by_role("radio", name="Dark")).to_be_checked()
+    page.get_by_role("radio", name="System").check()
+    expect(page.locator("html")).to_have_attribute("data-theme", "light")
+    assert page.evaluate(background) == "rgb(246, 247, 249)"
+
+
+def test_it_runs_actions_from_the_palette(team, new_page):
+    page = new_page(color_scheme="light")
+    log_in(page, team)
+    # A page's own action (as a session page marks its "Take control" button): offered, and clicked.
+    page.evaluate(
+        """() => {
+          const button = document.createElement("button");
+          button.dataset.paletteAction = "Take control";
+          button.addEventListener("click", () => { document.body.dataset.took = "yes"; });
+          document.querySelector("main").append(button);
+        }"""
+    )
+    page.keyboard.press("Control+k")
+    page.keyboard.type("take")
+    option = page.locator("#palette [role='option']").first
+    expect(option).to_contain_text("Take control")
+    page.keyboard.press("Enter")
+    expect(page.locator("body")).to_have_attribute("data-took", "yes")
+    expect(page.locator("#palette")).not_to_be_visible()
+
+    page.keyboard.press("Control+k")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("theme")
+    expect(page.locator("#palette [role='option']").first).to_contain_text("Toggle theme")
+    page.keyboard.press("Enter")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+
+    # Actions found by the server go to their page.
+    page.keyboard.press("Control+k")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("new session")
+    expect(page.locator("#palette [role='option']").first).to_contain_text("New session")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(team.url("browsers/new/"))

@@ -52,3 +52,36 @@ def test_it_retries_a_list_that_failed(team, browser_page):
     failed.get_by_role("link", name="Retry").click()
     expect(page.locator("#profiles-table")).to_contain_text(name, timeout=10_000)
     expect(page.locator("#profiles-table.deferred-failed")).to_have_count(0)
+
+
+def test_it_shows_a_screenful_of_sessions_one_line_each(team, browser_page):
+    """At 1440 by 900, fifteen sessions with long profiles, several tags and no name: one line per row."""
+    page = browser_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    team.log_in(page)
+    profile = "a-profile-with-a-rather-long-descriptive-name"
+    team.call("POST", "/profiles", {"name": profile})
+    run = secrets.token_hex(3)
+    tags = {"run": run, "team": "checkout", "env": "staging", "owner": "someone-with-a-long-name"}
+    for n in range(16):
+        body = {"timeout_seconds": 3600, "tags": tags, "profile": {"name": profile}, "stealth": True}
+        if n % 2:
+            body["name"] = f"a-fairly-long-session-name-{n:02d}-for-the-density-check"
+        team.call("POST", "/browsers", body)
+    page.goto(team.url(f"browsers/?tag=run={run}"))
+    rows = page.locator("#browsers-table tbody tr")
+    expect(rows).to_have_count(16, timeout=15_000)
+    heights, bottom15, overflow = page.evaluate(
+        """() => {
+          const rows = [...document.querySelectorAll('#browsers-table tbody tr')];
+          const scroll = document.querySelector('#browsers-table .table-scroll');
+          return [rows.map(r => r.getBoundingClientRect().height), rows[14].getBoundingClientRect().bottom,
+                  scroll.scrollWidth - scroll.clientWidth];
+        }"""
+    )
+    assert max(heights) <= 40, heights  # one line each
+    assert bottom15 <= 900, bottom15  # the fifteenth row is on the first screen
+    assert overflow <= 0, overflow  # and the whole row, to its actions, without scrolling sideways
+    # An unnamed session's link is its id, coloured as a link, not a grey "unnamed".
+    expect(page.locator("#browsers-table tbody .session-cell a code")).to_have_count(8)
+    assert "unnamed" not in page.locator("#browsers-table").inner_text()

@@ -114,3 +114,26 @@ def test_it_answers_an_invalid_pool_form_without_a_csp_violation(team, browser_p
     page.evaluate("document.getElementById('pool-form').reportValidity()")
     assert page.evaluate("window.__cspViolations") == []
     assert refused == []
+
+
+def test_it_drops_the_acquired_banner_once_that_browser_is_released(team, browser_page):
+    page = browser_page
+    name = f"lease-{secrets.token_hex(3)}"
+    team.call("POST", "/browser_pools", {"name": name, "size": 2, "fill_rate_per_minute": 100})
+    team.advance(120)
+    team.log_in(page)
+    page.goto(team.url(f"pools/{name}/"))
+    page.get_by_role("button", name="Acquire").click()
+    banner = page.locator("#acquired-session")
+    expect(banner).to_be_visible(timeout=10_000)
+    sid = banner.locator("code").first.inner_text()
+    expect(page.locator(f"#lease-row-{sid}")).to_be_visible(timeout=10_000)
+
+    # Released elsewhere (another operator, a script): the lease list refreshes and the banner goes.
+    page.clock.install()
+    team.call("POST", f"/browser_pools/{name}/release", {"session_id": sid})
+    page.clock.run_for(6_000)
+    expect(page.locator(f"#lease-row-{sid}")).to_have_count(0, timeout=10_000)
+    expect(banner).to_be_hidden()
+    expect(page.locator("#pool-lease")).to_contain_text(f"Session {sid} is no longer leased")
+    expect(page.locator("#pool-lease input[name=session_id]")).to_have_value("")

@@ -59,6 +59,9 @@ def test_it_runs_a_process_and_shows_its_output_live(team, browser_page):
     page.get_by_role("button", name="Send").click()
     expect(output).to_contain_text("got hello there", timeout=10_000)
     expect(page.locator("[data-exit]")).to_contain_text("Exited with code 3")
+    # Nothing reads standard input any more: its form is gone, and the page says why.
+    expect(page.locator("#process-stdin")).to_have_count(0)
+    expect(page.get_by_text("its standard input is closed")).to_be_visible()
     expect(page.locator("#process-status [data-state]")).to_have_text("exited", timeout=10_000)
     expect(page.locator(".process-output .live-indicator")).to_contain_text("Ended")
 

@@ -140,3 +140,40 @@ def test_it_shows_live_events_without_the_secrets_they_carried(team, browser_pag
     expect(login.locator(".trow__json pre")).to_contain_text("password=%5Bredacted%5D&remember=on")
     html = page.content()
     assert [name for name, secret in SECRETS.items() if secret in html] == []
+
+
+def test_it_shows_paused_not_live_while_paused(team, browser_page):
+    page = browser_page
+    team.log_in(page)
+    sid = new_session(team)
+    open_pane(page, team, sid)
+    bar = page.locator("#telemetry-pane .telemetry__bar")
+    page.get_by_role("button", name="Pause").click()
+    expect(bar.get_by_role("button", name="Resume live")).to_be_visible()
+    expect(bar.locator(".live-status", has_text="Paused")).to_be_visible()
+    expect(bar.locator(".live-indicator [data-state='live']")).to_be_hidden()
+    page.get_by_role("button", name="Resume live").click()
+    expect(bar.locator(".live-indicator [data-state='live']")).to_be_visible()
+    expect(bar.locator(".live-status", has_text="Paused")).to_be_hidden()
+
+
+def test_it_counts_the_rows_shown_after_loading_older_ones(team, browser_page):
+    page = browser_page
+    team.log_in(page)
+    sid = new_session(team)
+    emit(team, sid, count=150)
+    rows = open_pane(page, team, sid)
+    expect(page.locator("[data-telemetry-count]")).to_have_text(re.compile(r"^\d+ events$"))
+    first = rows.locator("li.trow").count()
+    page.get_by_role("link", name="Load older events").click()
+    expect(page.locator("li.trow[data-seq='1']")).to_have_count(1)
+    # The counter follows the rows shown (read together: a live event may arrive in between).
+    page.wait_for_function(
+        """first => {
+          const shown = document.querySelectorAll('[data-telemetry-rows] li.trow').length;
+          const said = document.querySelector('[data-telemetry-count]').textContent;
+          return shown > first && said === `${shown} events`;
+        }""",
+        arg=first,
+        timeout=10_000,
+    )

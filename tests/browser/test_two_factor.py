@@ -53,6 +53,7 @@ def test_it_adds_a_security_key_and_asks_for_it_at_the_next_sign_in(console_serv
     page.goto(f"{base}/account/two-factor/")
     expect(page.locator("main")).to_contain_text("You have added 1 security key.")
 
+    page.locator("#account-menu summary").click()  # the user menu
     page.get_by_role("button", name="Log out").click()
     page.goto(f"{base}/login/")
     page.get_by_label("Username or e-mail").fill(username)

@@ -40,6 +40,19 @@ async def test_it_serves_the_table_partial_and_filters_deleted(admin_client, ten
     assert "ci-pipeline" in deleted and "deleted" in deleted
 
 
+async def test_it_never_offers_an_archived_project_as_a_scope(admin_client, tenant):
+    live = tenant.call("POST", "/org/projects", json={"name": "live-one"}).json()
+    old = tenant.call("POST", "/org/projects", json={"name": "old-one"}).json()
+    tenant.call("PATCH", f"/org/projects/{old['id']}", json={"status": "archived"})
+    body = (await admin_client.get(url(), {"wait": "1"})).content.decode()
+    assert f'value="{live["id"]}"' in body and f'value="{old["id"]}"' not in body
+    before = len(mutations(tenant))
+    form = {"name": "sneaky", "days_to_expire": "30", "project_id": old["id"]}
+    response = await admin_client.post(url(), form)
+    assert "Select a valid choice" in response.content.decode()
+    assert len(mutations(tenant)) == before  # nothing sent
+
+
 async def test_it_shows_a_new_secret_exactly_once_and_never_keeps_it(admin_client, tenant, admin, caplog):
     project = tenant.call("POST", "/org/projects", json={"name": "checkout"}).json()
     caplog.set_level(logging.DEBUG)

@@ -24,8 +24,23 @@ def traffic(tenant):
     return tenant
 
 
-async def test_it_lists_the_services_record_newest_first(admin_client, traffic):
+async def test_it_hides_reads_unless_asked(admin_client, traffic):
     body = (await admin_client.get(url())).content.decode()
+    assert "POST /profiles" in body and "GET /profiles" not in body
+    assert "exclude_method=GET" in [r for r in traffic.requests() if r["path"] == "/audit-logs"][-1]["query"]
+    for asked in ({"show_reads": "on"}, {"method": "GET"}):
+        body = (await admin_client.get(url(), asked)).content.decode()
+        assert "GET /profiles" in body, asked
+
+
+async def test_it_says_reads_are_hidden_when_nothing_else_matches(admin_client, tenant):
+    tenant.call("GET", "/profiles")
+    body = (await admin_client.get(url(), {"service": "profiles"})).content.decode()
+    assert "No requests match in this window. Reads (GET) are hidden" in body
+
+
+async def test_it_lists_the_services_record_newest_first(admin_client, traffic):
+    body = (await admin_client.get(url(), {"show_reads": "on"})).content.decode()
     assert "POST /profiles" in body and "GET /profiles" in body
     assert body.index("POST /profiles") < body.index("GET /profiles")
     assert 'rel="next"' in body and "page_token=" in body
@@ -34,7 +49,7 @@ async def test_it_lists_the_services_record_newest_first(admin_client, traffic):
 async def test_it_filters_on_the_service_and_serves_the_table_partial(admin_client, traffic):
     response = await admin_client.get(
         url(),
-        {"hide_reads": "on", "service": "profiles"},
+        {"service": "profiles"},
         headers={"HX-Request": "true", "HX-Target": "audit-logs-table"},
     )
     body = response.content.decode()
@@ -45,9 +60,9 @@ async def test_it_filters_on_the_service_and_serves_the_table_partial(admin_clie
 
 
 async def test_it_follows_the_next_page_token(admin_client, traffic):
-    first = (await admin_client.get(url())).content.decode()
+    first = (await admin_client.get(url(), {"show_reads": "on"})).content.decode()
     token = first.split("page_token=", 1)[1].split('"', 1)[0].split("&", 1)[0]
-    second = (await admin_client.get(url(), {"page_token": token})).content.decode()
+    second = (await admin_client.get(url(), {"page_token": token, "show_reads": "on"})).content.decode()
     assert "First page" in second and "GET /profiles" in second
 
 
@@ -59,7 +74,7 @@ async def test_it_refuses_a_window_over_30_days_without_calling_the_service(admi
 
 
 async def test_it_exports_the_window_as_one_streamed_file_and_audits_it(admin_client, traffic, admin):
-    response = await admin_client.get(url("export/"), {"service": "profiles"})
+    response = await admin_client.get(url("export/"), {"service": "profiles", "show_reads": "on"})
     assert response["Content-Disposition"].startswith('attachment; filename="audit-log-')
     content = b"".join([chunk async for chunk in response.streaming_content])
     rows = [json.loads(line) for line in content.decode().splitlines()]
@@ -69,7 +84,7 @@ async def test_it_exports_the_window_as_one_streamed_file_and_audits_it(admin_cl
 
 
 async def test_it_serves_chunks_with_progress_for_the_exporter(admin_client, traffic):
-    response = await admin_client.get(url("export/chunk/"), {"service": "profiles"})
+    response = await admin_client.get(url("export/chunk/"), {"service": "profiles", "show_reads": "on"})
     assert response["X-Has-More"] == "false" and response["X-Progress"] == "100"
     assert int(response["X-Row-Count"]) == 61
     page = (await admin_client.get(url())).content.decode()

@@ -102,23 +102,28 @@ async def test_it_shows_viewers_the_processes_read_only(viewer_client, session):
 
 
 async def test_it_spawns_a_command_opens_its_page_and_lists_it(operator_client, tenant, session, operator):
+    command = "sh -c 'echo \"hello world\"' --token=s3cret -v"
     response = await operator_client.post(
-        url(session, "processes/"), {"command": "sh -c 'echo \"hello world\"'"}
+        url(session, "processes/"), {"command": command, "label": "Greeter & co"}
     )
     assert response.status_code == 302
     process_id = response["Location"].rstrip("/").rsplit("/", 1)[-1]
     (spawned,) = service_calls(tenant, "POST", "/process/spawn")
     assert spawned["status"] == 201
     entry = await AuditLog.objects.aget(action="browser.process.spawn")
-    assert entry.target_id == process_id and entry.detail == f"session={session} program=sh args=2"
-    assert "hello world" not in entry.detail  # arguments may hold secrets: never audited
+    assert entry.target_id == process_id
+    assert entry.detail.startswith(f"session={session} program=sh args=4 ")
+    # arguments may hold secrets: never audited, only their shape (options kept, values hidden)
+    assert "hello" not in entry.detail and "s3cret" not in entry.detail
     page = (await operator_client.get(response["Location"])).content.decode()
     assert 'sse-connect="' in page and f"processes/{process_id}/stream/" in page
-    # The page says what runs: the program and how many arguments (arguments are never stored).
-    assert "<dt>Command</dt><dd><code>sh</code> with 2 arguments" in page
+    # The page says what runs: the operator's name for it, the program and its arguments' shape.
+    assert "<h1>Greeter &amp; co" in page
+    assert "<dt>Command</dt><dd><code>sh -c … --token=… -v</code>" in page
     assert "<dt>Started by</dt><dd>oscar" in page
     listing = (await operator_client.get(url(session, "processes/"))).content.decode()
-    assert process_id[:10] in listing and "<code>sh</code>" in listing and "oscar" in listing
+    assert process_id[:10] in listing and "<code>sh -c … --token=… -v</code>" in listing
+    assert "Greeter &amp; co" in listing and "oscar" in listing
 
 
 async def test_it_checks_the_command_before_sending_anything(operator_client, tenant, session):

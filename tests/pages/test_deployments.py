@@ -56,6 +56,7 @@ async def test_it_filters_deployments_in_progress(viewer_client, tenant):
     tenant.advance(-30)
     body = (await viewer_client.get(url(), {"status": "in_progress"})).content.decode()
     assert building["id"] in body and done["id"] not in body
+    assert (">Building<" in body or ">Queued<" in body) and ">in_progress<" not in body
     running = (await viewer_client.get(url(), {"status": "running"})).content.decode()
     assert done["id"] in running and building["id"] not in running
 
@@ -179,7 +180,8 @@ async def test_it_relays_the_build_until_it_fails(viewer_client, tenant):
         if "event: ended" in chunks[-1]:
             break
     stream = "".join(chunks)
-    assert "State: in_progress" in stream and "State: failed" in stream and "Build failed" in stream
+    assert "State: Building" in stream and "State: Failed" in stream and "Build failed" in stream
+    assert "State: in_progress" not in stream
     assert 'id="deployment-summary"' in stream
 
 

@@ -69,7 +69,7 @@ async def test_it_uploads_a_large_archive_from_a_temp_file_and_audits_it(
 ):
     content = demo_zip(MANIFEST, {"blob.bin": os.urandom(3 * 1024 * 1024)})
     assert len(content) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE  # Django spools it to a temporary file
-    response = await admin_client.post(url(), {"file": upload_file(content), "name": "big-one"})
+    response = await admin_client.post(url("new/"), {"file": upload_file(content), "name": "big-one"})
     assert response.status_code == 302 and response["Location"] == url()
     stored = tenant.call("GET", "/extensions/big-one/metadata").json()
     assert stored["checksum"] == hashlib.sha256(content).hexdigest()
@@ -79,16 +79,24 @@ async def test_it_uploads_a_large_archive_from_a_temp_file_and_audits_it(
     assert stored["checksum"] in entry.detail
 
 
-async def test_it_answers_an_htmx_upload_with_the_form_and_a_refresh_event(admin_client, tenant):
+async def test_it_answers_an_htmx_upload_by_going_to_the_list(admin_client, tenant):
     response = await admin_client.post(
-        url(), {"file": upload_file(demo_zip(MANIFEST, {})), "name": ""}, headers=hx("extensions-upload")
+        url("new/"),
+        {"file": upload_file(demo_zip(MANIFEST, {})), "name": ""},
+        headers=hx("extensions-upload"),
     )
-    body = response.content.decode()
-    assert response.status_code == 200
-    assert body.lstrip().startswith('<section class="card" id="extensions-upload">')
-    assert "extensions-changed" in response["HX-Trigger"]
-    assert "uploaded" in body  # the flash rides along out of band
+    assert response.status_code == 200 and response["HX-Redirect"] == url()
     assert len(tenant.call("GET", "/extensions").json()) == 1
+    assert "uploaded" in (await admin_client.get(url())).content.decode()  # the flash, on the list
+
+
+async def test_it_creates_from_the_page_heads_button_as_every_list(admin_client, operator_client):
+    listed = (await admin_client.get(url())).content.decode()
+    assert f'<a class="button primary" href="{url("new/")}">Upload extension</a>' in listed
+    assert 'enctype="multipart/form-data"' not in listed  # the form is on its own page
+    assert 'id="extensions-upload"' in (await admin_client.get(url("new/"))).content.decode()
+    assert url("new/") not in (await operator_client.get(url())).content.decode()
+    assert (await operator_client.get(url("new/"))).status_code == 403
 
 
 @pytest.mark.parametrize("target", ["main", "extensions-table", None])
@@ -96,11 +104,13 @@ async def test_it_answers_an_upload_aimed_elsewhere_with_the_whole_page(admin_cl
     # Only the upload form swaps itself; an htmx POST aimed at anything else (a hand-made request, a
     # future button) gets the page with its errors, or the redirect after a success, never a 500.
     headers = hx(target) if target else {"HX-Request": "true"}
-    bad = await admin_client.post(url(), {"name": "no-file"}, headers=headers)
+    bad = await admin_client.post(url("new/"), {"name": "no-file"}, headers=headers)
     assert bad.status_code == 200
-    assert "Upload an extension" in bad.content.decode() and "extensions-table" in bad.content.decode()
+    assert "Upload an extension" in bad.content.decode() and 'id="extensions-upload"' in bad.content.decode()
     assert tenant.requests() == [] or all(r["method"] == "GET" for r in tenant.requests())
-    good = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {}))}, headers=headers)
+    good = await admin_client.post(
+        url("new/"), {"file": upload_file(demo_zip(MANIFEST, {}))}, headers=headers
+    )
     assert good.status_code == 302 and good["Location"] == url()
     assert len(tenant.call("GET", "/extensions").json()) == 1
 
@@ -119,7 +129,9 @@ async def test_it_answers_an_upload_aimed_elsewhere_with_the_whole_page(admin_cl
     ],
 )
 async def test_it_refuses_a_bad_archive_without_sending_it(admin_client, tenant, content, message):
-    response = await admin_client.post(url(), {"file": upload_file(content)}, headers=hx("extensions-upload"))
+    response = await admin_client.post(
+        url("new/"), {"file": upload_file(content)}, headers=hx("extensions-upload")
+    )
     assert response.status_code == 200
     assert message in response.content.decode()
     assert "HX-Trigger" not in response
@@ -128,7 +140,7 @@ async def test_it_refuses_a_bad_archive_without_sending_it(admin_client, tenant,
 
 async def test_it_accepts_a_manifest_in_a_single_top_folder(admin_client, tenant):
     content = demo_zip(MANIFEST, {"js/a.js": ""}, folder="my-extension")
-    response = await admin_client.post(url(), {"file": upload_file(content)})
+    response = await admin_client.post(url("new/"), {"file": upload_file(content)})
     assert response.status_code == 302
     assert len(sent_uploads(tenant)) == 1
 
@@ -136,7 +148,7 @@ async def test_it_accepts_a_manifest_in_a_single_top_folder(admin_client, tenant
 async def test_it_refuses_an_oversize_file_without_sending_it(admin_client, tenant, settings):
     settings.EXTENSION_MAX_UPLOAD_BYTES = 1024
     content = demo_zip(MANIFEST, {"blob.bin": os.urandom(4096)})
-    response = await admin_client.post(url(), {"file": upload_file(content)})
+    response = await admin_client.post(url("new/"), {"file": upload_file(content)})
     body = response.content.decode()
     assert response.status_code == 200
     assert "the limit is 1.0\xa0KB" in body
@@ -144,9 +156,9 @@ async def test_it_refuses_an_oversize_file_without_sending_it(admin_client, tena
 
 
 async def test_it_refuses_a_missing_file_and_a_bad_name(admin_client, tenant):
-    missing = (await admin_client.post(url(), {"name": "x"})).content.decode()
+    missing = (await admin_client.post(url("new/"), {"name": "x"})).content.decode()
     assert "This field is required" in missing
-    bad = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {})), "name": "../x"})
+    bad = await admin_client.post(url("new/"), {"file": upload_file(demo_zip(MANIFEST, {})), "name": "../x"})
     assert "starting with a letter or digit" in bad.content.decode()
     assert sent_uploads(tenant) == []
 
@@ -154,7 +166,7 @@ async def test_it_refuses_a_missing_file_and_a_bad_name(admin_client, tenant):
 async def test_it_explains_a_duplicate_name_and_stores_nothing(admin_client, tenant):
     seed(tenant, "taken")
     response = await admin_client.post(
-        url(),
+        url("new/"),
         {"file": upload_file(demo_zip(MANIFEST, {"x.js": ""})), "name": "taken"},
         headers=hx("extensions-upload"),
     )
@@ -166,14 +178,14 @@ async def test_it_explains_a_duplicate_name_and_stores_nothing(admin_client, ten
 
 async def test_it_explains_the_services_own_size_refusal(admin_client, tenant):
     tenant.fault(method="POST", path="^/extensions$", status=413, message="the archive exceeds 5 MiB")
-    response = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {}))})
+    response = await admin_client.post(url("new/"), {"file": upload_file(demo_zip(MANIFEST, {}))})
     assert "refused the file as too large: the archive exceeds 5 MiB" in response.content.decode()
 
 
 async def test_it_forbids_viewers_and_operators_to_upload_or_delete(viewer_client, operator_client, tenant):
     record = seed(tenant, "keep")
     for client in (viewer_client, operator_client):
-        response = await client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {}))})
+        response = await client.post(url("new/"), {"file": upload_file(demo_zip(MANIFEST, {}))})
         assert response.status_code == 403
         assert (await client.get(url(f"{record['id']}/delete/"))).status_code == 403
         assert (await client.post(url(f"{record['id']}/delete/"))).status_code == 403
@@ -221,7 +233,9 @@ async def test_it_shows_the_services_refusal_to_keep_another_extension_on_the_fo
     for _ in range(100):
         files = {"file": ("e.zip", demo_zip(MANIFEST, {}), "application/zip")}
         assert tenant.call("POST", "/extensions", files=files).status_code == 201
-    response = await admin_client.post(url(), {"file": upload_file(demo_zip(MANIFEST, {})), "name": "more"})
+    response = await admin_client.post(
+        url("new/"), {"file": upload_file(demo_zip(MANIFEST, {})), "name": "more"}
+    )
     body = response.content.decode()
     assert response.status_code == 200
     assert "The service refused to keep another extension" in body and "SANDBOX_MAX_EXTENSIONS" in body

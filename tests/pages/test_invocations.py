@@ -109,7 +109,7 @@ async def test_it_relays_log_lines_and_states_until_the_run_ends(viewer_client, 
     tenant.advance(5)
     stream = await read_stream(viewer_client, url(f"{invocation_id}/events/"))
     assert "event: log" in stream and "Navigating to https://example.com" in stream
-    assert "State: queued" in stream and "State: running" in stream and "State: failed" in stream
+    assert "State: Queued" in stream and "State: Running" in stream and "State: Failed" in stream
     assert "event: state" in stream and 'id="invocation-summary"' in stream
     assert "event: ended" in stream
 

@@ -3,6 +3,7 @@ flush, delete (blocked while leased unless forced)."""
 
 import http.server
 import json
+import re
 from urllib.parse import parse_qs
 
 import pytest
@@ -554,3 +555,22 @@ async def test_it_shows_a_failed_poll_in_place_and_keeps_polling(viewer_client, 
     assert 'hx-get="/o/acme/pools/?part=pools-live" hx-trigger="poll" data-poll="3"' in body
     again = await viewer_client.get(url("?part=pools-live"), headers={"HX-Request": "true"})
     assert again.content.decode().lstrip().startswith('<section id="pools-live"')
+
+
+async def test_it_starts_a_new_pool_with_the_telemetry_of_a_new_session(admin_client):
+    """A pool and a session begin alike: telemetry on, the operational categories plus console, network
+    and page (console.web.forms.DEFAULT_TELEMETRY_CATEGORIES)."""
+    pool = (await admin_client.get("/o/acme/pools/new/")).content.decode()
+    session = (await admin_client.get("/o/acme/browsers/new/")).content.decode()
+
+    def checked(body, pattern):
+        return set(re.findall(pattern, body))
+
+    pool_on = checked(pool, r'<input type="checkbox" name="telemetry_(\w+)"[^>]*checked')
+    session_on = checked(session, r'<input type="checkbox" name="categories" value="(\w+)"[^>]*checked')
+    assert "enabled" in pool_on
+    assert (
+        pool_on - {"enabled"}
+        == session_on
+        == {"control", "connection", "system", "captcha", "console", "network", "page"}
+    )

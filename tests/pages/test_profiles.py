@@ -51,7 +51,7 @@ async def test_it_shows_actions_by_role(viewer_client, operator_client, admin_cl
 
 
 async def test_it_creates_a_profile_and_audits_it(admin_client, tenant):
-    response = await admin_client.post(url(), {"name": "new-one"})
+    response = await admin_client.post(url("new/"), {"name": "new-one"})
     assert response.status_code == 302
     created = tenant.call("GET", "/profiles/new-one").json()
     entry = await AuditLog.objects.aget(action="profile.create")
@@ -60,7 +60,7 @@ async def test_it_creates_a_profile_and_audits_it(admin_client, tenant):
 
 
 async def test_it_creates_an_unnamed_profile(admin_client, tenant):
-    assert (await admin_client.post(url(), {"name": ""})).status_code == 302
+    assert (await admin_client.post(url("new/"), {"name": ""})).status_code == 302
     assert [p["name"] for p in tenant.call("GET", "/profiles").json()] == [None]
 
 
@@ -68,7 +68,7 @@ async def test_it_shows_the_services_refusal_to_keep_another_profile(admin_clien
     # The body the sandbox answers past SANDBOX_MAX_PROFILES (tests/sandbox/test_quotas.py).
     message = "this sandbox keeps at most 1000 profiles per organization (SANDBOX_MAX_PROFILES)"
     tenant.fault(method="POST", path="^/profiles$", status=403, code="insufficient_plan", message=message)
-    response = await admin_client.post(url(), {"name": "one-more"})
+    response = await admin_client.post(url("new/"), {"name": "one-more"})
     body = response.content.decode()
     assert response.status_code == 200
     assert "The service refused to keep another profile" in body and "SANDBOX_MAX_PROFILES" in body
@@ -76,21 +76,21 @@ async def test_it_shows_the_services_refusal_to_keep_another_profile(admin_clien
 
 
 async def test_it_refuses_a_bad_name_before_sending_anything(admin_client, tenant):
-    response = await admin_client.post(url(), {"name": "has spaces"})
+    response = await admin_client.post(url("new/"), {"name": "has spaces"})
     assert response.status_code == 200
     assert "no spaces" in response.content.decode()
     assert not [r for r in tenant.requests() if r["method"] == "POST"]
 
 
 async def test_it_explains_a_taken_name_next_to_the_field(admin_client, profile):
-    response = await admin_client.post(url(), {"name": "checkout-bot"})
+    response = await admin_client.post(url("new/"), {"name": "checkout-bot"})
     assert response.status_code == 200
     assert "already exists" in response.content.decode()
     assert await AuditLog.objects.filter(action="profile.create", outcome="error").aexists()
 
 
 async def test_it_refuses_create_to_operators(operator_client, tenant):
-    assert (await operator_client.post(url(), {"name": "nope"})).status_code == 403
+    assert (await operator_client.post(url("new/"), {"name": "nope"})).status_code == 403
     assert tenant.call("GET", "/profiles").json() == []
 
 

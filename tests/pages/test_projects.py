@@ -10,7 +10,7 @@ def url(path=""):
 
 
 async def create(client, name):
-    return await client.post(url(), {"name": name})
+    return await client.post(url("new/"), {"name": name})
 
 
 @pytest.fixture

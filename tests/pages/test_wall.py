@@ -16,6 +16,13 @@ def emit(tenant, sid, *events):
     return tenant.control("POST", "telemetry/emit", body).json()["seqs"]
 
 
+async def test_it_says_when_a_tag_filter_cannot_be_read(viewer_client, quiet):
+    tagged = create(quiet, name="tagged", tags={"team": "checkout"})["session_id"]
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"tag": "checkout"})).content.decode()
+    assert "Tag filter “checkout” is not key=value (or key:value): it was left out." in body
+    assert tagged in body
+
+
 async def test_it_shows_a_tile_per_session_linking_to_its_screen(viewer_client, quiet):
     one = create(quiet, name="alpha")["session_id"]
     two = create(quiet, name="beta")["session_id"]
@@ -35,6 +42,11 @@ async def test_it_filters_by_tag_status_pool_and_profile(viewer_client, quiet):
     quiet.call("DELETE", f"/browsers/{ended}")
     body = (await viewer_client.get("/o/acme/browsers/wall/", {"tag": "team:checkout"})).content.decode()
     assert tagged in body and with_profile not in body
+    # The format of the create form and the tag chips works too.
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"tag": "team=checkout"})).content.decode()
+    assert tagged in body and with_profile not in body
+    body = (await viewer_client.get("/o/acme/browsers/wall/", {"tag": "team=nobody"})).content.decode()
+    assert "No session matches these filters." in body and tagged not in body
     body = (await viewer_client.get("/o/acme/browsers/wall/", {"profile": "shopper"})).content.decode()
     assert with_profile in body and tagged not in body
     body = (await viewer_client.get("/o/acme/browsers/wall/", {"pool": "nope"})).content.decode()

@@ -109,10 +109,10 @@ async def test_it_serves_valid_html_on_the_pages_outside_an_org(client, org, adm
 
 # Bad input for every form that validates what people type, by route: each comes back with its errors.
 BAD_INPUT = {
-    "o/<slug:org_slug>/projects/": {"name": ""},
+    "o/<slug:org_slug>/projects/new/": {"name": ""},
     "o/<slug:org_slug>/projects/<str:project_id>/rename/": {"name": ""},
     "o/<slug:org_slug>/projects/<str:project_id>/limits/": {"max_concurrent_sessions": "-3"},
-    "o/<slug:org_slug>/profiles/": {"name": "no spaces allowed?"},
+    "o/<slug:org_slug>/profiles/new/": {"name": "no spaces allowed?"},
     "o/<slug:org_slug>/profiles/<str:profile_id>/rename/": {"name": ""},
     "o/<slug:org_slug>/pools/new/": {"size": "-1", "chrome_policy": "{not json"},
     "o/<slug:org_slug>/pools/<str:pool_id>/edit/": {"size": "", "viewport": "custom", "viewport_width": "x"},
@@ -121,7 +121,7 @@ BAD_INPUT = {
     "o/<slug:org_slug>/proxies/new/?type=custom": {"type": "custom", "port": "x"},
     "o/<slug:org_slug>/proxies/<str:proxy_id>/rename/": {"name": ""},
     "o/<slug:org_slug>/proxies/<str:proxy_id>/check/": {"url": "not a url"},
-    "o/<slug:org_slug>/extensions/": {"name": "x"},
+    "o/<slug:org_slug>/extensions/new/": {"name": "x"},
     "o/<slug:org_slug>/credentials/new/": {"name": "", "domain": ""},
     "o/<slug:org_slug>/credentials/<str:credential_id>/edit/": {"name": "", "totp_action": "replace"},
     "o/<slug:org_slug>/auth/new/": {"domain": "", "health_check_interval": "x", "credential_item": "bad"},

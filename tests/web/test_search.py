@@ -91,3 +91,19 @@ async def test_it_links_no_id_that_is_not_an_id_token(viewer_client, tenant):
         assert response.status_code == 200
         assert "/o/acme/browsers/a" not in body and "/o/acme/browsers/../" not in body
         assert "/o/acme/browsers/x?" not in body  # quoted if linked: x%3Fy%23z
+
+
+async def test_it_offers_actions_by_the_role_of_their_pages(viewer_client, operator_client, admin_client):
+    def actions(body):
+        return {line.split(">")[-1] for line in body.split("</span>") if "search-hit__title" in line}
+
+    new = {"q": "new"}
+    as_viewer = (await viewer_client.get(url(), new)).content.decode()
+    assert ">Action<" not in as_viewer
+    as_operator = (await operator_client.get(url(), new)).content.decode()
+    assert 'href="/o/acme/browsers/new/"' in as_operator and "New session" in actions(as_operator)
+    assert 'href="/o/acme/pools/new/"' not in as_operator  # pools are the admins'
+    as_admin = (await admin_client.get(url(), new)).content.decode()
+    assert {"New session", "New pool", "New deployment"} <= actions(as_admin)
+    invite = (await admin_client.get(url(), {"q": "invite"})).content.decode()
+    assert 'href="/o/acme/members/#invite"' in invite

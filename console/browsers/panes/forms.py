@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 import zipfile
+from urllib.parse import quote
 
 from django import forms
 from django.conf import settings
@@ -58,7 +59,33 @@ class PathField(forms.CharField):
 # Processes -----------------------------------------------------------------------------------------
 
 
+# An option kept as typed in a command's shape: ``-v``, ``--verbose``; anything else is a value, hidden.
+OPTION = re.compile(r"-[A-Za-z0-9]|--[A-Za-z0-9][A-Za-z0-9_-]{0,40}")
+MAX_SHAPE = 160
+
+
+def command_shape(argv: list[str]) -> str:
+    """The program and its arguments with every value hidden, as the console keeps it (the values may hold
+    secrets): ``sh -c '…'`` is ``sh -c …``, ``--token=abc`` is ``--token=…``."""
+    shown = [argv[0][:80]]
+    for arg in argv[1:]:
+        option, sep, _ = arg.partition("=")
+        if OPTION.fullmatch(option):
+            shown.append(f"{option}=…" if sep else option)
+        else:
+            shown.append("…")
+    shape = " ".join(shown)
+    return shape if len(shape) <= MAX_SHAPE else shape[: MAX_SHAPE - 1] + "…"
+
+
 class CommandForm(forms.Form):
+    label = forms.CharField(
+        required=False,
+        max_length=80,
+        label="Name",
+        help_text="To tell it apart in the list (every member sees it: no secrets).",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. download the report", "autocomplete": "off"}),
+    )
     command = forms.CharField(
         max_length=4000,
         help_text="A program and its arguments, quoted as in a shell (no shell runs unless you name one, "
@@ -99,8 +126,13 @@ class CommandForm(forms.Form):
         return self.cleaned_data["command"]
 
     def audit_detail(self, session_id: str) -> str:
-        """What the audit row says of the command: the program (cut short) and how many arguments."""
-        return f"session={session_id} program={self.argv[0][:80]} args={len(self.argv) - 1}"
+        """What the audit log keeps of a command: program, argument count, shape and name, never a value.
+        Space-separated ``key=value`` pairs (``processes._spawned`` reads them back), free text quoted."""
+        argv = self.argv
+        detail = f"session={session_id} program={quote(argv[0][:80], safe='')} args={len(argv) - 1}"
+        detail += f" shape={quote(command_shape(argv), safe='')}"
+        label = " ".join((self.cleaned_data.get("label") or "").split())
+        return detail + (f" name={quote(label, safe='')}" if label else "")
 
     def call(self) -> dict:
         """The command as ``exec_command`` and ``spawn`` take it after the session id."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal as signals
 from collections import OrderedDict
+from urllib.parse import unquote
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
@@ -51,10 +52,13 @@ def exit_label(code: int | None) -> str:
 def _spawned(entry: AuditLog) -> dict:
     """What the audit entry of a spawn says: the program, the number of arguments (never the arguments,
     which may hold secrets), who and when."""
-    fields = dict(part.split("=", 1) for part in entry.detail.split(" ") if "=" in part)
+    fields = {k: unquote(v) for k, v in (p.split("=", 1) for p in entry.detail.split(" ") if "=" in p)}
     return {
         "program": fields.get("program", "?"),
         "args": fields.get("args", "0"),
+        # Entries written before shapes and names were kept have neither.
+        "shape": fields.get("shape", ""),
+        "name": fields.get("name", ""),
         "by": entry.actor_username,
         "at": entry.created_at,
     }

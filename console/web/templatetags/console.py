@@ -8,6 +8,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.html import format_html
 
+from console.web import status as statuses
 from console.web import text
 
 register = template.Library()
@@ -17,6 +18,19 @@ register = template.Library()
 def words(value) -> str:
     """A service enum in plain words: ``AWAITING_INPUT`` → ``awaiting input``."""
     return str(value or "").replace("_", " ").lower()
+
+
+@register.simple_tag(name="status")
+def status_badge(kind: str, value, title: str = ""):
+    """A service status as one badge, in words and a colour (console/web/status.py): ``{% status "deployment"
+    dep.status %}``."""
+    return statuses.badge(kind, value, title)
+
+
+@register.filter
+def status_words(value, kind: str) -> str:
+    """A status in the words its badge uses, for a filter's options: ``{{ s|status_words:"connection" }}``."""
+    return statuses.describe(kind, value)[0]
 
 
 @register.filter
