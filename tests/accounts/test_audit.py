@@ -184,14 +184,59 @@ def _imports(tree) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     return modules, functions
 
 
-def _callee(call, module: str, local: set[str], imports) -> tuple[str, str] | None:
+# A resource module's collection (``console/service/collection.py``): ``PROXIES = Collection(...)``, whose
+# methods are called (``PROXIES.delete(svc, id)``) or exported under a name (``delete_profile =
+# PROFILES.delete``). Its methods count as functions named ("collection", "Collection.<method>").
+NO_COLLECTIONS: tuple[set[str], dict[str, str]] = (set(), {})
+
+
+def _method(name: str) -> tuple[str, str]:
+    return ("collection", f"Collection.{name}")
+
+
+def _collections(tree) -> tuple[set[str], dict[str, str]]:
+    """A module's ``Collection`` instances, and ``{name: method}`` of the module-level names bound to their
+    methods."""
+    instances, aliases = set(), {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        value, target = node.value, node.targets[0].id
+        made_by = (
+            value.func.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)
+            else None
+        )
+        made_by = made_by or (value.func if isinstance(value, ast.Call) else None)
+        if isinstance(made_by, ast.Name) and made_by.id == "Collection":
+            instances.add(target)
+        elif (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id in instances
+        ):
+            aliases[target] = value.attr
+    return instances, aliases
+
+
+def _callee(
+    call, module: str, local: set[str], imports, collections=NO_COLLECTIONS
+) -> tuple[str, str] | None:
     """The (service module, function) a call reaches, if it names one."""
     modules, functions = imports
+    instances, aliases = collections
     func = call.func
     if isinstance(func, ast.Name):
+        if func.id in aliases:
+            return _method(aliases[func.id])
         return (module, func.id) if func.id in local else functions.get(func.id)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
-        return modules[func.value.id], func.attr
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.value.id in instances or (module == "collection" and func.value.id == "self"):
+            return _method(func.attr)
+        if func.value.id in modules:
+            return modules[func.value.id], func.attr
     return None
 
 
@@ -210,26 +255,42 @@ def mutating_functions() -> set[tuple[str, str]]:
     between service functions, whatever name they are imported under. A method that is not a plain
     string counts as mutating.
     """
-    functions, imports = {}, {}
+    functions, imports, collections, methods = {}, {}, {}, set()
     for path in (CONSOLE / "service").glob("*.py"):
         tree = ast.parse(path.read_text())
         imports[path.stem] = _imports(tree)
+        collections[path.stem] = _collections(tree)
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 functions[(path.stem, node.name)] = node
+            elif isinstance(node, ast.ClassDef) and path.stem == "collection" and node.name == "Collection":
+                for member in node.body:
+                    if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                        functions[_method(member.name)] = member
+                        methods.add(_method(member.name))
     local = {stem: {name for module, name in functions if module == stem} for stem in imports}
+    # A name bound to a collection's method is that method, under the module's name.
+    exported = {
+        (stem, alias): _method(name)
+        for stem, (_, aliases) in collections.items()
+        for alias, name in aliases.items()
+    }
 
     # (module, function) -> (position, name, default) of its parameter that becomes the HTTP method.
     senders = {("http", "_send"): (1, "method", None)}
     found = set()
     while True:
         before = (len(senders), len(found))
+        found |= {alias for alias, method in exported.items() if method in found}
         for (module, name), node in functions.items():
             params = [*node.args.posonlyargs, *node.args.args]
+            if (module, name) in methods:
+                params = params[1:]  # self: callers never pass it
             defaults = dict(zip(reversed(params), reversed(node.args.defaults), strict=False))
             defaults |= {a: d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d}
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-                callee = _callee(call, module, local[module], imports[module])
+                callee = _callee(call, module, local[module], imports[module], collections[module])
+                callee = exported.get(callee, callee)
                 if callee in found:
                     found.add((module, name))
                 if callee not in senders:
@@ -243,7 +304,9 @@ def mutating_functions() -> set[tuple[str, str]]:
                     found.add((module, name))
         if (len(senders), len(found)) == before:
             break
-    return {(module, name) for module, name in found if module not in ("http", "uploads")} - READS
+    return {
+        (module, name) for module, name in found if module not in ("http", "uploads", "collection")
+    } - READS
 
 
 def view_modules() -> list[Path]:
@@ -315,6 +378,13 @@ def test_it_finds_the_mutations_it_checks():
     assert len(sites) >= 40
     mutating = mutating_functions()
     assert {("proxies", "delete_proxy"), ("browser_computer", "move_mouse")} <= mutating
+    # Through a resource's collection: a method called on it, and one exported under the module's name.
+    assert {
+        ("proxies", "rename_proxy"),
+        ("profiles", "delete_profile"),
+        ("credentials", "delete_credential"),
+    } <= mutating
+    assert not {("profiles", "get_profile"), ("profiles", "list_profiles")} & mutating
     # A method left to upload_file's default ("POST"), and functions of modules views import under an alias.
     assert {("browser_files", "upload_zip"), ("extensions", "upload_extension")} <= mutating
     aliased = {("telemetry_destinations", "delete_destination"), ("credential_providers", "test_provider")}
