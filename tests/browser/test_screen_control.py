@@ -301,3 +301,17 @@ def test_it_leaves_the_control_bar_as_it_is_while_nothing_changes(consoles, team
             pass
     assert page.evaluate("() => document.querySelector('[data-screen-controls]').marked") == "yes"
     assert page.evaluate("() => document.activeElement.textContent") == "Take control"
+
+
+def test_it_takes_control_from_the_command_palette(consoles, team, browser_page):
+    """The palette offers the page's own "Take control" (drawn only for those who may act) and clicks it."""
+    console, page = consoles[0], browser_page
+    sid = new_session(team, "palette")
+    team.log_in(page, "operator")
+    pane = open_pane(page, console.url, team, sid)
+    expect(pane.get_by_role("button", name="Take control")).to_be_visible()
+    page.keyboard.press("Control+k")
+    page.keyboard.type("take control")
+    expect(page.locator("#palette [role='option']").first).to_contain_text("Take control")
+    page.keyboard.press("Enter")
+    expect(page.locator("#screen-pane")).to_contain_text("You control this browser")
