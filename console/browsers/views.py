@@ -18,8 +18,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpResponseRedirect
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
@@ -57,14 +55,6 @@ CURSOR = re.compile(r"[A-Za-z0-9._~-]{1,200}")
 BAD_CURSOR = (
     "That link is not a position in this session's history (or it has expired); showing the newest events."
 )
-# Panes other resources add to the session page, in tab order (rendered when their template exists).
-PANES = [
-    ("processes", "Processes", "browsers/_processes.html"),
-    ("files", "Files", "browsers/_files.html"),
-    ("computer", "Computer", "browsers/_computer.html"),
-    ("tools", "Tools and logs", "browsers/_tools.html"),
-    ("replays", "Replays", "browsers/_replays.html"),
-]
 
 
 def _tag_filters(request) -> dict[str, str]:
@@ -183,18 +173,6 @@ async def session_create(request):
 # Session page -------------------------------------------------------------------------------------
 
 
-def _panes() -> list[dict]:
-    """The other engineers' panes whose templates exist."""
-    found = []
-    for key, label, template in PANES:
-        try:
-            get_template(template)
-        except TemplateDoesNotExist:
-            continue
-        found.append({"key": key, "label": label, "template": template})
-    return found
-
-
 def _filters(request) -> tuple[list[str], list[str]]:
     def listed(name: str, allowed) -> list[str]:
         values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
@@ -306,7 +284,6 @@ async def session_detail(request, session_id: str):
         pane = await _pane_context(request, session, request.GET.get("before") or None)
         return {
             **pane,
-            "panes": _panes(),
             "uptime": presenters.duration(session.uptime),
             "timeout": presenters.duration(timedelta(seconds=session.timeout_seconds or 0)),
         }
