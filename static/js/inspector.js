@@ -71,11 +71,9 @@
     });
   }
 
-  function highlight(scope) {
-    var target = scope.querySelector && scope.querySelector("[data-permalink-seq]");
-    if (!target) return;
-    var seq = target.dataset.permalinkSeq;
-    var row = scope.querySelector('[data-seq="' + CSS.escape(seq) + '"]');
+  function highlight(pane) {
+    var seq = pane.dataset.permalinkSeq;
+    var row = pane.querySelector('li.trow[data-seq="' + CSS.escape(seq) + '"]');
     if (!row || row.dataset.highlighted) return;
     row.dataset.highlighted = "1";
     row.classList.add("is-permalinked");
@@ -88,7 +86,8 @@
     if (!scope.querySelectorAll) return;
     if (scope.matches && scope.matches("[data-inspector]")) initSplit(scope);
     scope.querySelectorAll("[data-inspector]").forEach(initSplit);
-    highlight(scope.closest ? (scope.closest("[data-telemetry]") || scope) : scope);
+    if (scope.matches && scope.matches("[data-permalink-seq]")) highlight(scope);
+    scope.querySelectorAll("[data-permalink-seq]").forEach(highlight);
   }
 
   function copyText(button) {
