@@ -352,6 +352,8 @@
     if (scope.matches && scope.matches("[data-telemetry]")) panes.push(scope);
     if (scope.querySelectorAll) panes = panes.concat(Array.prototype.slice.call(scope.querySelectorAll("[data-telemetry]")));
     panes.forEach(function (root) {
+      // The Network view has no event log: nothing to follow there.
+      if (!root.querySelector("[data-telemetry-rows]")) return;
       if (!root.telemetryPane) root.telemetryPane = new Pane(root);
     });
   }
