@@ -33,7 +33,7 @@ def emit(team, sid, *events):
 
 
 def checkout(team, sid):
-    """The shop's failing checkout in the session's telemetry: the page, the quote's 503, a blocked tracker."""
+    """The shop's failing checkout in the telemetry: the page, the quote's 503, a blocked tracker."""
     page = "https://shop.example.com/checkout"
     emit(
         team,
@@ -185,7 +185,8 @@ def test_it_puts_screen_and_telemetry_side_by_side_remembers_the_split_and_stack
         const s = document.querySelector('.inspector__screen').getBoundingClientRect();
         const t = document.querySelector('.inspector__telemetry').getBoundingClientRect();
         const i = document.querySelector('[data-inspector]').getBoundingClientRect();
-        return {screen: [s.left, s.top, s.width, s.bottom], telemetry: [t.left, t.top, t.width], inspector: i.width};
+        return {screen: [s.left, s.top, s.width, s.bottom], telemetry: [t.left, t.top, t.width],
+                inspector: i.width};
     }"""
     wide = page.evaluate(boxes)
     assert wide["telemetry"][0] > wide["screen"][0] + wide["screen"][2] - 1  # beside it
