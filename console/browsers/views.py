@@ -15,7 +15,7 @@ import contextlib
 import json
 import re
 from datetime import timedelta
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from django.contrib import messages
 from django.http import HttpResponseRedirect
@@ -271,6 +271,18 @@ async def _replays(svc: Service, session_id: str) -> list[dict]:
     ]
 
 
+def _where(url: str) -> dict:
+    """A request's URL split for its row: the host (muted) and the path, the part that tells rows apart."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return {}
+    if not parts.netloc:
+        return {}
+    path = parts.path or "/"
+    return {"host": parts.netloc, "path": path + (f"?{parts.query}" if parts.query else "")}
+
+
 async def _network_context(request, session: browsers.Session, finding: Finding) -> dict:
     requests, cut = await network.read(request.service, session, finding)
     shown = network.keep(requests, finding)
@@ -286,6 +298,7 @@ async def _network_context(request, session: browsers.Session, finding: Finding)
                 "size": network.size_label(r.size),
                 "duration": network.ms_label(r.duration_ms),
                 "url": detail.replace("KEY", quote(r.key, safe="")) + (f"?{query}" if query else ""),
+                **_where(r.url),
             }
             for r, bar in placed
         ],
