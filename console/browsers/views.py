@@ -24,7 +24,7 @@ from django_htmx.http import trigger_client_event
 
 from console.accounts.audit import audited
 from console.browsers import network, presenters
-from console.browsers.finding import LEVELS, VIEWS, WINDOWS, Finding
+from console.browsers.finding import LEVELS, TARGET, VIEWS, WINDOWS, Finding
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.browsers.panes import common
 from console.live import Channel, Frame, relay_response, service_stream
@@ -258,6 +258,31 @@ def _views(finding: Finding, base: str) -> list[dict]:
     ]
 
 
+async def _tabs(svc: Service, session_id: str, chosen: str) -> list[dict]:
+    """The browser tabs (CDP page targets) the session's recent page events name, newest first, with the
+    last URL each navigated to and the title it opened with; the chosen one is listed even when the read did
+    not reach it. None when the events cannot be read (the filter still applies)."""
+    try:
+        page = await telemetry.list_events(
+            svc, session_id, order="desc", limit=100, types=["page_navigation", "page_tab_opened"]
+        )
+    except ServiceError:
+        page = None
+    tabs: dict[str, dict] = {}
+    for envelope in page.items if page else []:
+        data = envelope.event.fields if envelope.event else {}
+        target = data.get("target_id")
+        if not isinstance(target, str) or not TARGET.fullmatch(target):
+            continue
+        tab = tabs.setdefault(target, {"id": target, "url": "", "title": ""})
+        tab["url"] = tab["url"] or str(data.get("url") or "")
+        if envelope.kind == "page_tab_opened":
+            tab["title"] = str(data.get("title") or "")
+    if chosen and chosen not in tabs:
+        tabs[chosen] = {"id": chosen, "url": "", "title": ""}
+    return list(tabs.values())
+
+
 async def _replays(svc: Service, session_id: str) -> list[dict]:
     """The session's finished replays and their times, for "open in replay" (none if they cannot be read)."""
     try:
@@ -334,6 +359,7 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
             before, cursor_notice = None, BAD_CURSOR
             rows, older, window_cut = await _history(request.service, sid, finding, None)
         extra["replays_json"] = json.dumps(await _replays(request.service, sid))
+    extra["tabs"] = await _tabs(request.service, sid, finding.target)
     live = not session.ended and not before and not finding.windowed and finding.view != "network"
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
     stream_url = org_reverse(request, "browsers:telemetry-stream", session_id=sid)
