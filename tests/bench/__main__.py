@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, persistence, relay, screen
+from tests.bench import browsers, harness, inspector, pages, persistence, relay, screen
 
 SUITES = {
     "pages": pages.run,
@@ -13,6 +13,7 @@ SUITES = {
     "browsers": browsers.run,
     "persistence": persistence.run,
     "screen": screen.run,
+    "inspector": inspector.run,
 }
 DOC = harness.ROOT / "docs" / "benchmarks.md"
 
