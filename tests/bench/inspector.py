@@ -77,7 +77,11 @@ def measure(browser, console: harness.Console, tenant, sid: str) -> dict:
         page.goto(f"{console.url}/o/{console.org_slug}/browsers/{sid}/", wait_until="commit")
         _pane_ready(page)
         tenant.control("POST", "telemetry/burst", {"session_id": sid, "count": LIVE})
-        page.wait_for_function("() => window.__marks.frame && window.__marks.hundred", timeout=60_000)
+        try:
+            page.wait_for_function("() => window.__marks.frame && window.__marks.hundred", timeout=60_000)
+        except Exception:
+            print("no first paint:", page.evaluate("JSON.stringify(window.__marks)"), flush=True)
+            raise
         marks = page.evaluate("window.__marks")
         for _ in range(HELD // CHUNK):
             burst = tenant.control("POST", "telemetry/burst", {"session_id": sid, "count": CHUNK}).json()

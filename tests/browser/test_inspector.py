@@ -170,6 +170,11 @@ def test_it_opens_the_panes_as_tabs_at_their_own_urls_and_back_goes_back(team, b
     expect(
         page.get_by_role("navigation", name="Session").get_by_role("link", name="Replays")
     ).to_have_attribute("aria-current", "page")
+    # And from there to the screen and the telemetry, live, through the tab.
+    page.get_by_role("navigation", name="Session").get_by_role("link", name="Screen and telemetry").click()
+    expect(page).to_have_url(re.compile(rf"/browsers/{sid}/$"))
+    expect(page.locator("#telemetry-pane .live-indicator [data-state='live']")).to_be_visible(timeout=15_000)
+    expect(page.locator("#replays-pane")).to_have_count(0)
     assert errors == [], errors
 
 
