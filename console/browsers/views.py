@@ -11,6 +11,7 @@ live rows (one upstream per session serves every viewer, whatever their filter).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -283,6 +284,10 @@ async def _tabs(svc: Service, session_id: str, chosen: str) -> list[dict]:
     return list(tabs.values())
 
 
+async def _nothing() -> list:
+    return []
+
+
 async def _replays(svc: Service, session_id: str) -> list[dict]:
     """The session's finished replays and their times, for "open in replay" (none if they cannot be read)."""
     try:
@@ -347,19 +352,28 @@ async def _pane_context(request, session: browsers.Session, before: str | None =
     older = None
     window_cut = False
     extra: dict = {}
-    if finding.view == "network":
-        extra = await _network_context(request, session, finding)
-    else:
-        try:
-            rows, older, window_cut = await _history(request.service, sid, finding, before)
-        except Invalid:
-            if before is None:
-                raise
-            # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
-            before, cursor_notice = None, BAD_CURSOR
-            rows, older, window_cut = await _history(request.service, sid, finding, None)
-        extra["replays_json"] = json.dumps(await _replays(request.service, sid))
-    extra["tabs"] = await _tabs(request.service, sid, finding.target)
+    # The tabs and the replays are read beside the events (each says nothing when it cannot be read): the
+    # screen pane loads once this part is in, so the part waits for the slowest read, not for their sum.
+    side = asyncio.gather(
+        _tabs(request.service, sid, finding.target),
+        _replays(request.service, sid) if finding.view != "network" else _nothing(),
+    )
+    try:
+        if finding.view == "network":
+            extra = await _network_context(request, session, finding)
+        else:
+            try:
+                rows, older, window_cut = await _history(request.service, sid, finding, before)
+            except Invalid:
+                if before is None:
+                    raise
+                # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
+                before, cursor_notice = None, BAD_CURSOR
+                rows, older, window_cut = await _history(request.service, sid, finding, None)
+        extra["tabs"], replays = await side
+    finally:
+        side.cancel()
+    extra["replays_json"] = json.dumps(replays)
     live = not session.ended and not before and not finding.windowed and finding.view != "network"
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
     stream_url = org_reverse(request, "browsers:telemetry-stream", session_id=sid)

@@ -26,7 +26,7 @@ from playwright.sync_api import sync_playwright
 from tests.bench import harness
 from tests.sandbox_fixtures import new_tenant
 
-ROUNDS = 5
+ROUNDS = int(os.environ.get("INSPECTOR_ROUNDS", "5"))
 HISTORY = 150
 LIVE = 100
 HELD = 10_000
@@ -99,7 +99,7 @@ def measure(browser, console: harness.Console, tenant, sid: str) -> dict:
             **marks,
             "heap": metrics["JSHeapUsedSize"] / 1024 / 1024,
             "nodes": metrics["Nodes"],
-            "rows": rows,
+            "kept": rows,
         }
     finally:
         context.close()
@@ -111,7 +111,7 @@ def _summary(name: str, runs: list[dict]) -> str:
 
     return (
         f"| {name} | {med('frame'):.0f} ms | {med('rows'):.0f} ms | {med('hundred'):.0f} ms | "
-        f"{med('heap'):.1f} MB | {med('nodes'):.0f} | {runs[0]['rows']} |"
+        f"{med('heap'):.1f} MB | {med('nodes'):.0f} | {runs[0]['kept']} |"
     )
 
 
@@ -137,6 +137,7 @@ def run() -> str:
                     for _ in range(ROUNDS):
                         for name, console in consoles.items():
                             results[name].append(measure(browser, console, tenant, sid))
+                            print(name, {k: round(v) for k, v in results[name][-1].items()}, flush=True)
                             time.sleep(0.5)  # the relay's upstream closes behind the last viewer
                 finally:
                     browser.close()
