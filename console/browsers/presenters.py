@@ -92,6 +92,7 @@ class Row(NamedTuple):
     screenshot: str = ""
     truncated: bool = False
     json: str = ""
+    target: str = ""  # the CDP target (browser tab) the event came from, when the service says
 
     @property
     def html(self) -> SafeString:
@@ -106,9 +107,13 @@ class Row(NamedTuple):
             time_attr, clock = f' datetime="{iso}"', _clock(iso)
         else:
             time_attr = clock = ""
+        # data-level and data-target: what the page's level and tab filters match (static/js/telemetry.js).
+        extra = f' data-level="{_name(self.level)[0]}"' if self.level else ""
+        if self.target:
+            extra += f' data-target="{_name(self.target)[0]}"'
         parts = [
             f'<li class="trow trow--{_name(self.severity)[0]}" data-seq="{seq}"'
-            f' data-category="{category}" data-type="{kind}"><details>'
+            f' data-category="{category}" data-type="{kind}"{extra}><details>'
             f"<summary><time{time_attr}>{clock}</time>"
             f' <span class="cat cat--{category}">{category_text}</span>'
             f' <span class="trow__type">{kind_text}</span>'
@@ -362,6 +367,7 @@ def row(envelope: Envelope) -> Row:
         screenshot=_screenshot(data) if kind == "monitor_screenshot" else "",
         truncated=bool(event.truncated) if event else False,
         json=_pretty(envelope),
+        target=data["target_id"] if isinstance(data.get("target_id"), str) else "",
     )
 
 

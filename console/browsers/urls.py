@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from console.browsers import views, wall
+from console.browsers import inspector, views, wall
 
 app_name = "browsers"
 
@@ -17,5 +17,7 @@ urlpatterns = [
     path("<str:session_id>/telemetry/", views.telemetry_history, name="telemetry"),
     path("<str:session_id>/telemetry/stream/", views.telemetry_stream, name="telemetry-stream"),
     path("<str:session_id>/telemetry/enable/", views.telemetry_enable, name="telemetry-enable"),
+    path("<str:session_id>/telemetry/har/", inspector.har, name="telemetry-har"),
+    path("<str:session_id>/telemetry/requests/<str:request_key>/", inspector.request_detail, name="request"),
     path("<str:session_id>/", include("console.browsers.panes.urls")),
 ]

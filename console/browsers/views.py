@@ -11,20 +11,21 @@ live rows (one upstream per session serves every viewer, whatever their filter).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import re
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from django.contrib import messages
 from django.http import HttpResponseRedirect
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
 from console import capacity
 from console.accounts.audit import audited
-from console.browsers import presenters
+from console.browsers import network, presenters
+from console.browsers.finding import LEVELS, TARGET, VIEWS, WINDOWS, Finding
 from console.browsers.forms import FIELD_MAP, SessionForm
 from console.browsers.panes import common, head
 from console.live import Channel, Frame, relay_response, service_stream
@@ -33,6 +34,7 @@ from console.service import (
     Invalid,
     NotFound,
     ServiceError,
+    browser_replays,
     browsers,
     extensions,
     profiles,
@@ -51,6 +53,8 @@ from console.web.render import done, render
 
 HISTORY_ROWS = 50  # rows the pane opens with, and each "load older" adds
 HISTORY_PAGES = 5  # service pages read at most to fill them (filters may thin pages out)
+WINDOW_ROWS = 500  # rows a window with a start shows at most (read forwards from its start)
+WINDOW_PAGES = 10  # service pages read at most to fill them
 MAX_ROWS = 1000  # rows the browser keeps before trimming the oldest
 # A cursor is the service's opaque X-Next-Offset: we only know it is a short token, never free text.
 CURSOR = re.compile(r"[A-Za-z0-9._~-]{1,200}")
@@ -59,15 +63,6 @@ BAD_CURSOR = (
 )
 # A tag filter: the key up to the first ":" or "=", the value after it.
 TAG_FILTER = re.compile(r"^(?P<key>[^:=]*[^:=\s][^:=]*)[:=](?P<value>.*)$", re.S)
-
-# Panes other resources add to the session page, in tab order (rendered when their template exists).
-PANES = [
-    ("processes", "Processes", "browsers/_processes.html"),
-    ("files", "Files", "browsers/_files.html"),
-    ("computer", "Computer", "browsers/_computer.html"),
-    ("tools", "Tools and logs", "browsers/_tools.html"),
-    ("replays", "Replays", "browsers/_replays.html"),
-]
 
 
 def _tag_filters(request) -> dict[str, str]:
@@ -201,114 +196,251 @@ async def session_create(request):
 # Session page -------------------------------------------------------------------------------------
 
 
-def _panes() -> list[dict]:
-    """The other engineers' panes whose templates exist."""
-    found = []
-    for key, label, template in PANES:
-        try:
-            get_template(template)
-        except TemplateDoesNotExist:
-            continue
-        found.append({"key": key, "label": label, "template": template})
-    return found
-
-
-def _filters(request) -> tuple[list[str], list[str]]:
-    def listed(name: str, allowed) -> list[str]:
-        values = [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",")]
-        return [v for v in dict.fromkeys(values) if v in allowed]
-
-    return listed("category", CATEGORIES), listed("type", EVENT_TYPES)
-
-
 async def _history(
-    svc: Service, session_id: str, categories: list[str], types: list[str], before: str | None
-) -> tuple[list[presenters.Row], str | None]:
-    """Up to HISTORY_ROWS matching rows ending at ``before`` (or the newest), oldest first, and the
-    cursor for older ones. The service filters by category and type (SDK 0.131) within each page, so
-    pages may be thin."""
-    found: list[telemetry.Envelope] = []
+    svc: Service, session_id: str, finding: Finding, before: str | None
+) -> tuple[list[presenters.Row], str | None, bool]:
+    """Up to HISTORY_ROWS matching rows ending at ``before`` (or the window's end, or the newest), oldest
+    first, the cursor for older ones, and whether the read stopped at its bound with more to read. The
+    service filters by category and type (SDK 0.131) within each page, the console by the rest
+    (console/browsers/finding.py), so pages may be thin.
+
+    A window with a start is read forwards from it (a descending read takes no ``since``): its first
+    WINDOW_ROWS matching rows, no "load older"."""
+    found: list[presenters.Row] = []
+    forwards = finding.service_since is not None and before is None
     cursor = before
-    for _ in range(HISTORY_PAGES):
+    cut = False
+    for _ in range(WINDOW_PAGES if forwards else HISTORY_PAGES):
         page = await telemetry.list_events(
             svc,
             session_id,
-            order="desc",
+            order="asc" if forwards else "desc",
             limit=100,
             offset=cursor,
-            categories=categories or None,
-            types=types or None,
+            since=finding.service_since if forwards else None,
+            until=finding.service_until,
+            categories=finding.service_categories or None,
+            types=finding.types or None,
         )
-        found += page.items
+        for envelope in page.items:
+            row = presenters.row(envelope)
+            if not finding.local or finding.keeps(envelope, row):
+                found.append(row)
         cursor = page.next_offset if page.has_more else None
-        if cursor is None or len(found) >= HISTORY_ROWS:
+        if cursor is None:
             break
+        if len(found) >= (WINDOW_ROWS if forwards else HISTORY_ROWS):
+            cut = forwards
+            break
+    else:
+        cut = forwards and cursor is not None
+    if forwards:
+        return found[:WINDOW_ROWS], None, cut or len(found) > WINDOW_ROWS
     # A page may take the count past HISTORY_ROWS: all of it is shown, since the next cursor only
     # reaches below the whole page.
-    return [presenters.row(e) for e in reversed(found)], (str(cursor) if cursor is not None else None)
+    return list(reversed(found)), (str(cursor) if cursor is not None else None), False
 
 
-def _filter_url(request, session_id: str, categories: list[str], types: list[str]) -> str:
-    params = []
-    if categories:
-        params.append(("category", ",".join(categories)))
-    if types:
-        params.append(("type", ",".join(types)))
-    base = org_reverse(request, "browsers:detail", session_id=session_id)
-    return f"{base}?{urlencode(params)}" if params else base
-
-
-def _chips(request, session_id: str, categories: list[str], types: list[str]) -> list[dict]:
+def _chips(finding: Finding, base: str) -> list[dict]:
     chips = []
     for category in CATEGORIES:
-        on = category in categories
-        toggled = [c for c in categories if c != category] if on else [*categories, category]
-        chips.append({"name": category, "on": on, "url": _filter_url(request, session_id, toggled, types)})
+        on = category in finding.categories
+        toggled = (
+            tuple(c for c in finding.categories if c != category) if on else (*finding.categories, category)
+        )
+        chips.append({"name": category, "on": on, "url": finding.url(base, categories=toggled, event=None)})
     return chips
 
 
+def _level_chips(finding: Finding, base: str) -> list[dict]:
+    return [
+        {
+            "name": level,
+            "on": finding.level == level,
+            "url": finding.url(base, level="" if finding.level == level else level, event=None),
+        }
+        for level in LEVELS
+    ]
+
+
+def _views(finding: Finding, base: str) -> list[dict]:
+    labels = {"events": "Events", "network": "Network", "console": "Console"}
+    return [
+        {
+            "name": view,
+            "label": labels[view],
+            "on": finding.view == view,
+            "url": finding.url(base, view=view, event=None),
+        }
+        for view in VIEWS
+    ]
+
+
+async def _tabs(svc: Service, session_id: str, chosen: str) -> list[dict]:
+    """The browser tabs (CDP page targets) the session's recent page events name, newest first, with the
+    last URL each navigated to and the title it opened with; the chosen one is listed even when the read did
+    not reach it. None when the events cannot be read (the filter still applies)."""
+    try:
+        page = await telemetry.list_events(
+            svc, session_id, order="desc", limit=100, types=["page_navigation", "page_tab_opened"]
+        )
+    except ServiceError:
+        page = None
+    tabs: dict[str, dict] = {}
+    for envelope in page.items if page else []:
+        data = envelope.event.fields if envelope.event else {}
+        target = data.get("target_id")
+        if not isinstance(target, str) or not TARGET.fullmatch(target):
+            continue
+        tab = tabs.setdefault(target, {"id": target, "url": "", "title": ""})
+        tab["url"] = tab["url"] or str(data.get("url") or "")
+        if envelope.kind == "page_tab_opened":
+            tab["title"] = str(data.get("title") or "")
+    if chosen and chosen not in tabs:
+        tabs[chosen] = {"id": chosen, "url": "", "title": ""}
+    return list(tabs.values())
+
+
+async def _nothing() -> list:
+    return []
+
+
+async def _replays(svc: Service, session_id: str) -> list[dict]:
+    """The session's finished replays and their times, for "open in replay" (none if they cannot be read)."""
+    try:
+        found = await browser_replays.list_replays(svc, session_id)
+    except ServiceError:
+        return []
+    return [
+        {"id": r.replay_id, "start": r.started_at.isoformat(), "end": r.finished_at.isoformat()}
+        for r in found
+        if r.started_at is not None and r.finished_at is not None
+    ]
+
+
+def _where(url: str) -> dict:
+    """A request's URL split for its row: the host (muted) and the path, the part that tells rows apart."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return {}
+    if not parts.netloc:
+        return {}
+    path = parts.path or "/"
+    return {"host": parts.netloc, "path": path + (f"?{parts.query}" if parts.query else "")}
+
+
+async def _network_context(request, session: browsers.Session, finding: Finding) -> dict:
+    requests, cut = await network.read(request.service, session, finding)
+    shown = network.keep(requests, finding)
+    placed, span = network.bars(shown)
+    sid = session.session_id
+    detail = org_reverse(request, "browsers:request", session_id=sid, request_key="KEY")
+    query = finding.query(view=None, event=None)
+    return {
+        "requests": [
+            {
+                "r": r,
+                "bar": bar,
+                "size": network.size_label(r.size),
+                "duration": network.ms_label(r.duration_ms),
+                "url": detail.replace("KEY", quote(r.key, safe="")) + (f"?{query}" if query else ""),
+                **_where(r.url),
+            }
+            for r, bar in placed
+        ],
+        "request_count": len(requests),
+        "network_cut": cut,
+        "span": network.ms_label(span),
+        "har_url": finding.url(
+            org_reverse(request, "browsers:telemetry-har", session_id=sid), view=None, event=None
+        ),
+    }
+
+
 async def _pane_context(request, session: browsers.Session, before: str | None = None) -> dict:
-    categories, types = _filters(request)
+    finding = Finding.from_request(request)
     cursor_notice = ""
     if before is not None and not CURSOR.fullmatch(before):
         before, cursor_notice = None, BAD_CURSOR
-    try:
-        rows, older = await _history(request.service, session.session_id, categories, types, before)
-    except Invalid:
-        if before is None:
-            raise
-        # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
-        before, cursor_notice = None, BAD_CURSOR
-        rows, older = await _history(request.service, session.session_id, categories, types, None)
     sid = session.session_id
+    base = org_reverse(request, "browsers:detail", session_id=sid)
+    rows: list[presenters.Row] = []
+    older = None
+    window_cut = False
+    extra: dict = {}
+    # The tabs and the replays are read beside the events (each says nothing when it cannot be read): the
+    # screen pane loads once this part is in, so the part waits for the slowest read, not for their sum.
+    side = asyncio.gather(
+        _tabs(request.service, sid, finding.target),
+        _replays(request.service, sid) if finding.view != "network" else _nothing(),
+    )
+    try:
+        if finding.view == "network":
+            extra = await _network_context(request, session, finding)
+        else:
+            try:
+                rows, older, window_cut = await _history(request.service, sid, finding, before)
+            except Invalid:
+                if before is None:
+                    raise
+                # The cursor is opaque: only the service can tell it is not one of its own (or has expired).
+                before, cursor_notice = None, BAD_CURSOR
+                rows, older, window_cut = await _history(request.service, sid, finding, None)
+        extra["tabs"], replays = await side
+    finally:
+        side.cancel()
+    extra["replays_json"] = json.dumps(replays)
+    live = not session.ended and not before and not finding.windowed and finding.view != "network"
     last_seq = max((r.seq for r in rows if r.seq is not None), default=None)
     stream_url = org_reverse(request, "browsers:telemetry-stream", session_id=sid)
     if last_seq is not None:
         stream_url += f"?last_event_id={last_seq}"
     older_url = None
     if older is not None:
-        params = [("before", older)]
-        if categories:
-            params.append(("category", ",".join(categories)))
-        if types:
-            params.append(("type", ",".join(types)))
-        older_url = f"{org_reverse(request, 'browsers:telemetry', session_id=sid)}?{urlencode(params)}"
+        older_url = org_reverse(
+            request,
+            "browsers:telemetry",
+            session_id=sid,
+            query=urlencode([("before", older), *finding.params(event=None)]),
+        )
     return {
         "session": session,
+        "finding": finding,
         "rows": rows,
         "older_url": older_url,
         "older_page_url": older_url and older_url.replace("/telemetry/?", "/?", 1),
         "stream_url": stream_url,
-        "live": not session.ended and not before,
-        "categories": categories,
-        "types": types,
+        "live": live,
+        "categories": finding.categories,
+        "types": finding.types,
         "all_types": list(EVENT_TYPES),
-        "chips": _chips(request, sid, categories, types),
-        "clear_filters_url": org_reverse(request, "browsers:detail", session_id=sid),
-        "filtered": bool(categories or types),
+        "chips": _chips(finding, base),
+        "level_chips": _level_chips(finding, base),
+        "views": _views(finding, base),
+        "windows": WINDOWS,
+        "page_url": base,
+        "live_url": finding.url(base, window="", since=None, until=None, event=None),
+        "clear_filters_url": finding.url(
+            base,
+            categories=(),
+            types=(),
+            text="",
+            errors=False,
+            level="",
+            target="",
+            window="",
+            since=None,
+            until=None,
+            event=None,
+        ),
+        "filtered": finding.filtered,
+        "window_cut": window_cut,
+        "window_rows": WINDOW_ROWS,
         "max_rows": MAX_ROWS,
         "before": before,
         "cursor_notice": cursor_notice,
+        **extra,
     }
 
 
@@ -322,7 +454,7 @@ async def session_detail(request, session_id: str):
     async def detail() -> dict:
         session = await common.get_session(request, session_id)
         pane = await _pane_context(request, session, request.GET.get("before") or None)
-        return {**pane, "panes": _panes(), **head.context(session)}
+        return {**pane, **head.context(session)}
 
     if request.htmx and request.htmx.target == "telemetry-pane":
         session = await common.get_session(request, session_id)

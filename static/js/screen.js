@@ -804,9 +804,14 @@
   document.addEventListener("htmx:beforeSwap", function (event) {
     // A pane replaced (take/release control) closes its stream; the new one opens its own.
     var old = event.detail.target;
-    if (old && old._screenSource) old._screenSource.close();
-    if (old && old._snapshots) stopSnapshots(old);
-    if (old && old._renewTimer) clearInterval(old._renewTimer);
-    if (old && old._presence) stopPresence(old);
+    if (!old) return;
+    // A session tab replaced (templates/browsers/_tabs.html) takes the screen pane inside it along.
+    var panes = old.querySelectorAll ? Array.prototype.slice.call(old.querySelectorAll("[data-screen]")) : [];
+    panes.concat([old]).forEach(function (pane) {
+      if (pane._screenSource) pane._screenSource.close();
+      if (pane._snapshots) stopSnapshots(pane);
+      if (pane._renewTimer) clearInterval(pane._renewTimer);
+      if (pane._presence) stopPresence(pane);
+    });
   });
 })();

@@ -26,6 +26,11 @@
     this.maxRows = parseInt(root.dataset.maxRows, 10) || 1000;
     this.categories = csv(root.dataset.categories);
     this.types = csv(root.dataset.types);
+    // The rest of the page's filters (console/browsers/finding.py applies the same to the history).
+    this.text = (root.dataset.q || "").toLowerCase();
+    this.errors = root.dataset.errors === "1";
+    this.level = root.dataset.level || "";
+    this.target = root.dataset.target || "";
     this.paused = false;
     this.pausedByScroll = false;
     this.pending = [];
@@ -51,6 +56,15 @@
   Pane.prototype.matches = function (row) {
     if (this.categories.length && this.categories.indexOf(row.dataset.category) < 0) return false;
     if (this.types.length && this.types.indexOf(row.dataset.type) < 0) return false;
+    if (this.errors && !row.classList.contains("trow--error")) return false;
+    if (this.level && row.dataset.level !== this.level) return false;
+    if (this.target && row.dataset.target !== this.target) return false;
+    if (this.text) {
+      var summary = row.querySelector("summary");
+      var body = row.querySelector(".trow__text, .trow__url");
+      var haystack = (row.dataset.type + "\n" + (summary ? summary.textContent : "") + "\n" + (body ? body.textContent : "")).toLowerCase();
+      if (haystack.indexOf(this.text) < 0) return false;
+    }
     return true;
   };
 
@@ -234,7 +248,7 @@
     var shown = this.rows().length;
     if (this.count) {
       var text = shown + " event" + (shown === 1 ? "" : "s");
-      if (this.categories.length || this.types.length) text += " matching the filters";
+      if (this.categories.length || this.types.length || this.text || this.errors || this.level || this.target) text += " matching the filters";
       this.count.textContent = text;
     }
     if (this.toggle) {
@@ -307,10 +321,53 @@
     var details = event.target;
     if (!details.open || !details.querySelector) return;
     var pre = details.querySelector("pre[data-json]");
+    links(details);
     if (!pre || pre.dataset.pretty) return;
     try { pre.textContent = JSON.stringify(JSON.parse(pre.textContent), null, 2); } catch (e) { /* leave as sent */ }
     pre.dataset.pretty = "1";
   }, true);
+
+  // A row's links, added when it opens: its permalink (the page ending a second after it, scrolled to it
+  // and highlighted: console/browsers/finding.py) and "open in replay" when a replay of the session covers
+  // its time (the player seeks to it).
+  function links(details) {
+    var row = details.closest("li.trow");
+    var pane = details.closest("[data-telemetry]");
+    var body = details.querySelector(".trow__body");
+    if (!row || !pane || !body || body.querySelector(".trow__links")) return;
+    var time = row.querySelector("time[datetime]");
+    var seq = row.dataset.seq;
+    if (!time || !seq) return;
+    var at = new Date(time.getAttribute("datetime"));
+    if (isNaN(at.getTime())) return;
+    var nav = document.createElement("p");
+    nav.className = "trow__links";
+    var params = new URLSearchParams();
+    if (pane.classList.contains("telemetry--console")) params.set("view", "console");
+    else if (pane.dataset.categories) params.set("category", pane.dataset.categories);
+    params.set("until", new Date(at.getTime() + 1000).toISOString());
+    params.set("event", seq);
+    var permalink = document.createElement("a");
+    permalink.href = pane.dataset.pageUrl + "?" + params.toString();
+    permalink.textContent = "Link to this event";
+    permalink.dataset.permalink = "";
+    nav.appendChild(permalink);
+    var replays = [];
+    try { replays = JSON.parse(pane.dataset.replays || "[]"); } catch (e) { replays = []; }
+    for (var i = 0; i < replays.length; i++) {
+      var start = new Date(replays[i].start), end = new Date(replays[i].end);
+      if (at >= start && at <= end) {
+        var open = document.createElement("a");
+        var offset = ((at - start) / 1000).toFixed(1);
+        open.href = pane.dataset.replayUrl + encodeURIComponent(replays[i].id) + "/?t=" + offset + "&event=" + encodeURIComponent(seq);
+        open.textContent = "Open in replay (" + offset + " s)";
+        open.dataset.openReplay = "";
+        nav.appendChild(open);
+        break;
+      }
+    }
+    body.insertBefore(nav, body.firstChild);
+  }
 
   // Set-up, also for panes htmx swaps in (filters changed) --------------------------------------------
 
@@ -319,6 +376,8 @@
     if (scope.matches && scope.matches("[data-telemetry]")) panes.push(scope);
     if (scope.querySelectorAll) panes = panes.concat(Array.prototype.slice.call(scope.querySelectorAll("[data-telemetry]")));
     panes.forEach(function (root) {
+      // The Network view has no event log: nothing to follow there.
+      if (!root.querySelector("[data-telemetry-rows]")) return;
       if (!root.telemetryPane) root.telemetryPane = new Pane(root);
     });
   }

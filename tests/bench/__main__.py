@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from tests.bench import browsers, harness, pages, persistence, relay, relay_stages, screen
+from tests.bench import browsers, harness, inspector, pages, persistence, relay, relay_stages, screen
 
 SUITES = {
     "pages": pages.run,
@@ -14,6 +14,7 @@ SUITES = {
     "browsers": browsers.run,
     "persistence": persistence.run,
     "screen": screen.run,
+    "inspector": inspector.run,
 }
 DOC = harness.ROOT / "docs" / "benchmarks.md"
 

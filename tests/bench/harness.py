@@ -69,8 +69,11 @@ print("SESSION", s.session_key)
 
 
 @contextmanager
-def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict | None = None):
-    """A production-like console (DEBUG off) with one admin session, on a scratch SQLite database."""
+def console(
+    sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict | None = None, root: Path = ROOT
+):
+    """A production-like console (DEBUG off) with one admin session, on a scratch SQLite database; ``root``:
+    the checkout it runs from (another one for a before-and-after figure)."""
     scratch = Path(tempfile.mkdtemp(prefix="bench-"))
     port = free_port()
     env = {
@@ -86,11 +89,11 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
         "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         **(extra_env or {}),
     }
-    subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([PY, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=root, env=env, check=True)
+    subprocess.run([PY, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=root, env=env, check=True)
     out = subprocess.run(
         [PY, "manage.py", "shell", "-c", SETUP.format(url=sandbox_url, key=api_key)],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         check=True,
         capture_output=True,
@@ -111,7 +114,7 @@ def console(sandbox_url: str, api_key: str, *, workers: int = 1, extra_env: dict
             "warning",
             "--no-access-log",
         ],
-        cwd=ROOT,
+        cwd=root,
         env=env,
     )
     url = f"http://127.0.0.1:{port}"

@@ -38,10 +38,11 @@ def test_it_runs_a_process_and_shows_its_output_live(team, browser_page):
     team.log_in(page, "operator")
 
     page.goto(team.url(f"browsers/{session_id}/"))
+    # The pane is a tab of the session page: opened by its link (htmx), its script set up then.
+    page.get_by_role("navigation", name="Session").get_by_role("link", name="Processes").click()
     pane = page.locator("#processes-pane")
-    pane.scroll_into_view_if_needed()
     command = pane.get_by_label("Command").first
-    expect(command).to_be_visible(timeout=10_000)  # the pane loaded when it came into view
+    expect(command).to_be_visible(timeout=10_000)  # the pane loaded when its tab opened
     # The process prints, then waits for a line on stdin: what shows up must have come live.
     script = 'printf "\\033[32mready\\033[0m\\n"; echo "<oops>" >&2; read line; echo "got $line"; exit 3'
     command.fill(f"sh -c '{script}'")
@@ -126,8 +127,9 @@ def test_it_drives_the_computer_pane_and_marks_a_batch_row(team, browser_page):
     session_id = new_session(team, f"computer-{os.getpid()}")
     team.log_in(page, "operator")
     page.goto(team.url(f"browsers/{session_id}/"))
+    # The pane is a tab of the session page: opened by its link (htmx), its script set up then.
+    page.get_by_role("navigation", name="Session").get_by_role("link", name="Computer").click()
     pane = page.locator("#computer-pane")
-    pane.scroll_into_view_if_needed()
     screen = pane.locator("img[data-screen]")
     expect(screen).to_be_visible(timeout=10_000)
     page.wait_for_function("img => img.complete && img.naturalWidth === 640", arg=screen.element_handle())

@@ -61,8 +61,9 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(team, session, browser
 
     # Record from the session page's replays pane.
     page.goto(team.url(f"browsers/{session}/"))
+    # The pane is a tab of the session page: opened by its link (htmx), its script set up then.
+    page.get_by_role("navigation", name="Session").get_by_role("link", name="Replays").click()
     pane = page.locator("#replays-pane")
-    pane.scroll_into_view_if_needed()
     expect(pane.get_by_label("Frames per second")).to_be_visible(timeout=15_000)
     pane.get_by_label("Frames per second").fill(str(FRAMERATE))
     pane.get_by_role("button", name="Start recording").click()
@@ -136,8 +137,9 @@ def test_it_lets_the_operators_stop_win_over_a_refresh_in_flight(team, session, 
     errors = watch_errors(page)
     team.log_in(page, "operator")
     page.goto(team.url(f"browsers/{session}/"))
+    # The pane is a tab of the session page: opened by its link (htmx), its script set up then.
+    page.get_by_role("navigation", name="Session").get_by_role("link", name="Replays").click()
     pane = page.locator("#replays-pane")
-    pane.scroll_into_view_if_needed()
     pane.get_by_role("button", name="Start recording").click()
     expect(pane.get_by_text("recording", exact=True)).to_be_visible(timeout=15_000)
 

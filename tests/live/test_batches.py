@@ -4,7 +4,9 @@ batches written to every viewer, and still the same bytes, ids and resumes as be
 ``relay_frames.json`` holds telemetry events as the service sends them (every event type of the sandbox's
 generator, the planted secrets of tests/web/test_telemetry_secrets.py, control and bidi characters, markup
 and quotes, an envelope without ``seq``, one that is not an object) and the frame the relay sent for each
-before these changes (commit 5f89b85), byte for byte: they must not change.
+before these changes (commit 5f89b85), byte for byte: they must not change. (Issue 22 added each row's
+``data-level`` and ``data-target``, what the page's level and tab filters match: the frames were written again
+then, differing from the old ones by those two attributes alone.)
 """
 
 import asyncio

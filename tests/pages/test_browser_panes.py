@@ -65,12 +65,36 @@ async def read_stream(client, path, until="event: ended") -> str:
 # The session page --------------------------------------------------------------------------------
 
 
-async def test_it_puts_the_three_panes_on_the_session_page(viewer_client, session):
+TABS = ("processes", "files", "computer", "tools", "replays")
+
+
+def tab_links(page: str, session: str) -> list[str]:
+    """The session tabs' hrefs, in order, and which one is current."""
+    nav = page[page.index('<nav class="tabs session-tabs"') :]
+    nav = nav[: nav.index("</nav>")]
+    return re.findall(r'<a href="([^"]+)"[^>]*?(aria-current="page")?>', nav)
+
+
+async def test_it_puts_the_panes_on_tabs_of_their_own_urls(viewer_client, session):
     page = (await viewer_client.get(url(session))).content.decode()
-    for pane in ("processes", "files", "computer"):
-        assert f'id="{pane}-pane"' in page and f'href="#pane-{pane}"' in page
-        assert f"/browsers/{session}/{pane}/" in page
+    links = tab_links(page, session)
+    assert [href for href, _ in links] == [url(session)] + [url(session, f"{tab}/") for tab in TABS]
+    assert [current for _, current in links] == ['aria-current="page"'] + [""] * len(TABS)
+    # The panes load when their tab opens, not on the session page.
+    for pane in TABS:
+        assert f'id="{pane}-pane"' not in page
+    assert 'id="screen-pane"' in page and 'id="telemetry-pane"' in page and "data-inspector" in page
     assert "js/processes.js" in page and "js/files.js" in page and "js/computer.js" in page
+
+
+async def test_it_serves_each_tab_as_the_whole_session_page(viewer_client, session):
+    for tab in TABS:
+        page = (await viewer_client.get(url(session, f"{tab}/"))).content.decode()
+        assert f'id="{tab}-pane"' in page and 'id="session-tab"' in page
+        links = tab_links(page, session)
+        assert [current for href, current in links if current] == ['aria-current="page"']
+        assert [href for href, current in links if current] == [url(session, f"{tab}/")]
+        assert page.count("<h1") == 1 and "js/telemetry.js" in page and "js/screen.js" in page
 
 
 async def test_it_serves_each_pane_as_a_partial(viewer_client, session):

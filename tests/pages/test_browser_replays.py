@@ -38,7 +38,7 @@ def replay_calls(tenant):
 
 async def test_the_session_page_offers_the_replays_pane(viewer_client, session):
     page = (await viewer_client.get(url(session))).content.decode()
-    assert "#pane-replays" in page and f"/browsers/{session}/replays/" in page
+    assert f"/browsers/{session}/replays/" in page
     pane_html = (
         await viewer_client.get(url(session, "replays/"), headers=hx("replays-pane"))
     ).content.decode()

@@ -80,13 +80,24 @@ def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
         "/invocations",
         json={"app_name": app, "action_name": "greet", "version": "1.0.0", "async": True},
     )
-    session = made(tenant, "POST", "/browsers", json={"timeout_seconds": 3600})["session_id"]
+    telemetry = {"enabled": True, "browser": {"network": {"enabled": True}}}
+    session = made(tenant, "POST", "/browsers", json={"timeout_seconds": 3600, "telemetry": telemetry})[
+        "session_id"
+    ]
     process = made(
         tenant, "POST", f"/browsers/{session}/process/spawn", json={"command": "sleep", "args": ["600"]}
     )
     watch = made(
         tenant, "POST", f"/browsers/{session}/fs/watch", json={"path": "/home/kernel", "recursive": True}
     )
+    # One request in the session's telemetry, for the network view's request page.
+    request = {"request_id": f"{name}-req", "method": "GET", "url": f"https://shop.example.com/{name}"}
+    emitted = tenant.control(
+        "POST",
+        "telemetry/emit",
+        {"session_id": session, "events": [{"type": "network_request", "data": request}]},
+    )
+    assert emitted.status_code == 201, emitted.text
     manifest = json.dumps({"manifest_version": 3, "name": name, "version": "1.0"})
     extension = made(
         tenant,
@@ -133,6 +144,7 @@ def seed(tenant: SandboxTenant, name: str) -> dict[str, str]:
         "deployment_id": deployment["id"],
         "invocation_id": invocation["id"],
         "session_id": session,
+        "request_key": f"{name}-req",
         "process_id": process["process_id"],
         "watch_id": watch["watch_id"],
         # The simulated engine cannot record, so no replay exists; the session in the same URL is real, so

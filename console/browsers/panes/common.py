@@ -14,7 +14,14 @@ def url(request, name: str, session_id: str, **kwargs) -> str:
     return org_reverse(request, f"browsers:panes:{name}", session_id=session_id, **kwargs)
 
 
+# The session's tabs with a URL of their own (templates/browsers/_tabs.html); the screen and the telemetry
+# are the session page itself.
+TABS = ("processes", "files", "computer", "tools", "replays")
+
+
 def session_url(request, session_id: str, pane: str = "") -> str:
+    if pane in TABS:
+        return url(request, pane, session_id)
     base = org_reverse(request, "browsers:detail", session_id=session_id)
     return f"{base}#pane-{pane}" if pane else base
 
