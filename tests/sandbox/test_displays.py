@@ -290,11 +290,18 @@ async def test_it_removes_what_a_display_it_had_to_kill_left_behind():
 async def test_it_takes_a_number_a_killed_server_left_its_files_on():
     """A killed sandbox's displays leave their lock and socket files: the number is free again (Xvfb
     replaces a dead process's lock, then the socket file nothing listens on)."""
-    number = next(displays._free_displays(set()))
     ended = await asyncio.create_subprocess_exec("true")
     await ended.wait()
-    lock = Path(f"/tmp/.X{number}-lock")
-    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    for _attempt in range(10):
+        number = next(displays._free_displays(set()))
+        lock = Path(f"/tmp/.X{number}-lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        except FileExistsError:
+            continue  # another test's display took the number meanwhile (parallel workers): the next free one
+        break
+    else:
+        pytest.fail("no free display number stayed free long enough to be taken")
     with os.fdopen(fd, "w") as handle:
         handle.write(f"{ended.pid:10d}\n")
     left = Path(f"/tmp/.X11-unix/X{number}")
