@@ -52,7 +52,7 @@ STATUS_LABELS = {
     "reconnecting": "Reconnecting…",
     "ended": "Ended",
     "error": "Error",
-    "lagged": "Skipped events (too slow) — resynchronised",
+    "lagged": "Fell behind: some events were skipped (reload to see them all)",
 }
 
 
