@@ -31,10 +31,10 @@ def test_it_invokes_from_the_generated_form_and_watches_it_succeed_live(team, br
 
     page.wait_for_url(f"**{team.path()}invocations/inv_*/", timeout=10_000)
     summary = page.locator("#invocation-summary")
-    expect(summary.locator(".chip")).to_have_text("succeeded", timeout=15_000)
+    expect(summary.locator(".chip")).to_have_text("Succeeded", timeout=15_000)
     expect(summary).to_contain_text("Example Domain")
     log = page.locator("#invocation-log")
-    expect(log).to_contain_text("State: running")
+    expect(log).to_contain_text("State: Running")
     expect(log).to_contain_text("Navigating to https://example.com")
     expect(log).to_contain_text("Action get-page-title finished")
     expect(page.get_by_role("link", name="Cancel invocation…")).to_have_count(0)
@@ -60,7 +60,7 @@ def test_it_uploads_a_deployment_with_progress_and_follows_the_build(team, brows
     assert sent.value.headers.get("hx-request") == "true"
 
     page.wait_for_url(f"**{team.path()}deployments/dep_*/", timeout=10_000)
-    expect(page.locator("#deployment-summary .chip")).to_have_text("running", timeout=15_000)
+    expect(page.locator("#deployment-summary .chip")).to_have_text("Running", timeout=15_000)
     expect(page.locator("#deployment-log")).to_contain_text(f"Serving {name} 0.1.0: actions greet, add")
     expect(page.locator("#deployment-summary")).to_contain_text("API_TOKEN")
     assert "browser-secret-value" not in page.content()
