@@ -100,8 +100,17 @@ async def test_it_shows_a_pool_named_past_any_url_as_a_bad_answer(viewer_client,
     pool = {"id": "pool_1", "name": "p" * 100_000, "browser_pool_config": {"size": 1}}
     # The list page reads the org's limits beside the pools (at once): answered, so that the one bad answer
     # is the pool's (a 404 there raced the bad pool to the banner).
+    # So are the capacity model's reads (the key's scope, the default project, invocations).
     scripted.update(
-        {"/browser_pools/pool_1": pool, "/browser_pools": [pool], "/browsers": [], "/org/limits": {}}
+        {
+            "/browser_pools/pool_1": pool,
+            "/browser_pools": [pool],
+            "/browsers": [],
+            "/org/limits": {},
+            "/auth/context": {},
+            "/org/projects": [],
+            "/invocations": [],
+        }
     )
     assert_banner(await viewer_client.get("/o/acme/pools/pool_1/"), "name")
     assert_banner(await viewer_client.get("/o/acme/pools/"), "name")
