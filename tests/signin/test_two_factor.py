@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from urllib.parse import quote
 
 import pyotp
 import pytest
@@ -116,8 +117,10 @@ def _database_url() -> str:
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{db['NAME']}"
-    host, port = db["HOST"] or "localhost", db["PORT"] or 5432
-    return f"postgres://{db['USER']}:{db['PASSWORD']}@{host}:{port}/{db['NAME']}"
+    # The host may be a socket directory (tests/database.py): given as libpq's own host and port options.
+    user, password = quote(db["USER"] or "", safe=""), quote(db["PASSWORD"] or "", safe="")
+    host, port = quote(db["HOST"] or "localhost", safe=""), db["PORT"] or 5432
+    return f"postgres://{user}:{password}@/{db['NAME']}?host={host}&port={port}"
 
 
 # Another console process judges a code: "in time" when the code is right for the clock (used or not), then
