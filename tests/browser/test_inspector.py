@@ -217,6 +217,9 @@ def test_it_puts_screen_and_telemetry_side_by_side_remembers_the_split_and_stack
 
     page.reload()
     expect(page.locator("#telemetry-pane")).to_be_visible(timeout=15_000)
+    # The split is the page script's to apply, once it runs: waited for, then measured.
+    expect(page.locator("[data-inspector]")).to_have_attribute("data-inspector-ready", "1")
+    expect(gutter).to_have_attribute("aria-valuenow", "60")
     remembered = page.evaluate(boxes)
     assert remembered["screen"][2] / remembered["inspector"] == pytest.approx(0.6, abs=0.02)
 

@@ -55,7 +55,9 @@ def test_it_adds_a_security_key_and_asks_for_it_at_the_next_sign_in(console_serv
 
     page.locator("#account-menu summary").click()  # the user menu
     page.get_by_role("button", name="Log out").click()
-    page.goto(f"{base}/login/")
+    # Logged out once the sign-in page is back (a navigation sooner could cancel the log-out's request).
+    expect(page).to_have_url(f"{base}/login/")
+    expect(page.get_by_label("Username or e-mail")).to_be_visible()
     page.get_by_label("Username or e-mail").fill(username)
     page.get_by_label("Password").fill(DEMO_PASSWORD)
     page.get_by_role("button", name="Log in").click()

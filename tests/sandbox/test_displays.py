@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import stat
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -280,6 +282,56 @@ async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatc
         assert lock.read_text() == f"{os.getpid():10d}\n"  # noqa: ASYNC240 - left to its owner
     finally:
         lock.unlink()  # noqa: ASYNC240
+
+
+@pytest.fixture
+def reachable(tmp_path):
+    """A folder the servers' user can reach (a root sandbox drops to the helpers' user; pytest's own
+    temporary folders are the test user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="displays-test-", dir="/tmp"))  # noqa: ASYNC240
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def _xvfb_wrapper(folder: Path, script: str) -> str:
+    """An Xvfb stand-in that runs ``script`` (a shell script) in ``folder``."""
+    wrapper = folder / "Xvfb"
+    wrapper.write_text(f"#!/bin/sh\n{script}\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+async def test_it_moves_on_when_a_server_exits_with_no_lock_to_explain_it(monkeypatch, reachable):
+    """Another process's server may hold a number and stop before the look at its lock: the exit is
+    taken as that race, and the next number is tried."""
+    free = displays._free_displays(set())
+    first = next(free)
+    wrapper = _xvfb_wrapper(reachable, f'[ "$1" = ":{first}" ] && exit 1\nexec {displays.Display.binary()} "$@"')
+    monkeypatch.setenv("SANDBOX_XVFB", wrapper)
+    offered = iter([first, *free])
+    monkeypatch.setattr(displays, "_free_displays", lambda starting: offered)
+    display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
+    try:
+        assert display.number != first
+    finally:
+        await display.stop()
+
+
+async def test_a_server_that_always_exits_is_given_up_on_after_a_few_numbers(monkeypatch, reachable):
+    monkeypatch.setenv("SANDBOX_XVFB", _xvfb_wrapper(reachable, "exit 1"))
+    tried = []
+    real = displays._free_displays
+
+    def offered(starting):
+        for number in real(starting):
+            tried.append(number)
+            yield number
+
+    monkeypatch.setattr(displays, "_free_displays", offered)
+    with pytest.raises(RuntimeError, match=r"Xvfb did not start: Xvfb exited with 1 on display :\d+"):
+        await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
+    assert len(tried) == displays.UNEXPLAINED_EXITS
 
 
 async def test_it_removes_what_a_display_it_had_to_kill_left_behind():

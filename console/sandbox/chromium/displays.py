@@ -87,6 +87,7 @@ class Display:
         display 0 whatever serves it: it replaces the socket file of a running display, and removes it on
         its way out."""
         problem = "no display number was free"
+        unexplained = 0
         for number in _free_displays(cls._starting):
             cls._starting.add(number)
             try:
@@ -95,12 +96,21 @@ class Display:
                 cls._starting.discard(number)
             if isinstance(display, Display):
                 return display
-            problem = display
+            problem, explained = display
+            # An exit with no live lock left to explain it is most often a race with another process's
+            # server over the same number (it held the lock, then stopped before the look): the next
+            # number is tried, a few times, so that a broken Xvfb still fails quickly and says why.
+            unexplained += not explained
+            if unexplained >= UNEXPLAINED_EXITS:
+                break
         raise RuntimeError(f"Xvfb did not start: {problem}")
 
     @classmethod
-    async def _try(cls, number: int, size: dict, authority: Path, owner: str) -> Display | str:
-        """Xvfb on display ``number`` once it accepts connections; why not, if another server has it."""
+    async def _try(
+        cls, number: int, size: dict, authority: Path, owner: str
+    ) -> Display | tuple[str, bool]:
+        """Xvfb on display ``number`` once it accepts connections; else why not, and whether a live
+        server's lock explains it."""
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.
         screen = f"{size['width'] + 1}x{size['height'] + 1}x24"
         # setpriv: killed with the sandbox, even if the sandbox itself is killed; a root sandbox's Xvfb
@@ -128,8 +138,8 @@ class Display:
                 while True:
                     if process.returncode is not None:
                         if _lock_owner(number) not in (None, process.pid):
-                            return f"display :{number} was taken by another server"
-                        raise RuntimeError(f"Xvfb exited with {process.returncode} on display :{number}")
+                            return f"display :{number} was taken by another server", True
+                        return f"Xvfb exited with {process.returncode} on display :{number}", False
                     if _lock_owner(number) == process.pid and _accepts(f"/tmp/.X11-unix/X{number}"):
                         return cls(process, number, authority)
                     await asyncio.sleep(0.02)
@@ -229,6 +239,7 @@ def _x11_sockets() -> None:
 
 
 FIRST_DISPLAY = 100  # clear of a desktop's :0 and xvfb-run's :99
+UNEXPLAINED_EXITS = 3  # Xvfb exits on numbers no live lock explains before a display gives up
 
 
 def _free_displays(starting: set[int], tries: int = 64):
