@@ -23,7 +23,6 @@ Lists are walked within bounds (``MAX_PAGES`` pages of 100): past that a figure 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass, field
 
 from django.urls import NoReverseMatch, reverse
@@ -31,7 +30,6 @@ from django.utils.html import format_html, format_html_join
 
 from console.service import CapReached, Service, ServiceError, browsers, invocations, pools, projects
 from console.service.pagination import walk
-from console.usage.models import Refusal
 
 MAX_PAGES = 10
 COUNT_LIMIT = 100
@@ -399,13 +397,3 @@ def refusal(request, error: CapReached, use: Capacity | None = None) -> str:
         format_html_join(" and ", '<a href="{}">{}</a>', using),
         limits_url(request),
     )
-
-
-async def explain(request, error: CapReached) -> str:
-    """``refusal`` with the capacity measured now, and the refusal counted for the usage page."""
-    project = request.service.project
-    if not project:
-        with contextlib.suppress(ServiceError):
-            project = await scope_project(request.service)
-    await Refusal.objects.acreate(org=request.org, project_id=project or "", cap=error.cap)
-    return refusal(request, error, await measure_quietly(request))

@@ -236,7 +236,7 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "console.signin.views.lockout_response"
+AXES_LOCKOUT_CALLABLE = "console.signin_pages.views.lockout_response"
 AXES_USERNAME_FORM_FIELD = "username"
 # Failures count against the account, however it was named (any case, or its e-mail address).
 AXES_USERNAME_CALLABLE = "console.accounts.backends.lockout_username"

@@ -12,7 +12,7 @@ from console.dashboard import views as dashboard_views
 from console.members import urls as members_urls
 from console.metrics import urls as metrics_urls
 from console.org_settings import urls as org_settings_urls
-from console.signin import urls as signin_urls
+from console.signin_pages import urls as signin_urls
 from console.web import search
 
 org_urlpatterns = [

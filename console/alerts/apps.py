@@ -7,4 +7,4 @@ class AlertsConfig(AppConfig):
     verbose_name = "Alerts"
 
     def ready(self):
-        from console.alerts import signals  # noqa: F401  (every organization gets its built-in rule)
+        from console.alerts import signals  # noqa: F401  (built-in rules for every org, demo rules for the demo)

@@ -8,11 +8,11 @@ from django.contrib import messages
 from django.http import Http404
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console import capacity
 from console.accounts.audit import audited
 from console.apps import sample, schema
 from console.apps.forms import InvokeForm
 from console.service import CapReached, Conflict, Invalid, NotFound, apps, deployments, invocations
+from console.usage import refusals
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -114,7 +114,7 @@ async def invoke(request, app_name: str, version: str, action_name: str):
             except Invalid as exc:
                 apply_service_errors(form, exc)
             except CapReached as exc:
-                form.add_error(None, await capacity.explain(request, exc))
+                form.add_error(None, await refusals.explain(request, exc))
             except NotFound as exc:
                 form.add_error(None, f"This app version is no longer deployed ({exc.message}).")
             else:

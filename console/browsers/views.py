@@ -44,6 +44,7 @@ from console.service import (
 from console.service.contract import CATEGORIES, EVENT_TYPES, SESSION_STATUSES
 from console.service.http import Service
 from console.service.sse import ServerEvent
+from console.usage import refusals
 from console.web import bulk, deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
@@ -176,7 +177,7 @@ async def session_create(request):
             except Invalid as exc:
                 apply_service_errors(form, exc, FIELD_MAP)
             except CapReached as exc:
-                form.add_error(None, await capacity.explain(request, exc))
+                form.add_error(None, await refusals.explain(request, exc))
             except ServiceError as exc:
                 if exc.status != 409:
                     raise

@@ -24,6 +24,7 @@ from console.service import (
     proxies,
 )
 from console.service.contract import CAPTURE_CATEGORIES
+from console.usage import refusals
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
@@ -70,7 +71,7 @@ async def _choices(svc) -> dict:
 async def _apply_errors(request, form, exc) -> None:
     if isinstance(exc, CapReached):
         # The size is what went over: the explanation and the link to the project's limits go there.
-        form.add_error("size", await capacity.explain(request, exc))
+        form.add_error("size", await refusals.explain(request, exc))
     elif isinstance(exc, Invalid):
         apply_service_errors(form, exc, FIELD_MAP)
     elif exc.code in CONFLICT_FIELDS:

@@ -109,7 +109,8 @@ def test_two_executors_run_at_once(real_team, session, browser_page):
         "await page.goto('https://docs.example.com/');\n"
         "await page.evaluate(() => localStorage.setItem('{me}', '1'));\n"
         # Polled on a timer: the default (animation frames) stops in a tab the browser shows behind another.
-        "await page.waitForFunction(() => localStorage.getItem('{other}'), null, {{polling: 100, timeout: 90000}});\n"
+        "await page.waitForFunction(() => localStorage.getItem('{other}'), null,\n"
+        "  {{polling: 100, timeout: 90000}});\n"
         "return '{me}';"
     )
     for page in (first, second):

@@ -288,7 +288,7 @@ async def test_it_moves_on_when_another_server_locks_the_number_first(monkeypatc
 def reachable(tmp_path):
     """A folder the servers' user can reach (a root sandbox drops to the helpers' user; pytest's own
     temporary folders are the test user's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="displays-test-", dir="/tmp"))  # noqa: ASYNC240
+    folder = Path(tempfile.mkdtemp(prefix="displays-test-", dir="/tmp"))
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder)
@@ -307,7 +307,9 @@ async def test_it_moves_on_when_a_server_exits_with_no_lock_to_explain_it(monkey
     taken as that race, and the next number is tried."""
     free = displays._free_displays(set())
     first = next(free)
-    wrapper = _xvfb_wrapper(reachable, f'[ "$1" = ":{first}" ] && exit 1\nexec {displays.Display.binary()} "$@"')
+    wrapper = _xvfb_wrapper(
+        reachable, f'[ "$1" = ":{first}" ] && exit 1\nexec {displays.Display.binary()} "$@"'
+    )
     monkeypatch.setenv("SANDBOX_XVFB", wrapper)
     offered = iter([first, *free])
     monkeypatch.setattr(displays, "_free_displays", lambda starting: offered)

@@ -106,9 +106,7 @@ class Display:
         raise RuntimeError(f"Xvfb did not start: {problem}")
 
     @classmethod
-    async def _try(
-        cls, number: int, size: dict, authority: Path, owner: str
-    ) -> Display | tuple[str, bool]:
+    async def _try(cls, number: int, size: dict, authority: Path, owner: str) -> Display | tuple[str, bool]:
         """Xvfb on display ``number`` once it accepts connections; else why not, and whether a live
         server's lock explains it."""
         # One pixel more than the window: Chromium shrinks a window as large as the screen by a pixel.

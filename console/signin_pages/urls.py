@@ -2,7 +2,7 @@ from allauth.account import views as allauth_views
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from console.signin import views
+from console.signin_pages import views
 
 # Not org-scoped: the password login, logout and password change, single sign-on's two ends, the user's own
 # sessions and two-factor devices (allauth.mfa's views and templates, in the console's layout), and the
