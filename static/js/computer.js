@@ -72,8 +72,12 @@
     var shownWidth = img.clientWidth, shownHeight = img.clientHeight;
     var width = Number(pane.dataset.width) || img.naturalWidth, height = Number(pane.dataset.height) || img.naturalHeight;
     if (!shownWidth || !shownHeight || !width || !height) return;
-    var x = Math.min(width - 1, Math.max(0, Math.floor(((event.clientX - left) * width) / shownWidth)));
-    var y = Math.min(height - 1, Math.max(0, Math.floor(((event.clientY - top) * height) / shownHeight)));
+    // A scaled screenshot's CSS pixel covers several of the browser's: a whole-number pointer position is
+    // the pixel's corner, so its centre is taken (half a CSS pixel on), not the corner's browser pixel.
+    var clientX = event.clientX + (Number.isInteger(event.clientX) ? 0.5 : 0);
+    var clientY = event.clientY + (Number.isInteger(event.clientY) ? 0.5 : 0);
+    var x = Math.min(width - 1, Math.max(0, Math.floor(((clientX - left) * width) / shownWidth)));
+    var y = Math.min(height - 1, Math.max(0, Math.floor(((clientY - top) * height) / shownHeight)));
     pane.querySelectorAll("form[data-action] input[name$='-x']").forEach(function (input) { input.value = x; });
     pane.querySelectorAll("form[data-action] input[name$='-y']").forEach(function (input) { input.value = y; });
     var said = pane.querySelector("[data-picked]");
