@@ -25,6 +25,7 @@ Never imports Django.
 from __future__ import annotations
 
 import asyncio
+import base64
 import binascii
 import contextlib
 import json
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 
 from console.live import cdp
 from console.service.errors import ServiceError
+from console.web import images
 from console.web.text import visible
 
 log = logging.getLogger("console.live.screen")
@@ -60,6 +62,8 @@ FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
 # a bigger image (a decompression bomb for every viewer's browser) is dropped.
 MAX_SIDE = 4096
 BAD_FRAMES = 10  # frames in a row failing the check before the upstream counts as broken
+POSTER_TIMEOUT = 5.0  # seconds a still picture may take before the relay opens its CDP connection anyway
+POSTER_BYTES = 8 * 1024 * 1024  # the largest still picture passed on (a 4096-pixel-square PNG fits)
 # The JPEG markers that start a frame header (SOF0..SOF15 but DHT, JPG and DAC): they carry its size.
 JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
@@ -72,6 +76,9 @@ class Target:
     width: int
     height: int
     ended: bool = False
+    # Whether a still picture is worth asking for before the CDP connection opens (not for a browser the
+    # service says sleeps: the picture would wake it only for the connection to move it at once).
+    awake: bool = True
 
 
 @dataclass
@@ -81,6 +88,9 @@ class Source:
     locate: Callable[[], Awaitable[Target]]
     allow_private: bool = False
     quality: int = 70
+    # A still picture of the screen now (PNG bytes, the service's screenshot), shown until the first frame:
+    # a CDP connection can take seconds to open (a sandbox moves the session to a browser of its own).
+    poster: Callable[[], Awaitable[bytes]] | None = None
 
 
 def frame_problem(data: object, metadata: object) -> str:
@@ -136,7 +146,8 @@ def _decoded(data: str, start: int, length: int) -> bytes:
 
 
 def frame_event(number: int, data: str, meta: dict) -> bytes:
-    """One SSE event: a JSON line (number, size, capture and send times) then the base64 JPEG line."""
+    """One SSE event: a JSON line (screen, number, capture and send times; ``f: "png"`` for a still
+    picture) then the base64 image line (a JPEG frame, or that PNG)."""
     head = json.dumps(meta, separators=(",", ":"))
     return f"event: frame\nid: {number}\ndata: {head}\ndata: {data}\n\n".encode()
 
@@ -215,6 +226,7 @@ class Screen:
     heard_at: float = 0.0  # event-loop time of the upstream's last message
     stalled: bool = False  # silent, and a probe went unanswered: until it is heard again
     probes: int = 0  # probes sent (a test figure)
+    posters: int = 0  # still pictures shown before the first frame (a test figure)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -333,6 +345,32 @@ class Screen:
             meta["c"] = round(stamp * 1000, 1)
         self.frame, self.frame_number = frame_event(number, data, meta), number
 
+    async def _take_poster(self) -> None:
+        """The source's still picture as the first frame, if it comes within ``POSTER_TIMEOUT`` and before
+        any frame: a PNG (by its header) of at most ``MAX_SIDE`` pixels a side and ``POSTER_BYTES``, else
+        nothing (the screen just waits for its frames). Taken before the CDP connection opens: a sandbox
+        moving the session to a browser of its own would make the screenshot wait for that move."""
+        if self.source.poster is None or self.frame is not None or self.raw is not None:
+            return
+        try:
+            async with asyncio.timeout(POSTER_TIMEOUT):
+                data = await self.source.poster()
+        except (ServiceError, TimeoutError, OSError) as exc:
+            log.info("screen %s: no still picture (%s)", self.screen_id, type(exc).__name__)
+            return
+        size = images.png_size(data) if isinstance(data, bytes) and len(data) <= POSTER_BYTES else None
+        if size is None or not all(0 < side <= MAX_SIDE for side in size):
+            self.frames_bad += 1
+            return
+        if self.frame is not None or self.raw is not None:
+            return
+        self.number += 1
+        self.posters += 1
+        meta = {"s": self.screen_id, "n": self.number, "t": round(time.time() * 1000, 1), "f": "png"}
+        encoded = base64.b64encode(data).decode("ascii")
+        self.frame, self.frame_number = frame_event(self.number, encoded, meta), self.number
+        self._wake()
+
     def _end(self, state: str, message: str) -> None:
         self.ended = True
         self._set_status(state, message)
@@ -351,6 +389,8 @@ class Screen:
                         self._end("ended", "no more frames will arrive")
                         return
                     await cdp.check_cdp_url(target.cdp_ws_url, allow_private=self.source.allow_private)
+                    if first and target.awake:
+                        await self._take_poster()
                     self.connections += 1
                     await self._read(target)
                 except cdp.Busy as exc:

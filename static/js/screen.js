@@ -40,6 +40,11 @@
     }
   }
 
+  // A frame is a JPEG; the still picture shown before the first one (a screenshot) says it is a PNG.
+  function frameSource(frame) {
+    return "data:image/" + (frame.meta.f === "png" ? "png" : "jpeg") + ";base64," + frame.jpeg;
+  }
+
   // Frames per second over the last second, and the median latency of the last 30 frames.
   // The first frame of a connection is the one the relay held, however old (a still page sends no new
   // ones): it counts as a frame, not for the latency.
@@ -435,7 +440,7 @@
     source.addEventListener("frame", function (event) {
       var frame = parseFrame(event.data);
       if (!frame) return;
-      image.src = "data:image/jpeg;base64," + frame.jpeg;
+      image.src = frameSource(frame);
       note.hidden = true;
       meter.add(frame.meta);
       pane.dataset.frames = String(meter.count);
@@ -753,7 +758,7 @@
         var frame = parseFrame(event.data);
         if (!frame || !tiles[frame.meta.s]) return;
         var tile = tiles[frame.meta.s];
-        tile.querySelector("[data-tile-image]").src = "data:image/jpeg;base64," + frame.jpeg;
+        tile.querySelector("[data-tile-image]").src = frameSource(frame);
         tile.dataset.frames = String(Number(tile.dataset.frames || 0) + 1);
       });
     }

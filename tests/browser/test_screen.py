@@ -86,6 +86,32 @@ def open_screen(page, team, sid):
     return pane
 
 
+# Records the kind of every picture the screen image is given, in order (before any page script runs).
+PICTURES = """
+new MutationObserver((changes) => {
+    for (const change of changes) {
+        const src = change.target.getAttribute('src') || '';
+        if (change.target.matches('[data-screen-image]') && src.startsWith('data:image/')) {
+            (window.pictures = window.pictures || []).push(src.slice(11, src.indexOf(';')));
+        }
+    }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['src']});
+"""
+
+
+def test_it_shows_a_still_picture_of_the_screen_until_the_first_frame(real_team, sessions, browser_page):
+    """Opening the CDP connection can take seconds (the sandbox moves the session to a browser of its own):
+    the screen shows the service's screenshot first, then the screencast's frames."""
+    team, page = real_team, browser_page
+    sid = sessions("https://lab.example.com/?color=1e90ff")
+    team.log_in(page)
+    page.add_init_script(PICTURES)
+    open_screen(page, team, sid)
+    page.wait_for_function("() => (window.pictures || []).includes('jpeg')")
+    pictures = page.evaluate("window.pictures")
+    assert pictures[0] == "png" and pictures.count("png") == 1, pictures
+
+
 def test_it_shows_the_page_of_the_session_in_the_live_screen(real_team, sessions, browser_page):
     team, page = real_team, browser_page
     errors = watch_errors(page)

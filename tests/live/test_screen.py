@@ -18,6 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from console.live import cdp as cdp_client
 from console.live import screen as relay
+from console.service.errors import ServiceError
 
 
 class FakeCdp:
@@ -574,3 +575,92 @@ async def test_it_says_a_screen_that_went_silent_and_does_not_answer_is_stalled_
     await until(lambda: not viewer.screen.stalled)
     assert viewer.screen.status.startswith("live:")
     await stream.aclose()
+
+
+def png(width: int, height: int) -> bytes:
+    """A PNG's signature and IHDR chunk (what the relay reads of a still picture), then a little more."""
+    ihdr = b"IHDR" + width.to_bytes(4, "big") + height.to_bytes(4, "big") + b"\x08\x02\x00\x00\x00"
+    return b"\x89PNG\r\n\x1a\n" + len(ihdr[4:]).to_bytes(4, "big") + ihdr + b"\x00" * 8
+
+
+def posed(url: str, picture, *, awake: bool = True) -> relay.Source:
+    """A source whose still picture is ``picture()`` (bytes, or an exception to raise)."""
+    asked = []
+
+    async def locate():
+        return relay.Target(url, 640, 480, awake=awake)
+
+    async def poster():
+        asked.append(1)
+        made = picture()
+        if isinstance(made, Exception):
+            raise made
+        return made
+
+    made = relay.Source(key=("p1", 1, None), locate=locate, allow_private=True, poster=poster)
+    made.asked = asked
+    return made
+
+
+async def test_it_shows_a_still_picture_before_the_first_frame_then_the_frames(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wake = asyncio.Event()
+    viewer = hub.subscribe(posed(cdp.url, lambda: png(640, 480)), wake=wake)
+    chunk = await relay.next_chunk([viewer], wake, 5)
+    while b"event: frame" not in chunk:
+        chunk = await relay.next_chunk([viewer], wake, 5)
+    still = next(e for e in events(chunk) if e["event"] == ["frame"])
+    assert json.loads(still["data"][0])["f"] == "png"
+    assert base64.b64decode(still["data"][1]) == png(640, 480)
+    # Taken before the CDP connection opened (a sandbox moves the session to a browser of its own then).
+    await until(lambda: cdp.casting)
+    await cdp.frame(jpeg(b"live"), 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    chunk = await relay.next_chunk([viewer], wake, 5)
+    frame = next(e for e in events(chunk) if e["event"] == ["frame"])
+    assert "f" not in json.loads(frame["data"][0])
+    assert base64.b64decode(frame["data"][1]) == jpeg(b"live")
+    assert viewer.screen.posters == 1 and viewer.skipped == 0
+
+
+@pytest.mark.parametrize(
+    "picture",
+    [
+        lambda: png(100_000, 100_000),  # a decompression bomb for every viewer's browser
+        lambda: png(0, 480),
+        lambda: jpeg(b"not a png"),
+        lambda: b"",
+        lambda: png(640, 480) + b"\x00" * relay.POSTER_BYTES,  # too large to pass on
+    ],
+)
+async def test_it_passes_on_no_still_picture_that_is_not_a_png_of_a_sane_size(cdp, picture):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wake = asyncio.Event()
+    source = posed(cdp.url, picture)
+    viewer = hub.subscribe(source, wake=wake)
+    await until(lambda: cdp.casting)  # the connection opened anyway
+    assert source.asked and viewer.screen.posters == 0 and viewer.screen.frame is None
+    await cdp.frame(jpeg(b"live"), 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    chunk = await relay.next_chunk([viewer], wake, 5)
+    while b"event: frame" not in chunk:
+        chunk = await relay.next_chunk([viewer], wake, 5)
+    assert base64.b64decode(next(e for e in events(chunk) if e["event"] == ["frame"])["data"][1]) == jpeg(
+        b"live"
+    )
+
+
+async def test_a_still_picture_that_fails_does_not_keep_the_screen_from_its_frames(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    source = posed(cdp.url, lambda: ServiceError("the service is down"))
+    viewer = hub.subscribe(source, wake=asyncio.Event())
+    await until(lambda: cdp.casting)
+    assert source.asked and viewer.screen.posters == 0
+
+
+async def test_it_asks_no_still_picture_of_a_browser_the_service_says_sleeps(cdp):
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    source = posed(cdp.url, lambda: png(640, 480), awake=False)
+    viewer = hub.subscribe(source, wake=asyncio.Event())
+    await until(lambda: cdp.casting)
+    assert source.asked == [] and viewer.screen.posters == 0

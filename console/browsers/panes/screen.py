@@ -76,9 +76,15 @@ def source(request, session_id: str) -> relay.Source:
         except NotFound:
             return relay.Target(None, 0, 0, ended=True)
         width, height = common.viewport(session)
-        return relay.Target(session.cdp_ws_url, width, height, ended=session.ended)
+        asleep = session.sandbox is not None and session.sandbox.browser == "standby"
+        return relay.Target(session.cdp_ws_url, width, height, ended=session.ended, awake=not asleep)
 
-    return relay.Source(key=key(request, session_id), locate=locate, allow_private=svc.allow_private)
+    async def poster() -> bytes:
+        return await browser_computer.screenshot(svc, session_id)
+
+    return relay.Source(
+        key=key(request, session_id), locate=locate, allow_private=svc.allow_private, poster=poster
+    )
 
 
 async def mode(request, session: browsers.Session) -> tuple[str, str]:
