@@ -35,6 +35,8 @@ if (weakness := localenv.weak_secret_key(SECRET_KEY)) and not (DEBUG and SECRET_
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# A form whose token no longer matches gets the console's page ("This form has expired"), not Django's.
+CSRF_FAILURE_VIEW = "console.web.errors.csrf_failure"
 
 # Organizations' service API keys are encrypted at rest with these Fernet keys (MultiFernet: the first
 # encrypts, every one decrypts, so a new key is prepended, `manage.py rotate_org_keys` run, and the old

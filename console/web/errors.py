@@ -1,4 +1,4 @@
-"""Error pages: 403, 404 and 500 drawn inside the console's layout, never Django's debug pages.
+"""Error pages: 403 (and a form's expired CSRF token), 404 and 500 drawn inside the console's layout, never Django's debug pages.
 
 ``ErrorPageMiddleware`` draws them in the layout (sidebar included, for a member of the org in the URL)
 whatever DEBUG says: Django would otherwise show its debug pages, which list every URL pattern or a
@@ -41,6 +41,13 @@ def forbidden(request, exception=None):
 
 def server_error(request):
     return _page("errors/500.html", 500, request)
+
+
+def csrf_failure(request, reason=""):
+    """A form whose CSRF token no longer matches (``CSRF_FAILURE_VIEW``): says so in words, never Django's
+    page (with DEBUG, a list of what a developer should check). The reason is logged, not shown."""
+    log.info("CSRF check failed on %s: %s", getattr(request, "path", ""), reason)
+    return _page("errors/csrf.html", 403, request)
 
 
 TEMPLATES = {

@@ -84,19 +84,21 @@ def test_it_returns_the_current_code_only_when_the_secret_was_just_set(tenant):
 
 
 def test_it_serves_the_rfc_6238_code_on_the_tenant_clock(tenant):
-    tenant.set_clock("1970-01-01T00:00:59Z")
+    # RFC 6238's vector is for 59 s; the tenant's clock runs on, so the test starts well inside that
+    # 30-second step (the same code) rather than a second before its end.
+    tenant.set_clock("1970-01-01T00:00:40Z")
     create(tenant, totp_secret=RFC_SECRET)
     response = tenant.call("GET", "/credentials/github/totp-code")
     assert response.status_code == 200
     assert response.json() == {"code": "287082", "expires_at": "1970-01-01T00:01:00.000Z"}
-    tenant.advance(1)
+    tenant.advance(20)
     moved = tenant.call("GET", "/credentials/github/totp-code").json()
     assert moved["code"] != "287082"
     assert moved["expires_at"] == "1970-01-01T00:01:30.000Z"
 
 
 def test_it_normalizes_a_spaced_lowercase_secret(tenant):
-    tenant.set_clock("1970-01-01T00:00:59Z")
+    tenant.set_clock("1970-01-01T00:00:40Z")
     spaced = " ".join(RFC_SECRET[i : i + 4] for i in range(0, len(RFC_SECRET), 4)).lower()
     create(tenant, totp_secret=spaced + "====")
     assert tenant.call("GET", "/credentials/github/totp-code").json()["code"] == "287082"

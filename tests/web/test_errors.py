@@ -1,6 +1,7 @@
 """Error pages: designed, inside the console's layout, never Django's debug pages (even with DEBUG on)."""
 
 import pytest
+from django.test import AsyncClient
 
 from console.web import search
 
@@ -72,3 +73,18 @@ async def test_it_shows_a_missing_page_to_anonymous_visitors(async_client, setti
     response = await async_client.get("/nowhere/")
     assert response.status_code == 404
     assert_designed(response.content.decode(), "Not found")
+
+
+@pytest.mark.django_db
+async def test_it_says_a_form_has_expired_when_its_csrf_token_no_longer_matches(debug):
+    """Signing in or out in another tab changes the token: the form's next post is refused with the
+    console's words (nothing changed, reload and send again), not Django's page for developers."""
+    client = AsyncClient(enforce_csrf_checks=True)
+    await client.get("/login/")  # the token's cookie
+    response = await client.post(
+        "/login/", {"username": "a", "password": "b", "csrfmiddlewaretoken": "x" * 64}
+    )
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert_designed(body, "This form has expired")
+    assert "Nothing was changed" in body and "CSRF verification failed" not in body
