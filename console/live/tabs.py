@@ -47,7 +47,8 @@ def tab_of(info: object) -> Tab | None:
 def _text(value: object, limit: int) -> str:
     if not isinstance(value, str):
         return ""
-    return visible(value[:limit] + ("…" if len(value) > limit else ""))
+    text = visible(value[:limit])  # a character made visible takes several: cut again
+    return text[:limit] + "…" if len(value) > limit or len(text) > limit else text
 
 
 class Tabs:
