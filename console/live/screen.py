@@ -54,6 +54,7 @@ STATES = {
     "paused": "Paused",
 }
 MAX_RECONNECTS = 5
+REFRESH_AFTER = 1.0  # seconds after a tab changed to ask for the list again (a title Chromium did not say)
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
@@ -238,6 +239,7 @@ class Screen:
     steer: asyncio.Event = field(default_factory=asyncio.Event)
     following: bool = False  # the first list is in: a page created now is a tab the page opened
     resync: bool = False  # a target event was dropped (over the budget): the list is asked for again
+    refresh_at: float | None = None  # event-loop time to ask for the list again (a tab changed)
     moves: int = 0  # screencasts moved to another tab (a test figure)
     activations: int = 0  # ``Target.activateTarget`` sent (a test figure)
 
@@ -364,10 +366,15 @@ class Screen:
         """A target event of the browser (cdp.TARGET_EVENTS): the strip follows it, and the screencast
         follows the front tab: a tab the page opened (Chromium brings it to front), another one once the
         shown tab closed."""
+        if method in ("Target.targetCreated", "Target.targetInfoChanged") and self.refresh_at is None:
+            self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
+            self.steer.set()
         if method == "Target.targetCreated":
             tab = self.tabs.created(params.get("targetInfo"))
-            if tab is not None and self.following:
-                self._move(tab.target_id, front=False)  # already in front
+            # A tab a page opened (it has an opener: window.open, a link's target): Chromium brings it to
+            # front. One a client made (an executor's, ``Target.createTarget``) is listed, not followed.
+            if tab is not None and tab.opener and self.following:
+                self._move(tab.target_id, front=False)
         elif method == "Target.targetInfoChanged":
             self.tabs.changed(params.get("targetInfo"))
         elif method == "Target.targetDestroyed":
@@ -413,30 +420,48 @@ class Screen:
         self._move(target_id, front=False)
 
     async def _pilot(self, client: cdp.Cdp, target: Target) -> None:
-        """Moves the screencast to the tab wanted (one move at a time, the newest wish wins)."""
+        """Moves the screencast to the tab wanted (one move at a time, the newest wish wins), and asks for
+        the list again when events were missed or ``REFRESH_AFTER`` s after a tab changed (Chromium does not
+        say every title change: a new tab's title comes once loaded), until it settles: at most one
+        ``Target.getTargets`` a ``REFRESH_AFTER``, whatever the upstream says."""
+        loop = asyncio.get_running_loop()
         while True:
-            await self.steer.wait()
+            delay = None if self.refresh_at is None else max(0.0, self.refresh_at - loop.time())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self.steer.wait()
             self.steer.clear()
-            if self.resync:
-                self.resync = False
-                self.tabs.reset(await client.targets())
-                if self.shown not in self.tabs.tabs and (
-                    self.want is None or self.want[0] not in self.tabs.tabs
-                ):
-                    self._after(Tab(self.shown, "", ""))
-                self._publish()
-            if self.want is None:
-                continue
-            (wanted, front), self.want = self.want, None
-            if wanted not in self.tabs.tabs or (wanted == self.shown and client.page is not None):
-                continue
             try:
-                await self._show(client, target, wanted, front=front)
-            except cdp.EndpointUnavailable:  # it closed meanwhile (its destruction moves on), or refused
-                if client.page is None:
-                    self.resync = True
-                    self.steer.set()
+                await self._steer(client, target, loop.time())
+            except TimeoutError:  # an unanswered command: the watcher says "stalled"; the next wish tries
+                continue
+            except (cdp.Closed, cdp.Flooded):  # the reader sees the same and ends the connection
+                return
+
+    async def _steer(self, client: cdp.Cdp, target: Target, now: float) -> None:
+        if self.refresh_at is not None and now >= self.refresh_at:
+            self.refresh_at, self.resync = None, True
+        if self.resync:
+            self.resync = False
+            before = self.tabs.listed()
+            self.tabs.reset(await client.targets())
+            if self.tabs.listed() != before:
+                self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
+            if self.shown not in self.tabs.tabs and (self.want is None or self.want[0] not in self.tabs.tabs):
+                self._after(Tab(self.shown, "", ""))
             self._publish()
+        if self.want is None:
+            return
+        (wanted, front), self.want = self.want, None
+        if wanted not in self.tabs.tabs or (wanted == self.shown and client.page is not None):
+            return
+        try:
+            await self._show(client, target, wanted, front=front)
+        except cdp.EndpointUnavailable:  # it closed meanwhile (its destruction moves on), or refused
+            if client.page is None:
+                self.resync = True
+                self.steer.set()
+        self._publish()
 
     async def _show(self, client: cdp.Cdp, target: Target, target_id: str, *, front: bool) -> None:
         """The screencast of ``target_id`` instead of the tab shown (whose session is let go)."""
@@ -532,7 +557,7 @@ class Screen:
         async with upstream:
             client = self.upstream = cdp.Cdp(upstream)
             reader = asyncio.get_running_loop().create_task(client.read(self))
-            self.following = False
+            self.following, self.want, self.refresh_at = False, None, None
             try:
                 # The tabs: their events from now on, then the list (a tab created in between is in both).
                 await client.call("Target.setDiscoverTargets", {"discover": True})

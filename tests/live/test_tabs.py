@@ -1,7 +1,7 @@
 """The screen relay's tab strip (console/live/screen.py, console/live/tabs.py) against a CDP endpoint over a
 real loopback websocket: the browser's page targets listed (bounded, checked), the screencast following the
 front tab, the driver's choice brought to front; and an upstream that lies or floods. Real Chromium:
-tests/browser/test_screen_tabs.py.
+tests/browser/test_screen.py ("Tabs").
 """
 
 from __future__ import annotations
@@ -125,8 +125,12 @@ async def test_it_lists_the_browser_s_pages_and_moves_to_a_tab_the_page_opened(b
     assert first[-1]["shown"] == "T1" and first[-1]["s"] == "s1" and first[-1]["more"] is False
     assert browser.methods()[:2] == ["Target.setDiscoverTargets", "Target.getTargets"]
 
-    # Not a page (a worker): not listed, nothing sent. Then a popup: listed, and the screen moves to it.
+    # Not a page (a worker): not listed, nothing sent. A tab a client made (no opener): listed, not followed.
     await browser.tell("Target.targetCreated", {"targetInfo": {"targetId": "W1", "type": "service_worker"}})
+    await browser.open_tab("C1", "Made by a client")
+    await until(lambda: len(viewer.screen.tabs_body["tabs"]) == 2)
+    assert viewer.screen.tabs_body["shown"] == "T1" and browser.methods().count("Target.attachToTarget") == 1
+    # Then a popup: listed, and the screen moves to it.
     await browser.open_tab("T2", "Second", "https://two.test/", openerId="T1")
     await until(lambda: "S-T2" in browser.casting and "S-T1" not in browser.casting)
     await browser.frame("T1", b"the old tab")  # its session let go: not shown
@@ -134,7 +138,7 @@ async def test_it_lists_the_browser_s_pages_and_moves_to_a_tab_the_page_opened(b
     await until(lambda: viewer.screen.frames_in == 1)
     chunk = await relay.next_chunk([viewer], wake, 1)
     assert frames(chunk) == [jpeg(b"the new tab")]
-    assert [t["id"] for t in viewer.screen.tabs_body["tabs"]] == ["T1", "T2"]
+    assert [t["id"] for t in viewer.screen.tabs_body["tabs"]] == ["T1", "C1", "T2"]
     assert viewer.screen.tabs_body["shown"] == "T2" and viewer.screen.moves == 1
     # Chromium brought the popup to front itself: the relay did not.
     assert "Target.activateTarget" not in browser.methods()
@@ -142,7 +146,7 @@ async def test_it_lists_the_browser_s_pages_and_moves_to_a_tab_the_page_opened(b
     # A title change: sent once; the same again: nothing.
     changed = {**browser.targets["T2"], "title": "Second, loaded"}
     await browser.tell("Target.targetInfoChanged", {"targetInfo": changed})
-    await until(lambda: viewer.screen.tabs_body["tabs"][1]["title"] == "Second, loaded")
+    await until(lambda: viewer.screen.tabs_body["tabs"][2]["title"] == "Second, loaded")
     version = viewer.screen.tabs_version
     await browser.tell("Target.targetInfoChanged", {"targetInfo": changed})
     await browser.tell(
@@ -155,8 +159,8 @@ async def test_it_lists_the_browser_s_pages_and_moves_to_a_tab_the_page_opened(b
 
 
 async def test_it_gives_a_new_viewer_the_current_strip_at_once(browser):
-    viewer, wake = await watch(browser)
-    await browser.open_tab("T2", "Second")
+    viewer, _wake = await watch(browser)
+    await browser.open_tab("T2", "Second", openerId="T1")
     await until(lambda: viewer.screen.tabs_body.get("shown") == "T2")
     late_wake = asyncio.Event()
     late = relay.ScreenHub.subscribe(viewer.screen.hub, source(browser.url), wake=late_wake, tabs=True)
@@ -170,7 +174,7 @@ async def test_it_gives_a_new_viewer_the_current_strip_at_once(browser):
 
 
 async def test_it_moves_to_the_opener_when_the_shown_tab_closes_and_brings_it_to_front(browser):
-    viewer, wake = await watch(browser)
+    viewer, _wake = await watch(browser)
     await browser.open_tab("T3", "Other")
     await browser.open_tab("T2", "Popup", openerId="T1")
     await until(lambda: "S-T2" in browser.casting)
@@ -188,7 +192,7 @@ async def test_it_moves_to_the_opener_when_the_shown_tab_closes_and_brings_it_to
 
 async def test_it_brings_the_driver_s_choice_to_front_and_shows_it(browser):
     viewer, wake = await watch(browser)
-    await browser.open_tab("T2", "Second")
+    await browser.open_tab("T2", "Second", openerId="T1")
     await until(lambda: "S-T2" in browser.casting)
     await viewer.screen.bring("T1")
     assert browser.asked[-1][0] in ("Target.activateTarget", "Target.attachToTarget")
@@ -202,7 +206,7 @@ async def test_it_brings_the_driver_s_choice_to_front_and_shows_it(browser):
 
 
 async def test_it_keeps_at_most_so_many_tabs_with_short_visible_text_and_well_formed_ids(browser):
-    viewer, wake = await watch(browser)
+    viewer, _wake = await watch(browser)
     await browser.tell(
         "Target.targetCreated",
         {"targetInfo": {"targetId": 'T"><img src=x>', "type": "page", "title": "bad id", "url": ""}},
@@ -215,7 +219,7 @@ async def test_it_keeps_at_most_so_many_tabs_with_short_visible_text_and_well_fo
         "Target.targetCreated", {"targetInfo": {"targetId": "ODD", "type": "page", "title": {"a": 1}}}
     )
     for number in range(tab_list.MAX_TABS + 20):
-        await browser.open_tab(f"MANY{number}", f"tab {number}")
+        await browser.open_tab(f"MANY{number}", f"tab {number}", openerId="T1")
     await until(lambda: viewer.screen.tabs_body.get("more") and viewer.screen.tabs_body["shown"] != "T1")
     body = viewer.screen.tabs_body
     ids = [t["id"] for t in body["tabs"]]
@@ -232,7 +236,7 @@ async def test_it_keeps_at_most_so_many_tabs_with_short_visible_text_and_well_fo
 
 
 async def test_it_asks_for_the_list_again_when_target_events_were_dropped_over_the_budget(browser):
-    viewer, wake = await watch(browser)
+    viewer, _wake = await watch(browser)
     socket = next(iter(browser.discovering))
     burst = cdp_client.UNSOLICITED_BUDGET["burst"]
     noise = json.dumps(
@@ -249,7 +253,7 @@ async def test_it_asks_for_the_list_again_when_target_events_were_dropped_over_t
 
 
 async def test_it_ends_an_upstream_that_floods_it_with_target_events(browser):
-    viewer, wake = await watch(browser)
+    viewer, _wake = await watch(browser)
     socket = next(iter(browser.discovering))
     flood = json.dumps(
         {
@@ -271,8 +275,8 @@ async def test_it_ends_an_upstream_that_floods_it_with_target_events(browser):
 
 async def test_it_takes_no_frame_without_a_page_attached(browser):
     """A frame without a session id once no page is attached (the shown tab detached) is not shown."""
-    viewer, wake = await watch(browser)
-    await browser.open_tab("T2", "Second")
+    viewer, _wake = await watch(browser)
+    await browser.open_tab("T2", "Second", openerId="T1")
     await until(lambda: "S-T2" in browser.casting)
     socket = next(iter(browser.sockets))
     await socket.send(json.dumps({"method": "Target.detachedFromTarget", "params": {"sessionId": "S-T2"}}))
