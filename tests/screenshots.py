@@ -117,6 +117,10 @@ def real_sessions(sandbox_url: str) -> dict[str, str] | None:
             "telemetry": {"enabled": True, "browser": TELEMETRY},
         }
         sids.append(demo_call(sandbox_url, "POST", "/browsers", body)["session_id"])
+    # The screen's tab strip: the page opens a second tab (the screen follows it), then the first is brought
+    # back to front (the strip then shows both, the first shown).
+    opened = "await page.evaluate(() => window.open('https://docs.example.com/', '_blank')); return 1"
+    demo_call(sandbox_url, "POST", f"/browsers/{sids[0]}/playwright/execute", {"code": opened})
     recorded = sids[1]
     replay = demo_call(sandbox_url, "POST", f"/browsers/{recorded}/replays", {"framerate": 10})
     time.sleep(1)
@@ -178,7 +182,19 @@ def take_states(
         )
         page.wait_for_selector("#screen-pane:not([data-frames='0'])", timeout=30_000)
         time.sleep(1)
+        page.wait_for_selector(
+            "#screen-pane [data-screen-tabs]:not([hidden]) [data-tab] + [data-tab]", timeout=30_000
+        )
         shoot("session-screen", full_page=True)
+        # The driver's strip: a button per tab (released afterwards, for the next width).
+        page.get_by_role("button", name="Take control").click()
+        page.wait_for_selector(
+            "#screen-pane[data-control-token] [data-screen-tabs] [data-tab] button", timeout=30_000
+        )
+        time.sleep(1)
+        shoot("session-screen-driving", full_page=True)
+        page.get_by_role("button", name="Release control").click()
+        page.wait_for_selector("#screen-pane:not([data-control-token])")
         page.goto(f"{base_url}/o/{ORG}/{real['replay']}")
         page.wait_for_function(
             "() => { const v = document.querySelector('#replay-video'); return v && v.readyState >= 2; }",

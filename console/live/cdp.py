@@ -1,6 +1,7 @@
 """Just enough of a CDP client for the screen relay (console/live/screen.py): a session's ``cdp_ws_url``
 opened safely, numbered commands awaiting their replies, and a reader that hands each screencast frame to
-whoever listens (``heard()`` for any message, ``arrive(data, metadata)`` for a frame).
+whoever listens (``heard()`` for any message, ``arrive(data, metadata)`` for a frame, ``target(method,
+params)`` for the browser's target events that keep the tab strip, once the relay asked for them).
 
 ``websockets`` (already a dependency, maintained, asyncio-native) speaks to the URL; the CDP messages are
 plain JSON, so Playwright's ``connect_over_cdp`` (a browser-level driver process and its protocol on top)
@@ -77,6 +78,22 @@ class Listener(Protocol):
     def heard(self) -> None: ...
 
     def arrive(self, data: str, metadata: object) -> None: ...
+
+    def target(self, method: str, params: dict) -> None: ...
+
+    def targets_missed(self) -> None: ...
+
+
+# The browser's target events (``Target.setDiscoverTargets``), and the shown page's session detaching, are
+# handed to the listener (the screen's tab strip, console/live/screen.py); within the unsolicited budget.
+TARGET_EVENTS = frozenset(
+    {
+        "Target.targetCreated",
+        "Target.targetInfoChanged",
+        "Target.targetDestroyed",
+        "Target.detachedFromTarget",
+    }
+)
 
 
 async def check_cdp_url(url: str | None, *, allow_private: bool) -> None:
@@ -249,19 +266,20 @@ class Cdp:
         except ConnectionClosed as exc:
             raise Closed(short(exc)) from None
 
-    async def page_session(self) -> str:
-        """Attach to the browser's first page (``flatten``): the session id its commands and frames carry."""
-        found = await self.call("Target.getTargets")
-        pages = [t for t in found.get("targetInfos", []) if t.get("type") == "page"]
-        if not pages:
-            raise EndpointUnavailable("the browser has no page to show")
-        attached = await self.call(
-            "Target.attachToTarget", {"targetId": pages[0]["targetId"], "flatten": True}
-        )
-        self.page = attached.get("sessionId")
-        if not self.page:
+    async def targets(self) -> list:
+        """The browser's targets as it lists them (``Target.getTargets``; checked by the caller)."""
+        found = (await self.call("Target.getTargets")).get("targetInfos")
+        return found if isinstance(found, list) else []
+
+    async def attach(self, target_id: str) -> str:
+        """Attach to the page ``target_id`` (``flatten``): the session id its commands and frames carry,
+        which becomes the page whose frames are handed on (the previous one's are not, from now on)."""
+        attached = await self.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+        session = attached.get("sessionId")
+        if not isinstance(session, str) or not session:
             raise EndpointUnavailable("could not attach to the session's page")
-        return self.page
+        self.page = session
+        return session
 
     async def read(self, listener: Listener) -> None:
         """Read until the connection or the page ends (Closed, Flooded), answering the commands' waiters
@@ -302,6 +320,7 @@ class Cdp:
             if (
                 number is None
                 and message.get("method") == "Page.screencastFrame"
+                and self.page is not None
                 and message.get("sessionId") == self.page
             ):
                 # Ack first: Chromium sends the next frame when this one is acknowledged (even one over the
@@ -319,8 +338,17 @@ class Cdp:
                 await self._send(command)
                 if self.frames.take(cost(raw)):
                     listener.arrive(params.get("data") if data is None else data, params.get("metadata"))
-            elif self.unsolicited.take(cost(raw)) and _ends_page(message, self.page):
+            elif not self.unsolicited.take(cost(raw)):
+                if message.get("method") in TARGET_EVENTS:
+                    listener.targets_missed()  # the tab list may be wrong now: it is asked for again
+            elif _ends_page(message, self.page):
                 raise Closed(str(message.get("method")))
+            elif number is None and message.get("method") in TARGET_EVENTS and "sessionId" not in message:
+                if message["method"] == "Target.detachedFromTarget":
+                    if params.get("sessionId") != self.page or self.page is None:
+                        continue  # a page shown before (detached by the relay itself), or none of ours
+                    self.page = None  # its tab closed: no frame of it any more, the listener picks another
+                listener.target(message["method"], params)
 
 
 def split(raw: str | bytes) -> tuple[dict | None, str | None]:
@@ -353,11 +381,9 @@ def _loads(text: str) -> dict | None:
 
 
 def _ends_page(message: dict, page: str | None) -> bool:
-    """The page attached to went away (detached, crashed) or the whole inspector did."""
+    """The page attached to crashed or the whole inspector went away (a page detached, its tab closed, is
+    the listener's to follow: ``TARGET_EVENTS``)."""
     method = message.get("method")
     if method == "Inspector.detached":
         return True
-    if method == "Target.detachedFromTarget":
-        params = message.get("params")
-        return isinstance(params, dict) and params.get("sessionId") == page
-    return method == "Inspector.targetCrashed" and message.get("sessionId") == page
+    return method == "Inspector.targetCrashed" and page is not None and message.get("sessionId") == page

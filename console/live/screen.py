@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
 from console.live import cdp
+from console.live.tabs import Tab, Tabs
 from console.service.errors import ServiceError
 from console.web import images
 from console.web.text import visible
@@ -55,6 +56,7 @@ STATES = {
     "paused": "Paused",
 }
 MAX_RECONNECTS = 5
+REFRESH_AFTER = 1.0  # seconds after a tab changed to ask for the list again (a title Chromium did not say)
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
@@ -159,11 +161,19 @@ def status_event(state: str, message: str = "", screen_id: str = "") -> bytes:
     return f"event: status\ndata: {body}\n\n".encode()
 
 
+def tabs_event(body: dict) -> bytes:
+    """The tab strip (``{"s", "shown", "tabs": [{"id", "title", "url"}], "more"}``) as one SSE event: JSON,
+    so no title can end the line; the page shows it as text."""
+    return f"event: tabs\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+
+
 class Viewer:
     """One screen as one connection sees it (a wall connection holds one per tile, sharing ``wake``)."""
 
-    def __init__(self, screen: Screen, min_interval: float, wake: asyncio.Event):
+    def __init__(self, screen: Screen, min_interval: float, wake: asyncio.Event, tabs: bool = False):
         self.screen = screen
+        self.tabs = tabs  # it gets the tab strip (the screen pane; not the wall's tiles)
+        self.tabs_sent = 0  # version of the strip last sent
         self.min_interval = min_interval
         self.sent = 0  # number of the last frame sent
         self.sent_at = float("-inf")
@@ -189,6 +199,9 @@ class Viewer:
         if screen.status != self.status_sent:
             parts.append(screen.status_bytes)
             self.status_sent = screen.status
+        if self.tabs and screen.tabs_version != self.tabs_sent:
+            parts.append(screen.tabs_bytes)
+            self.tabs_sent = screen.tabs_version
         parts.append(frame)
         return b"".join(parts) or None
 
@@ -227,6 +240,20 @@ class Screen:
     stalled: bool = False  # silent, and a probe went unanswered: until it is heard again
     probes: int = 0  # probes sent (a test figure)
     posters: int = 0  # still pictures shown before the first frame (a test figure)
+    # The tab strip: the browser's pages, which one the screencast shows, the strip as an SSE event (sent
+    # to each tab-strip viewer once per version), and the move the pilot is to make next.
+    tabs: Tabs = field(default_factory=Tabs)
+    shown: str = ""
+    tabs_bytes: bytes = b""
+    tabs_version: int = 0
+    tabs_body: dict = field(default_factory=dict)
+    want: tuple[str, bool] | None = None  # (target id, bring it to front too)
+    steer: asyncio.Event = field(default_factory=asyncio.Event)
+    following: bool = False  # the first list is in: a page created now is a tab the page opened
+    resync: bool = False  # a target event was dropped (over the budget): the list is asked for again
+    refresh_at: float | None = None  # event-loop time to ask for the list again (a tab changed)
+    moves: int = 0  # screencasts moved to another tab (a test figure)
+    activations: int = 0  # ``Target.activateTarget`` sent (a test figure)
 
     def __post_init__(self):
         self._set_status("connecting")
@@ -240,8 +267,8 @@ class Screen:
 
     # Viewers ---------------------------------------------------------------------------------------
 
-    def add(self, min_interval: float = 0.0, wake: asyncio.Event | None = None) -> Viewer:
-        viewer = Viewer(self, min_interval, wake or asyncio.Event())
+    def add(self, min_interval: float = 0.0, wake: asyncio.Event | None = None, tabs: bool = False) -> Viewer:
+        viewer = Viewer(self, min_interval, wake or asyncio.Event(), tabs)
         self.viewers.add(viewer)
         if self.linger is not None:
             self.linger.cancel()
@@ -371,6 +398,132 @@ class Screen:
         self.frame, self.frame_number = frame_event(self.number, encoded, meta), self.number
         self._wake()
 
+    # Tabs ------------------------------------------------------------------------------------------
+
+    def target(self, method: str, params: dict) -> None:
+        """A target event of the browser (cdp.TARGET_EVENTS): the strip follows it, and the screencast
+        follows the front tab: a tab the page opened (Chromium brings it to front), another one once the
+        shown tab closed."""
+        if method in ("Target.targetCreated", "Target.targetInfoChanged") and self.refresh_at is None:
+            self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
+            self.steer.set()
+        if method == "Target.targetCreated":
+            tab = self.tabs.created(params.get("targetInfo"))
+            # A tab a page opened (it has an opener: window.open, a link's target): Chromium brings it to
+            # front. One a client made (an executor's, ``Target.createTarget``) is listed, not followed.
+            if tab is not None and tab.opener and self.following:
+                self._move(tab.target_id, front=False)
+        elif method == "Target.targetInfoChanged":
+            self.tabs.changed(params.get("targetInfo"))
+        elif method == "Target.targetDestroyed":
+            gone = self.tabs.destroyed(params.get("targetId"))
+            if gone is not None and gone.target_id == self.shown:
+                self._after(gone)
+        elif method == "Target.detachedFromTarget" and self.shown:  # the shown page's session ended
+            shown = self.tabs.tabs.get(self.shown)
+            self._move(self.shown, front=False) if shown else self._after(Tab(self.shown, "", ""))
+        self._publish()
+
+    def targets_missed(self) -> None:
+        self.resync = True
+        self.steer.set()
+
+    def _after(self, gone: Tab) -> None:
+        following = self.tabs.after(gone)
+        if following:
+            self._move(following, front=True)  # what the screen shows is where input goes: the front tab
+
+    def _move(self, target_id: str, *, front: bool) -> None:
+        self.want = (target_id, front)
+        self.steer.set()
+
+    def _publish(self) -> None:
+        """The strip to its viewers, when it changed."""
+        body = {"s": self.screen_id, "shown": self.shown, "tabs": self.tabs.listed(), "more": self.tabs.full}
+        if body == self.tabs_body:
+            return
+        self.tabs_body = body
+        self.tabs_version += 1
+        self.tabs_bytes = tabs_event(body)
+        self._wake()
+
+    async def bring(self, target_id: str) -> None:
+        """The driver's choice: ``target_id`` (one of the strip's, checked by the caller) to front, then
+        shown. Raises cdp.Closed when this process relays no live connection of the screen now."""
+        client = self.upstream
+        if client is None or self.ended or not self.following:
+            raise cdp.Closed("the screen is not live in this console process")
+        await client.call("Target.activateTarget", {"targetId": target_id})
+        self.activations += 1
+        self._move(target_id, front=False)
+
+    async def _pilot(self, client: cdp.Cdp, target: Target) -> None:
+        """Moves the screencast to the tab wanted (one move at a time, the newest wish wins), and asks for
+        the list again when events were missed or ``REFRESH_AFTER`` s after a tab changed (Chromium does not
+        say every title change: a new tab's title comes once loaded), until it settles: at most one
+        ``Target.getTargets`` a ``REFRESH_AFTER``, whatever the upstream says."""
+        loop = asyncio.get_running_loop()
+        while True:
+            delay = None if self.refresh_at is None else max(0.0, self.refresh_at - loop.time())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self.steer.wait()
+            self.steer.clear()
+            try:
+                await self._steer(client, target, loop.time())
+            except TimeoutError:  # an unanswered command: the watcher says "stalled"; the next wish tries
+                continue
+            except (cdp.Closed, cdp.Flooded):  # the reader sees the same and ends the connection
+                return
+
+    async def _steer(self, client: cdp.Cdp, target: Target, now: float) -> None:
+        if self.refresh_at is not None and now >= self.refresh_at:
+            self.refresh_at, self.resync = None, True
+        if self.resync:
+            self.resync = False
+            before = self.tabs.listed()
+            self.tabs.reset(await client.targets())
+            if self.tabs.listed() != before:
+                self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
+            if self.shown not in self.tabs.tabs and (self.want is None or self.want[0] not in self.tabs.tabs):
+                self._after(Tab(self.shown, "", ""))
+            self._publish()
+        if self.want is None:
+            return
+        (wanted, front), self.want = self.want, None
+        if wanted not in self.tabs.tabs or (wanted == self.shown and client.page is not None):
+            return
+        try:
+            await self._show(client, target, wanted, front=front)
+        except cdp.EndpointUnavailable:  # it closed meanwhile (its destruction moves on), or refused
+            if client.page is None:
+                self.resync = True
+                self.steer.set()
+        self._publish()
+
+    async def _show(self, client: cdp.Cdp, target: Target, target_id: str, *, front: bool) -> None:
+        """The screencast of ``target_id`` instead of the tab shown (whose session is let go)."""
+        before = client.page
+        if front:
+            await client.call("Target.activateTarget", {"targetId": target_id})
+            self.activations += 1
+        page = await client.attach(target_id)
+        self.shown = target_id
+        await client.call(
+            "Page.startScreencast",
+            {
+                "format": FORMAT,
+                "quality": self.source.quality,
+                "maxWidth": target.width,
+                "maxHeight": target.height,
+            },
+            session=page,
+        )
+        if before is not None and before != page:
+            self.moves += 1
+            with contextlib.suppress(cdp.EndpointUnavailable):
+                await client.call("Target.detachFromTarget", {"sessionId": before})
+
     def _end(self, state: str, message: str) -> None:
         self.ended = True
         self._set_status(state, message)
@@ -444,25 +597,31 @@ class Screen:
         async with upstream:
             client = self.upstream = cdp.Cdp(upstream)
             reader = asyncio.get_running_loop().create_task(client.read(self))
+            self.following, self.want, self.refresh_at = False, None, None
             try:
-                page = await client.page_session()
-                await client.call(
-                    "Page.startScreencast",
-                    {
-                        "format": FORMAT,
-                        "quality": self.source.quality,
-                        "maxWidth": target.width,
-                        "maxHeight": target.height,
-                    },
-                    session=page,
-                )
+                # The tabs: their events from now on, then the list (a tab created in between is in both).
+                await client.call("Target.setDiscoverTargets", {"discover": True})
+                self.tabs.reset(await client.targets())
+                if not self.tabs.tabs:
+                    raise cdp.EndpointUnavailable("the browser has no page to show")
+                # The tab shown before a reconnection, else the first: the browser's own.
+                shown = self.shown if self.shown in self.tabs.tabs else next(iter(self.tabs.tabs))
+                self.shown = ""
+                await self._show(client, target, shown, front=False)
+                self.following = True
+                self._publish()
                 self.heard()
                 self._set_status("live")
-                watcher = asyncio.get_running_loop().create_task(self._watch(client))
+                loop = asyncio.get_running_loop()
+                helpers = [
+                    loop.create_task(self._watch(client)),
+                    loop.create_task(self._pilot(client, target)),
+                ]
                 try:
                     await reader
                 finally:
-                    watcher.cancel()
+                    for helper in helpers:
+                        helper.cancel()
             except cdp.Flooded:
                 upstream.transport.abort()  # no closing handshake for it to stall (close_timeout is 10 s)
                 raise
@@ -487,7 +646,12 @@ class ScreenHub:
         self.probe_timeout = probe_timeout
 
     def subscribe(
-        self, source: Source, *, min_interval: float = 0.0, wake: asyncio.Event | None = None
+        self,
+        source: Source,
+        *,
+        min_interval: float = 0.0,
+        wake: asyncio.Event | None = None,
+        tabs: bool = False,
     ) -> Viewer:
         screen = self.screens.get(source.key)
         if screen is not None and screen.ended:
@@ -499,7 +663,7 @@ class ScreenHub:
             self.screens[source.key] = screen
         else:
             screen.source = source
-        return screen.add(min_interval, wake)
+        return screen.add(min_interval, wake, tabs)
 
     def upstreams(self) -> int:
         return sum(1 for s in self.screens.values() if s.task is not None and not s.task.done())

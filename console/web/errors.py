@@ -1,4 +1,5 @@
-"""Error pages: 403 (and a form's expired CSRF token), 404 and 500 drawn inside the console's layout, never Django's debug pages.
+"""Error pages: 403 (and a form's expired CSRF token), 404 and 500 drawn inside the console's layout, never
+Django's debug pages.
 
 ``ErrorPageMiddleware`` draws them in the layout (sidebar included, for a member of the org in the URL)
 whatever DEBUG says: Django would otherwise show its debug pages, which list every URL pattern or a

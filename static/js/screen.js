@@ -138,6 +138,82 @@
       var driver = pane.querySelector("[data-screen-driver]");
       if (driver) driver.textContent = message;
     }
+    if (pane._tabs) renderTabs(pane, pane._tabs); // read-only from now on
+  }
+
+  // The tab strip (the stream's "tabs" events): every page of the browser, the one the screen shows marked.
+  // The driver's page gets buttons that bring a tab to front (the screen follows it); everyone else, text.
+  // Titles and URLs are the page's own: text nodes only.
+  function renderTabs(pane, body) {
+    pane._tabs = body;
+    var strip = pane.querySelector("[data-screen-tabs]");
+    if (!strip) return;
+    var list = strip.querySelector("[data-screen-tab-list]");
+    var driving = Boolean(pane.dataset.controlToken) && !pane.hasAttribute("data-access-ended");
+    var focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.closest("[data-tab]") : null;
+    var refocus = focused ? focused.dataset.tab : "";
+    list.replaceChildren();
+    body.tabs.forEach(function (tab) {
+      var shown = tab.id === body.shown;
+      var item = document.createElement("li");
+      item.className = "screen__tab" + (shown ? " screen__tab--shown" : "");
+      item.dataset.tab = tab.id;
+      if (shown) item.dataset.shown = "";
+      var face = document.createElement(driving ? "button" : "span");
+      var title = document.createElement("span");
+      title.className = "screen__tab-title";
+      title.textContent = tab.title || tab.url || "Untitled";
+      var url = document.createElement("span");
+      url.className = "screen__tab-url";
+      url.textContent = tab.url;
+      face.append(title, url);
+      face.title = (tab.title ? tab.title + "\n" : "") + tab.url;
+      if (driving) {
+        face.type = "button";
+        face.setAttribute("aria-pressed", shown ? "true" : "false");
+        face.addEventListener("click", function () { bringTab(pane, tab.id); });
+      } else if (shown) {
+        face.setAttribute("aria-current", "page");
+      }
+      item.append(face);
+      list.append(item);
+    });
+    if (body.more) {
+      var more = document.createElement("li");
+      more.className = "muted";
+      more.textContent = "and more (the first " + body.tabs.length + " are listed)";
+      list.append(more);
+    }
+    strip.hidden = body.tabs.length === 0;
+    if (refocus) {
+      var again = list.querySelector("[data-tab='" + CSS.escape(refocus) + "'] > button");
+      if (again) again.focus();
+    }
+  }
+
+  function bringTab(pane, id) {
+    var strip = pane.querySelector("[data-screen-tabs]");
+    var note = strip.querySelector("[data-screen-tabs-note]");
+    if (!pane.dataset.controlToken || !strip.dataset.tabUrl) return;
+    note.hidden = true;
+    fetch(strip.dataset.tabUrl, {
+      method: "POST",
+      body: new URLSearchParams({ target: id }),
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "X-Screen-Control": pane.dataset.controlToken },
+    }).then(function (response) {
+      if (response.status === 204) return document.dispatchEvent(new CustomEvent("screen-changed"));
+      var verdict = window.consoleAccess ? window.consoleAccess.verdict(response.status, response.url, response.redirected) : "";
+      if (verdict === "signed-out" || verdict === "forbidden") return accessLost(pane, pane._screenSource, "Access ended — sign in again", "");
+      return response.text().then(function (message) {
+        note.hidden = false;
+        note.textContent = verdict === "gone" ? "Not found: gone, or no longer yours to see." : message;
+        if (response.status === 409 && /control|driving/i.test(message)) loseControl(pane, message);
+      });
+    }).catch(function () {
+      note.hidden = false;
+      note.textContent = "The tab could not be switched: the console did not answer.";
+    });
   }
 
   // The screen as screenshots through the console (a session the console cannot relay, or whose relay was
@@ -436,6 +512,11 @@
           startSnapshots(pane, "the relay: " + (status.message || status.label));
         }
       }
+    });
+    source.addEventListener("tabs", function (event) {
+      var body;
+      try { body = JSON.parse(event.data); } catch (e) { return; }
+      if (body && Array.isArray(body.tabs)) renderTabs(pane, body);
     });
     source.addEventListener("frame", function (event) {
       var frame = parseFrame(event.data);

@@ -284,3 +284,101 @@ def test_it_leaves_the_held_first_frame_out_of_the_latency(real_team, sessions, 
         expect(stats).to_have_text(re.compile(r"^\d+ fps · — ms$"))
     finally:
         context.close()
+
+
+# Tabs ----------------------------------------------------------------------------------------------
+
+RED, GREEN = (0xFF, 0, 0), (0, 0xC0, 0)
+GREEN_URL = "https://lab.example.com/?color=00c000"
+
+
+def wait_for_colour(page, wanted: tuple[int, int, int]) -> None:
+    """Wait until the screen's image shows ``wanted`` at (400, 300) of the viewport (the lab's colour)."""
+    page.wait_for_function(
+        """([r, g, b]) => {
+            const image = document.querySelector('#screen-pane [data-screen-image]');
+            if (!image || !image.naturalWidth) return false;
+            const canvas = document.createElement('canvas');
+            canvas.width = image.naturalWidth; canvas.height = image.naturalHeight;
+            const context = canvas.getContext('2d');
+            context.drawImage(image, 0, 0);
+            const [x, y, z] = context.getImageData(400, 300, 1, 1).data;
+            return Math.abs(x - r) < 16 && Math.abs(y - g) < 16 && Math.abs(z - b) < 16;
+        }""",
+        arg=list(wanted),
+        timeout=20_000,
+    )
+
+
+def post_tab(page, team, sid: str, target: str, token: str = "") -> dict:
+    return page.evaluate(
+        """async ([url, target, token]) => {
+            const csrf = JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRFToken'];
+            const headers = {'X-CSRFToken': csrf, 'X-Screen-Control': token};
+            const response = await fetch(url, {method: 'POST', body: new URLSearchParams({target}), headers});
+            return {status: response.status, text: await response.text()};
+        }""",
+        [team.path(f"browsers/{sid}/screen/tab/"), target, token],
+    )
+
+
+def test_it_lists_a_tab_the_page_opened_follows_it_and_lets_the_driver_switch_back(
+    real_team, sessions, browser
+):
+    team = real_team
+    sid = sessions("https://lab.example.com/?color=ff0000")
+    contexts = [browser.new_context() for _ in range(3)]
+    try:
+        driver, watcher, other = (context.new_page() for context in contexts)
+        errors = watch_errors(driver) + watch_errors(watcher)
+        team.log_in(driver, "operator")
+        team.log_in(watcher, "viewer")
+        team.log_in(other, "admin")
+        pane = open_screen(driver, team, sid)
+        pane.get_by_role("button", name="Take control").click()
+        pane = driver.locator("#screen-pane[data-control-token]")
+        expect(pane.locator("[data-screen-state]")).to_have_attribute("data-state", "live", timeout=30_000)
+        strip = pane.locator("[data-screen-tabs]")
+        expect(strip.locator("[data-tab]")).to_have_count(1)
+        expect(strip.locator("[data-tab][data-shown]")).to_contain_text("lab.example.com/?color=ff0000")
+        first = strip.locator("[data-tab]").first.get_attribute("data-tab")
+        watched = open_screen(watcher, team, sid).locator("[data-screen-tabs]")
+        expect(watched.locator("[data-tab]")).to_have_count(1)
+
+        # The page opens a tab (the service's Playwright, on the session's own tab): listed everywhere,
+        # live, and the screen shows it.
+        opened = team.call(
+            "POST",
+            f"/browsers/{sid}/playwright/execute",
+            {"code": f"await page.evaluate(() => window.open('{GREEN_URL}', '_blank'))"},
+            timeout=120,
+        )
+        assert opened["success"], opened
+        expect(strip.locator("[data-tab]")).to_have_count(2, timeout=20_000)
+        shown = strip.locator("[data-tab][data-shown]")
+        expect(shown).to_contain_text("color=00c000", timeout=20_000)
+        expect(shown).to_contain_text("Lab")  # its title, once loaded
+        expect(watched.locator("[data-tab][data-shown]")).to_contain_text("color=00c000")
+        wait_for_colour(driver, GREEN)
+        second = shown.get_attribute("data-tab")
+        assert second != first
+
+        # The watcher sees text, not buttons; the admin who does not drive is refused; so is the viewer.
+        assert watched.locator("button").count() == 0
+        expect(watched.locator("[data-tab][data-shown] > [aria-current='page']")).to_have_count(1)
+        open_screen(other, team, sid)
+        token = pane.get_attribute("data-control-token")
+        for page, sent, status in ((other, "", 409), (other, token, 409), (watcher, token, 403)):
+            assert post_tab(page, team, sid, first, sent)["status"] == status
+        assert post_tab(driver, team, sid, "not-a-tab-of-it", token)["status"] == 400
+        expect(shown).to_have_attribute("data-tab", second)
+
+        # The driver brings the first tab back: the screen shows it again, everyone's strip says so.
+        strip.locator(f"[data-tab='{first}'] button").click()
+        expect(strip.locator("[data-tab][data-shown]")).to_have_attribute("data-tab", first, timeout=20_000)
+        expect(watched.locator("[data-tab][data-shown]")).to_have_attribute("data-tab", first)
+        wait_for_colour(driver, RED)
+        assert errors == []
+    finally:
+        for context in contexts:
+            context.close()

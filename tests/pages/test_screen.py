@@ -8,8 +8,10 @@ tests/browser/test_screen.py. Control is a lease in the database (console/live/c
 import json
 
 import pytest
+from websockets.asyncio.server import serve
 
 from console.accounts.models import AuditLog, ControlLease, Membership, Role
+from tests.live.test_tabs import Browser as TabbedBrowser
 from tests.sandbox_fixtures import create_session as create
 
 
@@ -709,3 +711,66 @@ async def test_it_draws_the_header_of_an_ended_session_without_its_badge_uptime_
     assert "badge--ended" in ended and "badge--active" not in ended
     assert "data-uptime" not in ended and "Delete…" not in ended
     assert (await outsider_client.get(head)).status_code == 404
+
+
+# Tabs ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def tabbed():
+    """A CDP endpoint with tabs (tests/live/test_tabs.py's), first with two: "First" shown, "Second"."""
+    fake = TabbedBrowser()
+    fake.targets["T2"] = {"targetId": "T2", "type": "page", "title": "Second", "url": "https://two.test/"}
+    async with serve(fake.handler, "127.0.0.1", 0) as server:
+        fake.url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/devtools/browser/x?jwt=planted-jwt"
+        yield fake
+
+
+async def read_until(stream, seen: bytes, until: bytes) -> bytes:
+    async for chunk in stream:
+        seen += chunk
+        if until in seen:
+            break
+    return seen
+
+
+async def test_it_brings_a_tab_to_front_for_the_driver_only_and_sends_nothing_otherwise(
+    operator_client, second_operator_client, viewer_client, quiet, tabbed
+):
+    sid = create(quiet, name="tabs")["session_id"]
+    quiet.fault(
+        method="GET", path=f"^/browsers/{sid}$", fields={"cdp_ws_url": tabbed.url, "sandbox": {}}, count=None
+    )
+    pane = (await operator_client.get(url(sid))).content.decode()
+    assert f'data-tab-url="/o/acme/browsers/{sid}/screen/tab/"' in pane and "data-screen-tabs" in pane
+    token = await take(operator_client, sid)
+    driver = {"X-Screen-Control": token}
+    # No screen relayed by this process yet: nothing to act through.
+    refused = await operator_client.post(url(sid, "tab/"), {"target": "T2"}, headers=driver)
+    assert refused.status_code == 409 and "reload" in refused.content.decode()
+
+    # A viewer watches: the strip comes with the stream, both tabs, the first shown.
+    stream = (await viewer_client.get(url(sid, "stream/"))).streaming_content
+    seen = await read_until(stream, b"", b"event: tabs")
+    strip = json.loads(seen.split(b"event: tabs\ndata: ")[1].split(b"\n")[0])
+    assert [t["id"] for t in strip["tabs"]] == ["T1", "T2"] and strip["shown"] == "T1"
+
+    assert (await viewer_client.post(url(sid, "tab/"), {"target": "T2"})).status_code == 403
+    other = await second_operator_client.post(url(sid, "tab/"), {"target": "T2"}, headers=driver)
+    assert other.status_code == 409 and "is driving" in other.content.decode()
+    assert (await operator_client.post(url(sid, "tab/"), {"target": "T2"})).status_code == 409  # no token
+    for bad in ("T9", "", 'T1"><b>', "x" * 65):
+        answer = await operator_client.post(url(sid, "tab/"), {"target": bad}, headers=driver)
+        assert answer.status_code == 400 and "Nothing was sent" in answer.content.decode()
+    assert "Target.activateTarget" not in tabbed.methods()
+    assert not await AuditLog.objects.filter(action="browser.screen.tab", outcome="ok").aexists()
+
+    # The driver: brought to front, and the stream says the second is shown.
+    done = await operator_client.post(url(sid, "tab/"), {"target": "T2"}, headers=driver)
+    assert done.status_code == 204
+    assert ("Target.activateTarget", {"targetId": "T2"}) in tabbed.asked
+    await read_until(stream, seen, b'"shown":"T2"')
+    assert "S-T2" in tabbed.casting
+    row = await AuditLog.objects.aget(action="browser.screen.tab")
+    assert row.target_id == sid and "Second" in row.detail and "T2" in row.detail
+    await stream.aclose()

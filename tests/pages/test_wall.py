@@ -126,7 +126,12 @@ def relayable(tenant, cdp, count: int) -> list[str]:
 
 
 def statuses(seen: bytes) -> list[dict]:
-    return [json.loads(line[6:]) for line in seen.decode().splitlines() if line.startswith('data: {"s"')]
+    """The status events' bodies (not the frames', whose header line is JSON too)."""
+    return [
+        json.loads(block.split("\ndata: ", 1)[1].split("\n", 1)[0])
+        for block in seen.decode().split("\n\n")
+        if block.startswith("event: status\ndata: ")
+    ]
 
 
 async def read_until(response, enough, limit: int = 200) -> bytes:

@@ -39,6 +39,7 @@ from console.accounts.audit import audited, deny, record
 from console.browsers.panes import common
 from console.live import cdp, control, guard
 from console.live import screen as relay
+from console.live.tabs import TARGET_ID
 from console.service import Conflict, Invalid, NotFound, ServiceError, browser_computer, browsers
 from console.web.decorators import org_view
 from console.web.render import render
@@ -182,6 +183,7 @@ async def _context(request, session: browsers.Session, notice: str = "") -> dict
         "snapshot_url": common.url(request, "screenshot", sid),
         "snapshot_seconds": SNAPSHOT_SECONDS,
         "input_url": common.url(request, "screen-input", sid),
+        "tab_url": common.url(request, "screen-tab", sid),
         "renew_seconds": max(1, int(control.lease_seconds() / 4)),
         "pane_url": common.url(request, "screen", sid),
         **controls,
@@ -207,7 +209,7 @@ async def screen_stream(request, session_id: str):
         fps = min(MAX_FPS, max(0.1, float(request.GET.get("fps") or MAX_FPS)))
     except ValueError:
         fps = MAX_FPS
-    return stream_response(request, [source(request, session_id)], fps)
+    return stream_response(request, [source(request, session_id)], fps, tabs=True)
 
 
 def access_ended(screen_ids: list[str], sign_in: str) -> bytes:
@@ -228,14 +230,16 @@ def stream_response(
     before: bytes = b"",
     also_ended: list[str] = (),
     on_close: Callable[[], None] | None = None,
+    tabs: bool = False,
 ) -> StreamingHttpResponse:
     """The event stream of ``sources``' screens; ``before``: events sent first (the wall's paused tiles,
-    ``also_ended`` their ids, told too when access ends); ``on_close`` runs once the stream is over."""
+    ``also_ended`` their ids, told too when access ends); ``on_close`` runs once the stream is over;
+    ``tabs``: the tab strip too (``tabs`` events: the pane's, not the wall's)."""
     wake = asyncio.Event()
     interval = 0.0 if fps >= MAX_FPS else 1.0 / fps
     keepalive = getattr(settings, "LIVE_KEEPALIVE_SECONDS", 5.0)
     hub.probe_after, hub.probe_timeout = keepalive, keepalive / 2  # "stalled" within two keepalives
-    viewers = [hub.subscribe(s, min_interval=interval, wake=wake) for s in sources]
+    viewers = [hub.subscribe(s, min_interval=interval, wake=wake, tabs=tabs) for s in sources]
     ids = [v.screen.screen_id for v in viewers] + list(also_ended)
     final = access_ended(ids, guard.sign_in_url(request))
     body = relay.stream(viewers, wake, keepalive, before=before)
@@ -497,6 +501,20 @@ async def _send(svc, session_id: str, action: str, fields: dict) -> None:
         raise ValueError(action)
 
 
+async def _not_driver(request, session: browsers.Session, token: str) -> HttpResponse | None:
+    """409 unless this member holds the session's control lease with ``token`` (checked in the database
+    for every action) and the session runs; None when they may drive."""
+    allowed, driver = await control.check(request.membership, session.session_id, token)
+    if session.ended:
+        await control.end(request.org.pk, session.session_id)
+        return _text("The session has ended: it cannot be driven any more.", 409)
+    if not allowed:
+        if driver is not None and not driver.is_member(request.membership):
+            return _text(_driving(driver), 409)
+        return _text("Take control of the screen first (or again: control expires).", 409)
+    return None
+
+
 @require_http_methods(["POST"])
 @org_view("operator")
 async def screen_input(request, session_id: str):
@@ -504,14 +522,9 @@ async def screen_input(request, session_id: str):
     with this token (409, checked in the database for every action), checked before anything is sent (400)."""
     session = await common.get_session(request, session_id)
     token = _sent_token(request)
-    allowed, driver = await control.check(request.membership, session_id, token)
-    if session.ended:
-        await control.end(request.org.pk, session_id)
-        return _text("The session has ended: it cannot be driven any more.", 409)
-    if not allowed:
-        if driver is not None and not driver.is_member(request.membership):
-            return _text(_driving(driver), 409)
-        return _text("Take control of the screen first (or again: control expires).", 409)
+    refused = await _not_driver(request, session, token)
+    if refused is not None:
+        return refused
     try:
         action, fields, what = parse_input(request.POST, common.viewport(session))
     except ValueError as exc:
@@ -534,5 +547,40 @@ async def screen_input(request, session_id: str):
         return _text(f"The service refused it: {exc.message}", 400 if isinstance(exc, Invalid) else 409)
     except ServiceError as exc:
         return _text(f"The service did not take it: {exc.message}", 502)
+    await control.renew(request.membership, session_id, token, acted=True)  # not idle: renewed
+    return HttpResponse(status=204)
+
+
+@require_http_methods(["POST"])
+@org_view("operator")
+async def screen_tab(request, session_id: str):
+    """Bring one of the strip's tabs to front (``target``: its id), and the screencast with it (204):
+    refused like input unless this operator holds the control lease (409), and unless ``target`` is a tab
+    of the list this process's relay keeps (400: nothing sent). The relay's own CDP connection sends
+    ``Target.activateTarget``, so it acts only where the screen is relayed (409 elsewhere: reload)."""
+    session = await common.get_session(request, session_id)
+    token = _sent_token(request)
+    refused = await _not_driver(request, session, token)
+    if refused is not None:
+        return refused
+    target_id = request.POST.get("target", "")
+    if not TARGET_ID.fullmatch(target_id):
+        return _text("Nothing was sent: say which tab (target=<its id>).", 400)
+    screen = hub.screens.get(key(request, session_id))
+    if screen is None or screen.ended or not screen.following:
+        return _text("This console process does not relay this screen right now: reload the page.", 409)
+    tab = screen.tabs.tabs.get(target_id)
+    if tab is None:
+        return _text("Nothing was sent: that is not one of this browser's tabs (it may have closed).", 400)
+    what = f"brought the tab {tab.title[:80] or tab.url[:80]!r} ({target_id}) to front"
+    try:
+        await screen.bring(target_id)
+    except (cdp.Closed, cdp.Flooded, cdp.EndpointUnavailable, TimeoutError) as exc:
+        reason = str(exc) or type(exc).__name__
+        await record(
+            request, "browser.screen.tab", target_id=session_id, outcome="error", detail=f"{what}: {reason}"
+        )
+        return _text(f"The browser did not switch tabs: {reason}", 502)
+    await record(request, "browser.screen.tab", target_id=session_id, detail=what)
     await control.renew(request.membership, session_id, token, acted=True)  # not idle: renewed
     return HttpResponse(status=204)

@@ -37,6 +37,7 @@ urlpatterns = [
     path("screen/stream/", screen.screen_stream, name="screen-stream"),
     path("screen/control/", screen.screen_control, name="screen-control"),
     path("screen/input/", screen.screen_input, name="screen-input"),
+    path("screen/tab/", screen.screen_tab, name="screen-tab"),
     path("screen/presence/", screen.screen_presence, name="screen-presence"),
     path("tools/", tools.tools_pane, name="tools"),
     path("tools/curl/", tools.curl, name="curl"),
