@@ -99,13 +99,20 @@ async def wall(request):
     use = await capacity.measure_quietly(request)
     tiles = []
     for session in sessions:
+        relay_tile, why = await _relayable(request, session), _why(session, use)
+        sid = session.session_id
         tiles.append(
             {
                 "session": session,
-                "relay": await _relayable(request, session),
-                "url": org_reverse(request, "browsers:detail", session_id=session.session_id)
-                + "#pane-screen",
-                "why": _why(session, use),
+                "relay": relay_tile,
+                "url": org_reverse(request, "browsers:detail", session_id=sid) + "#pane-screen",
+                "why": why,
+                # Every awake tile shows its session at once (the console's screenshot, loaded by the page
+                # when the tile is on screen), live or not: at most ``WALL_LIVE_TILES`` are live, and a live
+                # one's first frame waits for its CDP connection. Not of a browser in standby (it would wake).
+                "still": org_reverse(request, "browsers:panes:screenshot", session_id=sid)
+                if relay_tile and not why
+                else "",
             }
         )
     stream_url = org_reverse(request, "browsers:wall-stream") if any(t["relay"] for t in tiles) else ""

@@ -739,7 +739,9 @@
   // to see first, then in page order), and none while the tab is hidden. When that set changes, the one
   // stream is opened again for the new set (the console keeps a screen's upstream a few seconds after its
   // last viewer, so the tiles that stay are not reconnected). The console may pause more (its bounds per
-  // viewer and per organization). A tile that is not live says why, in words, with what can be done.
+  // viewer and per organization). A tile that is not live says why, in words, with what can be done. Every
+  // awake tile starts with a still picture (the console's screenshot, in the page's markup, loaded lazily),
+  // so a wall of more tiles than may be live shows every session at once; live frames replace it.
 
   var DONE = ["ended", "unavailable", "refused", "no-screen"];
 
@@ -754,6 +756,11 @@
     wall.querySelectorAll("[data-tile][data-relay]").forEach(function (tile) {
       tiles[tile.dataset.tile] = tile;
       order.push(tile.dataset.tile);
+      // Its still picture (the console's screenshot) could not be had: an empty tile, not a broken image.
+      var image = tile.querySelector("[data-tile-image]");
+      image.addEventListener("error", function () {
+        if (image.getAttribute("src") && image.getAttribute("src").indexOf("data:") !== 0) image.removeAttribute("src");
+      });
     });
 
     function say(id, status, why, action) {

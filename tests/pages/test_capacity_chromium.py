@@ -36,3 +36,11 @@ async def test_it_counts_sessions_in_standby_and_says_so(viewer_client, tenant):
     # The sleeping session's tile says why it shows nothing yet.
     wall = await page(viewer_client, "browsers/wall/")
     assert wall.count('data-standby="In standby: 2 of this project&#x27;s browsers running.') == 1
+    # The awake ones show a still picture at once; the sleeping one none (the picture would wake it).
+    assert wall.count("/computer/screenshot.png") == 2
+    asleep = next(
+        s["session_id"]
+        for s in tenant.call("GET", "/browsers").json()
+        if s["sandbox"]["browser"] == "standby"
+    )
+    assert f"/browsers/{asleep}/computer/screenshot.png" not in wall

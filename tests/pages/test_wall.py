@@ -154,6 +154,9 @@ async def test_it_keeps_live_only_the_tiles_a_viewer_may_have_and_pauses_the_res
     ids = relayable(quiet, cdp, 5)
     page = (await viewer_client.get("/o/acme/browsers/wall/")).content.decode()
     assert 'data-live-max="2"' in page and page.count("data-relay") == 5
+    # Live or paused, every tile shows its session at once: a still picture through the console.
+    for sid in ids:
+        assert f'src="/o/acme/browsers/{sid}/computer/screenshot.png" loading="lazy"' in page
     mine = await viewer_client.get("/o/acme/browsers/wall/stream/", {"id": ids})
     seen = await read_until(mine, lambda s: sum(x["state"] == "live" for x in statuses(s)) >= 2)
     said = {x["s"]: x for x in statuses(seen)}
