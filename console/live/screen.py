@@ -57,6 +57,7 @@ STATES = {
 }
 MAX_RECONNECTS = 5
 REFRESH_AFTER = 1.0  # seconds after a tab changed to ask for the list again (a title Chromium did not say)
+UNTITLED_REFRESHES = 15  # more asks, a REFRESH_AFTER apart, while a tab has no title (and nothing changes)
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
@@ -252,6 +253,7 @@ class Screen:
     following: bool = False  # the first list is in: a page created now is a tab the page opened
     resync: bool = False  # a target event was dropped (over the budget): the list is asked for again
     refresh_at: float | None = None  # event-loop time to ask for the list again (a tab changed)
+    untitled_refreshes: int = 0  # asks in a row for a list that did not change but has an untitled tab
     moves: int = 0  # screencasts moved to another tab (a test figure)
     activations: int = 0  # ``Target.activateTarget`` sent (a test figure)
 
@@ -483,7 +485,14 @@ class Screen:
             self.resync = False
             before = self.tabs.listed()
             self.tabs.reset(await client.targets())
-            if self.tabs.listed() != before:
+            listed = self.tabs.listed()
+            if listed != before:
+                self.untitled_refreshes = 0
+            # Again while it changes, and while a tab has no title yet (a page still loading on a busy
+            # machine: Chromium does not say when its title comes), at most UNTITLED_REFRESHES times.
+            untitled = any(not tab["title"] for tab in listed)
+            if listed != before or (untitled and self.untitled_refreshes < UNTITLED_REFRESHES):
+                self.untitled_refreshes += listed == before
                 self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
             if self.shown not in self.tabs.tabs and (self.want is None or self.want[0] not in self.tabs.tabs):
                 self._after(Tab(self.shown, "", ""))
@@ -607,7 +616,15 @@ class Screen:
                 # The tab shown before a reconnection, else the first: the browser's own.
                 shown = self.shown if self.shown in self.tabs.tabs else next(iter(self.tabs.tabs))
                 self.shown = ""
-                await self._show(client, target, shown, front=False)
+                try:
+                    await self._show(client, target, shown, front=False)
+                except cdp.EndpointUnavailable as exc:
+                    if client.page is not None:  # attached, and the screencast refused: said as it is
+                        raise
+                    # The page went between the list and the attach (a sandbox moving the session to a
+                    # browser of its own closes it): a dropped connection, tried again, not a screen that
+                    # cannot be shown.
+                    raise cdp.Closed(f"the page went away ({exc})") from None
                 self.following = True
                 self._publish()
                 self.heard()

@@ -36,6 +36,7 @@ class FakeCdp:
         self.fail = ""  # a method answered with a CDP error (its message)
         self.frozen = False  # read messages, answer none (a frozen service or browser)
         self.asked = []  # methods called, in order
+        self.gone = 0  # answer this many attaches "No target with given id found" (the page just closed)
 
     async def handler(self, socket):
         self.connections += 1
@@ -49,6 +50,11 @@ class FakeCdp:
                     continue
                 if self.fail and method == "Page.startScreencast":
                     await self.error_reply(socket, number)
+                    continue
+                if self.gone and method == "Target.attachToTarget":
+                    self.gone -= 1
+                    error = {"code": -32602, "message": "No target with given id found"}
+                    await socket.send(json.dumps({"id": number, "error": error}))
                     continue
                 if method == "Target.getTargets":
                     reply = {"targetInfos": [{"targetId": "T1", "type": "page", "url": "about:blank"}]}
@@ -361,6 +367,19 @@ async def test_it_never_logs_the_jwt_of_a_url_the_websocket_client_rejects(cdp, 
     assert b"unavailable" in chunk and b"secret-jwt" not in chunk
     assert "secret-jwt" not in caplog.text
     assert cdp.connections == 0
+
+
+async def test_it_connects_again_when_the_page_went_between_the_list_and_the_attach(cdp):
+    """A sandbox moving the session to a browser of its own closes its page: the first connection's attach
+    found no target, and the tile said "No screen from this session's CDP endpoint" for good."""
+    cdp.gone = 1
+    hub = relay.ScreenHub(linger_seconds=0.05)
+    wake = asyncio.Event()
+    viewer = hub.subscribe(source(cdp.url), wake=wake)
+    await until(lambda: cdp.casting)
+    await cdp.frame(jpeg(b"after"), 1)
+    await until(lambda: viewer.screen.frames_in == 1)
+    assert not viewer.screen.ended and cdp.connections == 2
 
 
 async def test_it_shows_an_upstream_error_message_with_its_control_characters_visible(cdp):

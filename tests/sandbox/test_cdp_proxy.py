@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,7 +16,7 @@ from websockets.sync.client import connect
 
 from console.sandbox.resources.cdp_proxy import MAX_MESSAGE_BYTES
 from tests.sandbox.test_chromium import create
-from tests.sandbox_fixtures import new_tenant
+from tests.sandbox_fixtures import new_tenant, wait_until
 
 pytestmark = pytest.mark.chromium
 
@@ -69,3 +70,59 @@ def test_it_refuses_a_message_over_its_bound_without_holding_up_another_tenant(c
             assert json.loads(socket.recv(timeout=30))["error"]["code"] == -32000  # Browser.close refused
     finally:
         owner.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+def pixel(tenant, session_id: str) -> tuple[int, int, int]:
+    """The colour at (300, 300) of the session's computer screenshot: a 1x1 region, whose one row's filter
+    leaves the pixel as it is whatever the filter type (no row above, no pixel to its left)."""
+    png = tenant.call(
+        "POST",
+        f"/browsers/{session_id}/computer/screenshot",
+        json={"region": {"x": 300, "y": 300, "width": 1, "height": 1}},
+        timeout=60,
+    ).content
+    at, data = 8, b""
+    while at < len(png):
+        length, kind = int.from_bytes(png[at : at + 4], "big"), png[at + 4 : at + 8]
+        if kind == b"IDAT":
+            data += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    return tuple(zlib.decompress(data)[1:4])
+
+
+RED, GREEN = (255, 0, 0), (0, 192, 0)
+
+
+def command(socket, number: int, method: str, params: dict | None = None) -> dict:
+    """Send one CDP command and return its answer (events before it are passed over)."""
+    socket.send(json.dumps({"id": number, "method": method, "params": params or {}}))
+    while True:
+        message = json.loads(socket.recv(timeout=30))
+        if message.get("id") == number:
+            return message
+
+
+@pytest.mark.timeout(180)
+def test_the_computer_acts_on_the_tab_in_front_as_the_service_s_display_does(chromium_sandbox):
+    """A tab a page opens comes to front (Chromium's way), and a client's Target.activateTarget brings
+    another back: the computer actions (and their screenshot) follow, as the service's X display does. They
+    went to the session's first tab whatever was in front."""
+    tenant = new_tenant(chromium_sandbox[0])
+    session = create(tenant, start_url="https://lab.example.com/?color=ff0000")
+    sid = session["session_id"]
+    assert pixel(tenant, sid) == RED
+    opened = tenant.call(
+        "POST",
+        f"/browsers/{sid}/playwright/execute",
+        json={"code": "await page.evaluate(() => window.open('https://lab.example.com/?color=00c000'))"},
+        timeout=120,
+    )
+    assert opened.json()["success"], opened.text
+    wait_until(lambda: pixel(tenant, sid) == GREEN, seconds=30, what="the opened tab in front")
+    with connect(session["cdp_ws_url"], open_timeout=60, max_size=None) as socket:
+        targets = command(socket, 1, "Target.getTargets")["result"]["targetInfos"]
+        first = next(t["targetId"] for t in targets if t["type"] == "page" and "ff0000" in t["url"])
+        command(socket, 2, "Target.activateTarget", {"targetId": first})
+    # Brought to front before the answer came: the next action is the first tab's.
+    assert pixel(tenant, sid) == RED
+    tenant.call("DELETE", f"/browsers/{sid}", timeout=30)

@@ -181,6 +181,19 @@ class Live:
     crashed_at: float | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     directory: Path | None = None
+    # The context's other pages in the order they came to front (the front one last): a tab a page opened
+    # (Chromium brings it to front), or one a CDP client brought to front (``bring_to_front``). Closed ones
+    # drop out; with none left the front is ``page``.
+    fronts: list = field(default_factory=list)
+
+    @property
+    def front(self):
+        """The tab in front: where the computer actions go and what their screenshot shows, as on the
+        service's display (a window shows its front tab)."""
+        for page in reversed(self.fronts):
+            if not page.is_closed():
+                return page
+        return self.page
 
 
 class Engine:
@@ -373,6 +386,8 @@ class Engine:
         page.on("crash", lambda _page: self._crashed(live))
         page.on("download", lambda download: self._spawn(self._save_download(live, download)))
         context.on("page", lambda new: live.events and live.events.tab_opened(new))
+        live.fronts = []
+        context.on("page", lambda new: self._spawn(_opened(live, new)))
         live.state = "running"
         if live.crashed_at is not None:
             took = int((time.monotonic() - live.crashed_at) * 1000)
@@ -979,6 +994,17 @@ class Engine:
         log.info("session %s moved during %s; asking its new page", live.session_id, what)
         return await guarded(operation(await self.live(tenant, record)), what)
 
+    async def bring_to_front(self, live: Live, target_id: str) -> None:
+        """A CDP client brought ``target_id`` to front (``Target.activateTarget``): the computer actions go
+        to that tab from now on. A target that is none of the context's pages changes nothing."""
+        context = live.context
+        if context is None or not isinstance(target_id, str):
+            return
+        for page in list(context.pages):
+            if not page.is_closed() and await _target_id(context, page) == target_id:
+                _came_to_front(live, page)
+                return
+
     def cdp_socket(self, live: Live):
         """A socket connected to the session's own browser's CDP port where that port is in a network
         namespace of its own (``cdp_proxy`` relays through it), else None (the port is the host's)."""
@@ -1173,3 +1199,37 @@ async def guarded(awaitable, what: str = "the browser"):
             f"{what} failed: the page may have crashed or navigated; try again",
             inner_error={"code": type(exc).__name__, "message": str(exc).splitlines()[0][:200]},
         ) from None
+
+
+async def _target_id(context, page) -> str | None:
+    """The CDP target id of ``page`` (None once it closed)."""
+    try:
+        session = await guarded(context.new_cdp_session(page), "the page")
+    except Exception:  # closed meanwhile
+        return None
+    try:
+        info = await guarded(session.send("Target.getTargetInfo"), "the page")
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            await session.detach()
+    return info.get("targetInfo", {}).get("targetId")
+
+
+async def _opened(live: Live, page) -> None:
+    """A new tab of the session: one a page opened (``window.open``, a link's target) comes to front, as
+    Chromium brings it; one a client made (an executor's) is not followed (the console's screen does the
+    same: console/live/screen.py)."""
+    with contextlib.suppress(Exception):  # closed meanwhile
+        if await guarded(page.opener(), "the page") is not None and not page.is_closed():
+            _came_to_front(live, page)
+
+
+def _came_to_front(live: Live, page) -> None:
+    """``page`` is the session's front tab now (``Live.front``); closed, it drops out."""
+    if page in live.fronts:
+        live.fronts.remove(page)
+    else:  # the first time: it drops out once closed
+        page.once("close", lambda closed: closed in live.fronts and live.fronts.remove(closed))
+    live.fronts.append(page)

@@ -312,13 +312,13 @@ async def _live(request: Request, record: dict):
 
 async def _keys_down(live, keys: list[str], field: str = "hold_keys") -> None:
     for key in keys:
-        await _key(live.page.keyboard.down(playwright_key(key)), field, key)
+        await _key(live.front.keyboard.down(playwright_key(key)), field, key)
 
 
 async def _keys_up(live, keys: list[str]) -> None:
     for key in reversed(keys):
         with contextlib.suppress(Exception):
-            await live.page.keyboard.up(playwright_key(key))
+            await live.front.keyboard.up(playwright_key(key))
 
 
 async def _key(awaitable, field: str, key: str):
@@ -362,7 +362,7 @@ async def act_move_mouse(request: Request, record: dict, body: dict) -> list:
     live = await _live(request, record)
     if live is not None:
         steps = 12 if body.get("smooth") else 1
-        await _held(live, {"hold_keys": keys}, lambda: live.page.mouse.move(x, y, steps=steps))
+        await _held(live, {"hold_keys": keys}, lambda: live.front.mouse.move(x, y, steps=steps))
     screen = screen_of(record)
     screen.x, screen.y = x, y
     screen.last_action = ("move_mouse", x, y)
@@ -393,7 +393,7 @@ async def act_click_mouse(request: Request, record: dict, body: dict) -> list:
 
 
 async def _real_click(live, x: int, y: int, button: str, click_type: str, clicks: int) -> None:
-    mouse = live.page.mouse
+    mouse = live.front.mouse
     if button in CDP_BUTTONS:
         await mouse.move(x, y)
         if click_type in ("down", "click"):
@@ -430,7 +430,7 @@ async def _type(request: Request, record: dict, body: dict) -> list:
     if live is not None:
         # At most MAX_TYPE_DELAY_S of waiting in all, however long the text.
         per_key = min(delay, MAX_TYPE_DELAY_S * 1000 / len(text))
-        await engine.guarded(live.page.keyboard.type(text, delay=per_key), "the page")
+        await engine.guarded(live.front.keyboard.type(text, delay=per_key), "the page")
         screen_of(record).last_action = ("type_text", screen_of(record).x, screen_of(record).y)
         return []
     if delay:
@@ -456,11 +456,11 @@ async def act_press_key(request: Request, record: dict, body: dict) -> list:
         for key in keys:
             name = playwright_key(key)
             if duration:
-                await _key(live.page.keyboard.down(name), "keys", key)
+                await _key(live.front.keyboard.down(name), "keys", key)
                 await asyncio.sleep(min(duration, MAX_SLEEP_MS) / 1000)
-                await _key(live.page.keyboard.up(name), "keys", key)
+                await _key(live.front.keyboard.up(name), "keys", key)
             else:
-                await _key(live.page.keyboard.press(name), "keys", key)
+                await _key(live.front.keyboard.press(name), "keys", key)
     finally:
         await _keys_up(live, held)
     return []
@@ -478,8 +478,8 @@ async def act_scroll(request: Request, record: dict, body: dict) -> list:
     if live is not None:
 
         async def wheel() -> None:
-            await live.page.mouse.move(x, y)
-            await live.page.mouse.wheel(dx * WHEEL_PX, dy * WHEEL_PX)
+            await live.front.mouse.move(x, y)
+            await live.front.mouse.wheel(dx * WHEEL_PX, dy * WHEEL_PX)
 
         await _held(live, body, wheel)
         screen.x, screen.y = x, y
@@ -542,7 +542,7 @@ async def act_drag_mouse(request: Request, record: dict, body: dict) -> list:
     if live is not None:
 
         async def drag() -> None:
-            mouse = live.page.mouse
+            mouse = live.front.mouse
             await mouse.move(*points[0])
             await mouse.down(button=button)
             await asyncio.sleep(min((body.get("delay") or 0) / 1000, MAX_DRAG_DELAY_S))
@@ -798,7 +798,7 @@ async def take_screenshot(request: Request):
         image = await engine.get().on_page(
             request.state.tenant,
             record,
-            lambda live: live.page.screenshot(type="png", clip=clip),
+            lambda live: live.front.screenshot(type="png", clip=clip),
             "the page's screenshot",
         )
     else:

@@ -7,7 +7,9 @@
   (``Target.*``) and close the browser itself, so a client must never share a browser with another
   session. On the first connection the session moves to a Chromium process of its own (``engine.dedicate``:
   state kept, as from standby) and the client is relayed to that process's browser-level endpoint. It sees
-  its session's page and nothing else. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
+  its session's page and nothing else. A ``Target.activateTarget`` it sends is also where the session's
+  computer actions go from then on (``engine.bring_to_front``), as a tab brought to front on the service's
+  display takes its input. ``Browser.close`` and ``Browser.crash*`` are refused (ending the
   session is ``DELETE``), and so is a message the guard cannot judge as Chromium would (not a JSON object
   Python parses, or a top-level key given twice); a message over ``max_message_bytes`` (1 MiB) closes
   the connection with 1009 before it is read (the guard parses on the shared event loop); everything
@@ -187,6 +189,19 @@ def _refusal(text: str) -> str | None:
     return None
 
 
+def _activated(text: str) -> str | None:
+    """The target a ``Target.activateTarget`` command brings to front (the guard already judged the
+    message), else None: the session's computer actions go to the front tab, as on the service's display."""
+    if '"Target.activateTarget"' not in text:
+        return None
+    message = json.loads(text)
+    params = message.get("params")
+    if message.get("method") != "Target.activateTarget" or not isinstance(params, dict):
+        return None
+    target = params.get("targetId")
+    return target if isinstance(target, str) and len(target) <= 128 else None
+
+
 async def cdp(websocket: WebSocket):
     from websockets.asyncio.client import connect  # the relay's client, needed once a CDP client comes
 
@@ -234,8 +249,11 @@ async def cdp(websocket: WebSocket):
                     refusal = _refusal(text)
                     if refusal is not None:
                         await websocket.send_text(refusal)
-                    else:
-                        await upstream.send(text)
+                        continue
+                    if (front := _activated(text)) is not None:
+                        # Before it is passed on: once the client has the answer, input goes to that tab.
+                        await browsers_engine.bring_to_front(live, front)
+                    await upstream.send(text)
 
             async def from_browser() -> str:
                 async for message in upstream:
