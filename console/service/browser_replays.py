@@ -65,6 +65,9 @@ class Video:
     chunks: AsyncIterator[bytes]
 
 
+START_TIMEOUT = 60.0  # seconds a recording's start may take (a recorder on the display, perhaps a move)
+
+
 def _path(session_id: str, tail: str = "") -> str:
     return f"/browsers/{path_segment(session_id)}/replays{tail}"
 
@@ -83,14 +86,17 @@ async def start(
     max_duration_in_seconds: int | None = None,
     record_audio: bool | None = None,
 ) -> Replay:
-    """Start recording (POST is not retried: a retry could start a second recording)."""
+    """Start recording (POST is not retried: a retry could start a second recording). It may take a while:
+    the service starts a recorder on the session's display (the sandbox may first move the session to a
+    browser of its own), so it waits up to ``START_TIMEOUT``, not the usual write's 15 s."""
     body = {
         "framerate": framerate,
         "max_duration_in_seconds": max_duration_in_seconds,
         "record_audio": record_audio,
     }
     body = {key: value for key, value in body.items() if value is not None}
-    return Replay.from_json((await request(svc, "POST", _path(session_id), json=body)).data)
+    reply = await request(svc, "POST", _path(session_id), json=body, timeout=START_TIMEOUT)
+    return Replay.from_json(reply.data)
 
 
 async def stop(svc: Service, session_id: str, replay_id: str) -> None:

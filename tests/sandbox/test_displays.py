@@ -333,7 +333,8 @@ async def test_a_server_that_always_exits_is_given_up_on_after_a_few_numbers(mon
     monkeypatch.setattr(displays, "_free_displays", offered)
     with pytest.raises(RuntimeError, match=r"Xvfb did not start: Xvfb exited with 1 on display :\d+"):
         await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
-    assert len(tried) == displays.UNEXPLAINED_EXITS
+    # Given up after a few (numbers other workers' servers took meanwhile do not count), not all 64.
+    assert displays.UNEXPLAINED_EXITS <= len(tried) < 16
 
 
 async def test_it_removes_what_a_display_it_had_to_kill_left_behind():
