@@ -127,6 +127,20 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(team, session, browser
     # Playing highlights the events as they pass.
     page.eval_on_selector("#replay-video", "video => { video.muted = true; return video.play(); }")
     page.wait_for_function("() => document.querySelector('#replay-events li.is-current') !== null")
+
+    # From the session page's telemetry: the same navigation, opened, offers "Open in replay" at its
+    # moment (the recording covers its time), and the player opens there with the event selected.
+    page.goto(team.url(f"browsers/{session}/"))
+    row = page.locator(f"li.trow[data-seq='{seq}']")
+    expect(row).to_be_visible(timeout=20_000)
+    row.locator("summary").first.click()
+    opened = row.locator("[data-open-replay]")
+    expect(opened).to_contain_text("Open in replay (")
+    said = float(re.search(r"\(([0-9.]+) s\)", opened.inner_text())[1])
+    assert abs(said - offset) <= 0.6  # the row's time, to a tenth, against the player's own offset
+    opened.click()
+    expect(page).to_have_url(re.compile(rf"/replays/rep[^/]+/\?t=[0-9.]+&event={seq}$"))
+    expect(page.locator(f"#event-{seq}")).to_have_class(re.compile(r"\bis-selected\b"))
     assert errors == [], errors
 
 
