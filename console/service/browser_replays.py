@@ -65,7 +65,9 @@ class Video:
     chunks: AsyncIterator[bytes]
 
 
-START_TIMEOUT = 60.0  # seconds a recording's start may take (a recorder on the display, perhaps a move)
+# Seconds a recording's start may take: a recorder on the display, perhaps a move of the session to a browser
+# of its own, queued behind other browsers' starts (the sandbox admits them one at a time for up to 120 s).
+START_TIMEOUT = 150.0
 
 
 def _path(session_id: str, tail: str = "") -> str:
