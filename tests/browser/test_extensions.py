@@ -36,6 +36,9 @@ def test_it_uploads_with_a_progress_bar_and_shows_the_new_row(team, browser_page
     # One place to create, as on every list: the page head's button, to a page of its own.
     page.get_by_role("link", name="Upload extension").click()
     expect(page.get_by_role("heading", name="Upload an extension")).to_be_visible()
+    # The heading is parsed before the page's deferred scripts run: a click before them posts the form
+    # without JavaScript (no progress bar), as it should. Wait for the page's load event first.
+    page.wait_for_load_state("load")
 
     cdp = page.context.new_cdp_session(page)
     cdp.send("Network.enable")
