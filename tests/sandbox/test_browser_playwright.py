@@ -103,6 +103,26 @@ def test_a_timeout_or_crash_in_one_executor_leaves_another_running_and_named_exe
     assert tenant.call("DELETE", f"/browsers/{session_id}/playwright/executors/a").status_code == 404
 
 
+@pytest.mark.timeout(240)
+def test_named_executors_started_together_each_get_their_own_tab(session):
+    """Executors whose first calls arrive at once each open a tab, and each call's ``page`` is its own tab
+    (the one the answer names), not a tab another executor opened at the same moment."""
+    tenant, session_id = session
+    own_tab = (
+        "const cdp = await page.context().newCDPSession(page);\n"
+        "const { targetInfo } = await cdp.send('Target.getTargetInfo');\n"
+        "await cdp.detach();\n"
+        "return targetInfo.targetId;"
+    )
+    names = ["one", "two", "three", "four"]
+    with ThreadPoolExecutor(len(names)) as pool:
+        answers = list(pool.map(lambda name: run(tenant, session_id, own_tab, executor=name), names))
+    for answer in answers:
+        assert answer["success"] and answer["tab"]["created"] is True, answer
+        assert answer["result"] == answer["tab"]["target_id"], answer
+    assert len({answer["result"] for answer in answers}) == len(names)
+
+
 @pytest.mark.timeout(120)
 def test_the_code_has_no_network_and_no_host_tree(session):
     tenant, session_id = session

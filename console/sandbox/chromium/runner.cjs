@@ -169,17 +169,8 @@ async function bind(b, message) {
         if (info && info.targetId === message.target_id) return { page, created: false, targetId: info.targetId };
       }
     }
-    const context = b.contexts()[0];
-    const session = await b.newBrowserCDPSession();
-    const waiting = context.waitForEvent('page', { timeout: 15000 });
-    const { targetId } = await session.send('Target.createTarget', { url: 'about:blank', background: true });
-    await session.detach().catch(() => {});
-    let page = await waiting;
-    for (const candidate of context.pages()) {
-      const info = await targetOf(candidate).catch(() => null);
-      if (info && info.targetId === targetId) page = candidate;
-    }
-    return { page, created: true, targetId };
+    const page = await newTab(b, b.contexts()[0]);
+    return { page: page.page, created: true, targetId: page.targetId };
   }
   const exclude = new Set(message.exclude || []);
   let fallback = null;
@@ -194,6 +185,35 @@ async function bind(b, message) {
   const page = await (b.contexts()[0] || (await b.newContext())).newPage();
   const info = await targetOf(page);
   return { page, created: true, targetId: info.targetId };
+}
+
+// A background tab of this executor's own, once Playwright has seen it. Several executors may open tabs at
+// the same moment, and each process sees every tab: the first new page is not necessarily ours, so the
+// page is matched by its target id, waiting (up to 15 s) for the page events until it arrives.
+async function newTab(b, context) {
+  let wake = () => {};
+  const onPage = () => wake();
+  context.on('page', onPage);
+  try {
+    const session = await b.newBrowserCDPSession();
+    const { targetId } = await session.send('Target.createTarget', { url: 'about:blank', background: true });
+    await session.detach().catch(() => {});
+    const deadline = Date.now() + 15000;
+    for (;;) {
+      for (const page of context.pages()) {
+        const info = await targetOf(page).catch(() => null);
+        if (info && info.targetId === targetId) return { page, targetId };
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('the executor\'s tab did not open within 15 s');
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, Math.min(left, 250));
+      });
+    }
+  } finally {
+    context.off('page', onPage);
+  }
 }
 
 function compile(code, params) {
