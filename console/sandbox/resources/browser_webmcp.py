@@ -45,7 +45,8 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # The session's custom tools, by session id (kept with the executors: they end with the session).
 _custom: dict[str, list[dict]] = {}
 
-TABS = """
+# Both scripts that look for a tab ask each page for its CDP target (id and type).
+TARGET_OF = """
 async function targetOf(p) {
   const s = await p.context().newCDPSession(p);
   try {
@@ -54,6 +55,9 @@ async function targetOf(p) {
     await s.detach().catch(() => {});
   }
 }
+"""
+
+TABS = TARGET_OF + """
 const tabs = [];
 for (const p of browser.contexts().flatMap((c) => c.pages())) {
   const info = await targetOf(p).catch(() => null);
@@ -89,16 +93,8 @@ return defs.map((d, i) => {
 });
 """
 
-INVOKE = """
+INVOKE = TARGET_OF + """
 const target = TARGET;
-async function targetOf(p) {
-  const s = await p.context().newCDPSession(p);
-  try {
-    return (await s.send('Target.getTargetInfo')).targetInfo;
-  } finally {
-    await s.detach().catch(() => {});
-  }
-}
 let tab = null;
 for (const p of browser.contexts().flatMap((c) => c.pages())) {
   const info = await targetOf(p).catch(() => null);
