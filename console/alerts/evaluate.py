@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -235,13 +236,24 @@ def _seen(listed: Listed, keys: set[str]) -> set[str] | None:
     return None if listed.complete else keys
 
 
-async def auth_needs_human(reader: Reader, rule: Rule) -> Outcome:
-    listed = await reader.connections(_project(rule))
+def _per_record(listed: Listed, kind: str, check: Callable[[Any], dict | None]) -> Outcome:
+    """A finding keyed ``<kind>:<id>`` for each record of ``listed`` that ``check(record)`` finds wrong: it
+    gives the finding's ``label``, ``summary`` and ``values`` (None: all is well). Every record is seen,
+    so an alert whose record is well again resolves. A record without an id (a proxy may have none) cannot
+    be a subject: it is passed over."""
     findings, keys = [], set()
-    for c in listed.items:
-        key = f"auth:{c.id}"
+    for record in listed.items:
+        if not record.id:
+            continue
+        key = f"{kind}:{record.id}"
         keys.add(key)
-        why = ""
+        if found := check(record):
+            findings.append(Finding(key=key, subject_kind=kind, subject_id=record.id, **found))
+    return Outcome(findings, _seen(listed, keys))
+
+
+async def auth_needs_human(reader: Reader, rule: Rule) -> Outcome:
+    def check(c) -> dict | None:
         if c.flow_status == FLOW_IN_PROGRESS and c.flow_step == AWAITING_INPUT:
             why = "A login is waiting for input."
         elif c.flow_status == FLOW_IN_PROGRESS and c.flow_step == AWAITING_EXTERNAL_ACTION:
@@ -252,97 +264,58 @@ async def auth_needs_human(reader: Reader, rule: Rule) -> Outcome:
             why = f"The last login failed: {c.error_code}."
         elif c.status == NEEDS_AUTH and c.flow_status != FLOW_IN_PROGRESS:
             why = "The connection needs to log in again."
-        if why:
-            findings.append(
-                Finding(
-                    key=key,
-                    label=f"{c.profile_name or c.id} on {c.domain or '?'}",
-                    summary=why,
-                    subject_kind="auth",
-                    subject_id=c.id,
-                    values={
-                        "status": c.status,
-                        "flow_status": c.flow_status,
-                        "flow_step": c.flow_step,
-                        "error_code": c.error_code,
-                        "can_reauth_reason": c.can_reauth_reason,
-                    },
-                )
-            )
-    return Outcome(findings, _seen(listed, keys))
+        else:
+            return None
+        values = {
+            "status": c.status,
+            "flow_status": c.flow_status,
+            "flow_step": c.flow_step,
+            "error_code": c.error_code,
+            "can_reauth_reason": c.can_reauth_reason,
+        }
+        return {"label": f"{c.profile_name or c.id} on {c.domain or '?'}", "summary": why, "values": values}
+
+    return _per_record(await reader.connections(_project(rule)), "auth", check)
 
 
 async def pool_exhausted(reader: Reader, rule: Rule) -> Outcome:
-    listed = await reader.pools(_project(rule))
-    findings, keys = [], set()
-    for pool in listed.items:
-        key = f"pool:{pool.id}"
-        keys.add(key)
-        if pool.size and pool.available_count <= 0 and pool.acquired_count >= pool.size:
-            findings.append(
-                Finding(
-                    key=key,
-                    label=f"Pool {pool.label}",
-                    summary=f"All {pool.size} browsers are leased; acquires wait.",
-                    subject_kind="pool",
-                    subject_id=pool.id,
-                    values={
-                        "size": pool.size,
-                        "acquired": pool.acquired_count,
-                        "available": pool.available_count,
-                    },
-                )
-            )
-    return Outcome(findings, _seen(listed, keys))
+    def check(pool) -> dict | None:
+        if not (pool.size and pool.available_count <= 0 and pool.acquired_count >= pool.size):
+            return None
+        values = {"size": pool.size, "acquired": pool.acquired_count, "available": pool.available_count}
+        summary = f"All {pool.size} browsers are leased; acquires wait."
+        return {"label": f"Pool {pool.label}", "summary": summary, "values": values}
+
+    return _per_record(await reader.pools(_project(rule)), "pool", check)
 
 
 async def proxy_unhealthy(reader: Reader, rule: Rule) -> Outcome:
-    listed = await reader.proxies()
-    findings, keys = [], set()
-    for proxy in listed.items:
-        if not proxy.id:
-            continue
-        key = f"proxy:{proxy.id}"
-        keys.add(key)
-        if proxy.status == "unavailable":
-            checked = proxy.last_checked.isoformat() if proxy.last_checked else None
-            findings.append(
-                Finding(
-                    key=key,
-                    label=f"Proxy {proxy.name or proxy.id}",
-                    summary="The last health check found the proxy unavailable.",
-                    subject_kind="proxy",
-                    subject_id=proxy.id,
-                    values={"status": proxy.status, "type": proxy.type, "last_checked": checked},
-                )
-            )
-    return Outcome(findings, _seen(listed, keys))
+    def check(proxy) -> dict | None:
+        if proxy.status != "unavailable":
+            return None
+        checked = proxy.last_checked.isoformat() if proxy.last_checked else None
+        return {
+            "label": f"Proxy {proxy.name or proxy.id}",
+            "summary": "The last health check found the proxy unavailable.",
+            "values": {"status": proxy.status, "type": proxy.type, "last_checked": checked},
+        }
+
+    return _per_record(await reader.proxies(), "proxy", check)
 
 
 async def api_key_expiring(reader: Reader, rule: Rule) -> Outcome:
-    listed = await reader.api_keys()
-    days = rule.effective_threshold or 0
-    horizon = reader.now + timedelta(days=days)
-    findings, keys = [], set()
-    for key_record in listed.items:
-        key = f"api_key:{key_record.id}"
-        keys.add(key)
+    horizon = reader.now + timedelta(days=rule.effective_threshold or 0)
+
+    def check(key_record) -> dict | None:
         expires = key_record.expires_at
         if key_record.deleted_at or not isinstance(expires, datetime) or expires > horizon:
-            continue
+            return None
         left = (expires - reader.now).total_seconds() / 86400
         summary = "The key has expired." if left <= 0 else f"The key expires in {max(1, round(left))} day(s)."
-        findings.append(
-            Finding(
-                key=key,
-                label=f"API key {key_record.label}",
-                summary=summary,
-                subject_kind="api_key",
-                subject_id=key_record.id,
-                values={"expires_at": expires.isoformat(), "days_left": round(left, 1)},
-            )
-        )
-    return Outcome(findings, _seen(listed, keys))
+        values = {"expires_at": expires.isoformat(), "days_left": round(left, 1)}
+        return {"label": f"API key {key_record.label}", "summary": summary, "values": values}
+
+    return _per_record(await reader.api_keys(), "api_key", check)
 
 
 async def invocation_failed(reader: Reader, rule: Rule) -> Outcome:

@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.db.models import Q
 from django.http import Http404
-from django.shortcuts import get_object_or_404
+from django.shortcuts import aget_object_or_404, get_object_or_404
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
@@ -41,7 +41,7 @@ from console.service import errors as service_errors
 from console.service import targets
 from console.web import deferred
 from console.web.decorators import org_view, require_role
-from console.web.pages import org_reverse
+from console.web.pages import org_reverse, posted
 from console.web.paging import pager, paging
 from console.web.render import done, render
 
@@ -295,9 +295,7 @@ async def silence_create(request):
 @org_view("operator")
 async def silence_end(request, silence_id: int):
     now = timezone.now()
-    silence = await Silence.objects.select_related("rule").filter(org=request.org, pk=silence_id).afirst()
-    if silence is None:
-        raise Http404("No such silence")
+    silence = await aget_object_or_404(Silence.objects.select_related("rule"), org=request.org, pk=silence_id)
     if silence.ends_at > now:
         silence.ends_at = now
         await silence.asave(update_fields=["ends_at"])
@@ -358,8 +356,7 @@ def _rule_form(org, rule: Rule | None, data) -> tuple[RuleForm, Rule | None, str
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def rule_create(request):
-    data = request.POST if request.method == "POST" else None
-    form, rule, _ = await sync_to_async(_rule_form)(request.org, None, data)
+    form, rule, _ = await sync_to_async(_rule_form)(request.org, None, posted(request))
     if rule is not None:
         await record(request, "alert.rule.create", target_id=str(rule.pk), detail=f"{rule.kind}: {rule.name}")
         messages.success(request, f"Rule “{rule.name}” created; the next evaluation uses it.")
@@ -370,11 +367,8 @@ async def rule_create(request):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def rule_edit(request, rule_id: int):
-    rule = await Rule.objects.filter(org=request.org, pk=rule_id).afirst()
-    if rule is None:
-        raise Http404("No such rule")
-    data = request.POST if request.method == "POST" else None
-    form, saved, changed = await sync_to_async(_rule_form)(request.org, rule, data)
+    rule = await aget_object_or_404(Rule, org=request.org, pk=rule_id)
+    form, saved, changed = await sync_to_async(_rule_form)(request.org, rule, posted(request))
     if saved is not None:
         await record(request, "alert.rule.update", target_id=str(saved.pk), detail=f"{saved.name}: {changed}")
         messages.success(request, f"Rule “{saved.name}” saved.")
@@ -385,9 +379,7 @@ async def rule_edit(request, rule_id: int):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def rule_delete(request, rule_id: int):
-    rule = await Rule.objects.filter(org=request.org, pk=rule_id).afirst()
-    if rule is None:
-        raise Http404("No such rule")
+    rule = await aget_object_or_404(Rule, org=request.org, pk=rule_id)
     if rule.builtin:
         messages.error(request, "The service rule belongs to every organization: it cannot be deleted.")
         return done(request, org_reverse(request, "alerts:rules"))
@@ -489,9 +481,7 @@ async def channel_detail(request, channel_id: int):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def channel_delete(request, channel_id: int):
-    channel = await Channel.objects.filter(org=request.org, pk=channel_id).afirst()
-    if channel is None:
-        raise Http404("No such channel")
+    channel = await aget_object_or_404(Channel, org=request.org, pk=channel_id)
     if channel.kind == Channel.Kind.CONSOLE:
         messages.error(request, "The console channel cannot be deleted: turn it off in a rule instead.")
         return done(request, org_reverse(request, "alerts:channels"))

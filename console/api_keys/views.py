@@ -8,19 +8,18 @@ of a new key is rendered once, in the response to the create (or rotate) that ma
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.api_keys.forms import CreateForm, RenameForm, RotateForm
-from console.service import Conflict, Invalid, NotFound, api_keys, projects
+from console.service import Invalid, api_keys, projects
 from console.service.contract import API_KEY_STATUSES
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.pages import get_or_404, org_reverse, searchable_list
-from console.web.render import done, render
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.render import render
 
 
 def _secret_page(request, created: api_keys.CreatedAPIKey, action: str):
@@ -76,19 +75,16 @@ async def api_key_list(request):
 @org_view("admin")
 async def api_key_rename(request, key_id: str):
     key = await get_or_404(api_keys.get_api_key(request.service, key_id), "API key")
-    form = RenameForm(initial={"name": key.name})
-    if request.method == "POST":
-        form = RenameForm(request.POST)
-        if form.is_valid():
-            name = form.cleaned_data["name"]
-            try:
-                async with audited(request, "api_key.rename", target_id=key_id, detail=name):
-                    key = await api_keys.rename_api_key(request.service, key_id, name)
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            else:
-                messages.success(request, f"Renamed to “{key.label}”.")
-                return done(request, org_reverse(request, "api_keys:list"))
+    form = RenameForm(posted(request), initial={"name": key.name})
+
+    async def rename(data: dict) -> str:
+        async with audited(request, "api_key.rename", target_id=key_id, detail=data["name"]):
+            renamed = await api_keys.rename_api_key(request.service, key_id, data["name"])
+        messages.success(request, f"Renamed to “{renamed.label}”.")
+        return org_reverse(request, "api_keys:list")
+
+    if response := await submit(request, form, rename):
+        return response
     return render(request, "api_keys/rename.html", {"key": key, "form": form})
 
 
@@ -117,16 +113,12 @@ async def api_key_rotate(request, key_id: str):
 @org_view("admin")
 async def api_key_delete(request, key_id: str):
     key = await get_or_404(api_keys.get_api_key(request.service, key_id), "API key")
-    conflict = ""
-    if request.method == "POST":
-        try:
-            async with audited(request, "api_key.delete", target_id=key_id, detail=key.label):
-                await api_keys.delete_api_key(request.service, key_id)
-        except Conflict as exc:
-            conflict = exc.message
-        except NotFound:
-            raise Http404("No such API key") from None
-        else:
-            messages.success(request, f"API key “{key.label}” deleted.")
-            return done(request, org_reverse(request, "api_keys:list"))
-    return render(request, "api_keys/delete.html", {"key": key, "conflict": conflict})
+
+    async def delete() -> None:
+        async with audited(request, "api_key.delete", target_id=key_id, detail=key.label):
+            await api_keys.delete_api_key(request.service, key_id)
+        messages.success(request, f"API key “{key.label}” deleted.")
+
+    url = org_reverse(request, "api_keys:list")
+    # A key deleted meanwhile (the row says so): 404, as for its page.
+    return await get_or_404(confirmed(request, "api_keys/delete.html", {"key": key}, delete, url), "API key")

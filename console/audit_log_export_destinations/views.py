@@ -7,6 +7,8 @@ bucket and what changed.
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib import messages
 from django.views.decorators.http import require_http_methods
 
@@ -15,8 +17,8 @@ from console.audit_log_export_destinations.forms import DestinationForm
 from console.service import Conflict, Invalid
 from console.service import audit_log_export_destinations as destinations
 from console.web.decorators import org_view
-from console.web.forms import apply_service_errors
-from console.web.pages import get_or_404, org_reverse
+from console.web.forms import apply_service_errors, show_refusal
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, submit
 from console.web.render import done, render
 
 LIST_LIMIT = 100
@@ -29,6 +31,11 @@ def _detail_url(request, export_destination_id: str) -> str:
     )
 
 
+async def _get(request, export_destination_id: str) -> destinations.Destination:
+    read = destinations.get_destination(request.service, export_destination_id)
+    return await get_or_404(read, "audit log export destination")
+
+
 @require_http_methods(["GET"])
 @org_view("admin")
 async def destination_list(request):
@@ -39,67 +46,54 @@ async def destination_list(request):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def destination_create(request):
-    form = DestinationForm()
-    if request.method == "POST":
-        form = DestinationForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                async with audited(
-                    request,
-                    "audit_log_export_destination.create",
-                    detail=f"s3://{data['bucket']}/{data['prefix']} ({data['region']})",
-                ) as entry:
-                    made = await destinations.create_destination(
-                        request.service,
-                        bucket=data["bucket"],
-                        prefix=data["prefix"],
-                        region=data["region"],
-                        role_arn=data["role_arn"],
-                        kms_key_id=data["kms_key_id"] or None,
-                    )
-                    entry.target_id = made.id
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error(None, exc.message)
-            else:
-                messages.success(request, "Destination created, paused: test it, then resume delivery.")
-                return done(request, _detail_url(request, made.id))
+    form = DestinationForm(posted(request))
+
+    async def create(data: dict) -> str:
+        async with audited(
+            request,
+            "audit_log_export_destination.create",
+            detail=f"s3://{data['bucket']}/{data['prefix']} ({data['region']})",
+        ) as entry:
+            made = await destinations.create_destination(request.service, **data)
+            entry.target_id = made.id
+        messages.success(request, "Destination created, paused: test it, then resume delivery.")
+        return _detail_url(request, made.id)
+
+    if response := await submit(request, form, create, functools.partial(show_refusal, conflict_field=None)):
+        return response
     return render(request, "audit_log_export_destinations/create.html", {"form": form})
+
+
+def _refuse_edit(form, error: Invalid | Conflict) -> None:
+    if isinstance(error, Conflict):
+        form.add_error(None, f"{error.message} (changed meanwhile: reload and try again)")
+    else:
+        apply_service_errors(form, error)
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def destination_detail(request, export_destination_id: str):
     """The record; admins edit it in place (only changed fields are sent)."""
-    destination = await get_or_404(
-        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
-    )
+    destination = await _get(request, export_destination_id)
     initial = {name: getattr(destination, name) or "" for name in FIELDS}
-    form = DestinationForm(initial=initial)
-    if request.method == "POST":
-        form = DestinationForm(request.POST, initial=initial)
-        if form.is_valid():
-            changes = {k: v for k, v in form.cleaned_data.items() if v != (getattr(destination, k) or "")}
-            try:
-                async with audited(
-                    request,
-                    "audit_log_export_destination.update",
-                    target_id=destination.id,
-                    detail=", ".join(changes) or "nothing changed",
-                ):
-                    if changes:
-                        destination = await destinations.update_destination(
-                            request.service, destination.id, **changes
-                        )
-            except Invalid as exc:
-                apply_service_errors(form, exc)
-            except Conflict as exc:
-                form.add_error(None, f"{exc.message} (changed meanwhile: reload and try again)")
-            else:
-                messages.success(request, "Destination saved.")
-                return done(request, _detail_url(request, destination.id))
+    form = DestinationForm(posted(request), initial=initial)
+
+    async def save(data: dict) -> str:
+        changes = {k: v for k, v in data.items() if v != (getattr(destination, k) or "")}
+        async with audited(
+            request,
+            "audit_log_export_destination.update",
+            target_id=destination.id,
+            detail=", ".join(changes) or "nothing changed",
+        ):
+            if changes:
+                await destinations.update_destination(request.service, destination.id, **changes)
+        messages.success(request, "Destination saved.")
+        return _detail_url(request, destination.id)
+
+    if response := await submit(request, form, save, _refuse_edit):
+        return response
     context = {"destination": destination, "form": form, "probe": None}
     return render(request, "audit_log_export_destinations/detail.html", context)
 
@@ -107,9 +101,7 @@ async def destination_detail(request, export_destination_id: str):
 @require_http_methods(["POST"])
 @org_view("admin")
 async def destination_test(request, export_destination_id: str):
-    destination = await get_or_404(
-        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
-    )
+    destination = await _get(request, export_destination_id)
     async with audited(
         request, "audit_log_export_destination.test", target_id=destination.id, detail=destination.label
     ) as entry:
@@ -143,14 +135,15 @@ async def destination_status(request, export_destination_id: str):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def destination_delete(request, export_destination_id: str):
-    destination = await get_or_404(
-        destinations.get_destination(request.service, export_destination_id), "audit log export destination"
-    )
-    if request.method == "POST":
+    destination = await _get(request, export_destination_id)
+
+    async def delete() -> None:
         async with audited(
             request, "audit_log_export_destination.delete", target_id=destination.id, detail=destination.label
         ):
             await destinations.delete_destination(request.service, destination.id)
         messages.success(request, f"Destination {destination.label} deleted.")
-        return done(request, org_reverse(request, "audit_log_export_destinations:list"))
-    return render(request, "audit_log_export_destinations/delete.html", {"destination": destination})
+
+    url = org_reverse(request, "audit_log_export_destinations:list")
+    template = "audit_log_export_destinations/delete.html"
+    return await confirmed(request, template, {"destination": destination}, delete, url)

@@ -34,7 +34,7 @@ from console.service.contract import AWAITING_STEPS, CONNECTION_STATUSES, TIMELI
 from console.web import bulk, deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.pages import get_or_404, org_reverse
+from console.web.pages import get_or_404, org_reverse, posted
 from console.web.paging import pager, paging
 from console.web.render import done, render
 from console.web.text import safe_url
@@ -164,7 +164,7 @@ async def connection_list(request):
 async def connection_create(request):
     limits = await _org_limits(request)
     floor = limits.min_health_check_interval_seconds if limits else None
-    form = ConnectionForm(request.POST if request.method == "POST" else None, floor=floor)
+    form = ConnectionForm(posted(request), floor=floor)
     conflict_with = None
     if request.method == "POST" and form.is_valid():
         body = form.payload()

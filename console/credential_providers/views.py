@@ -14,14 +14,17 @@ from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
 from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderForm
-from console.service import Conflict, Invalid
+from console.service import Invalid
 from console.service import credential_providers as providers
 from console.web.decorators import org_view, require_role
-from console.web.forms import show_refusal
-from console.web.pages import get_or_404, org_reverse, searchable_list
-from console.web.render import done, render
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.render import render
 
 PICKER_MAX = 50
+
+
+def _detail_url(request, provider_id: str) -> str:
+    return org_reverse(request, "credential_providers:detail", provider_id=provider_id)
 
 
 @require_http_methods(["GET"])
@@ -36,31 +39,22 @@ async def provider_list(request):
 @sensitive_post_parameters("token")
 @org_view("admin")
 async def provider_create(request):
-    form = ProviderForm()
-    if request.method == "POST":
-        form = ProviderForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                async with audited(
-                    request,
-                    "credential_provider.create",
-                    detail=f"{data['name']} ({data['provider_type']})",
-                    secrets=[data["token"]],
-                ) as entry:
-                    made = await providers.create_provider(
-                        request.service,
-                        name=data["name"],
-                        token=data["token"],
-                        provider_type=data["provider_type"],
-                        cache_ttl_seconds=data["cache_ttl_seconds"],
-                    )
-                    entry.target_id, entry.detail = made.id, f"{made.label} ({made.provider_type})"
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, f"Credential provider “{made.label}” added.")
-                return done(request, org_reverse(request, "credential_providers:detail", provider_id=made.id))
+    form = ProviderForm(posted(request))
+
+    async def create(data: dict) -> str:
+        async with audited(
+            request,
+            "credential_provider.create",
+            detail=f"{data['name']} ({data['provider_type']})",
+            secrets=[data["token"]],
+        ) as entry:
+            made = await providers.create_provider(request.service, **data)
+            entry.target_id, entry.detail = made.id, f"{made.label} ({made.provider_type})"
+        messages.success(request, f"Credential provider “{made.label}” added.")
+        return _detail_url(request, made.id)
+
+    if response := await submit(request, form, create):
+        return response
     return render(request, "credential_providers/create.html", {"form": form})
 
 
@@ -70,33 +64,29 @@ async def provider_create(request):
 async def provider_detail(request, provider_id: str):
     """The provider and its items (searchable); admins edit it in place."""
     provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
-    initial = {"name": provider.name, "enabled": provider.enabled, "priority": provider.priority or 0}
-    form = EditForm(initial=initial)
     if request.method == "POST":
         require_role(request, "admin")
-        form = EditForm(request.POST, initial=initial)
-        if form.is_valid():
-            data = form.cleaned_data
-            changes = {k: data[k] for k in ("name", "enabled", "priority") if data[k] != initial[k]}
-            if data["token"]:
-                changes["token"] = data["token"]
-            try:
-                # Which fields changed, never the token's value.
-                async with audited(
-                    request,
-                    "credential_provider.update",
-                    target_id=provider.id,
-                    detail=", ".join(sorted(changes)),
-                    secrets=[data["token"] or ""],
-                ):
-                    provider = await providers.update_provider(request.service, provider.id, **changes)
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, "Credential provider saved.")
-                return done(
-                    request, org_reverse(request, "credential_providers:detail", provider_id=provider.id)
-                )
+    initial = {"name": provider.name, "enabled": provider.enabled, "priority": provider.priority or 0}
+    form = EditForm(posted(request), initial=initial)
+
+    async def save(data: dict) -> str:
+        changes = {k: data[k] for k in ("name", "enabled", "priority") if data[k] != initial[k]}
+        if data["token"]:
+            changes["token"] = data["token"]
+        # Which fields changed, never the token's value.
+        async with audited(
+            request,
+            "credential_provider.update",
+            target_id=provider.id,
+            detail=", ".join(sorted(changes)),
+            secrets=[data["token"] or ""],
+        ):
+            await providers.update_provider(request.service, provider.id, **changes)
+        messages.success(request, "Credential provider saved.")
+        return _detail_url(request, provider.id)
+
+    if response := await submit(request, form, save):
+        return response
     query = request.GET.get("q", "").strip()
     items, items_error = [], ""
     try:
@@ -144,14 +134,16 @@ async def provider_test(request, provider_id: str):
 @org_view("admin")
 async def provider_delete(request, provider_id: str):
     provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
-    if request.method == "POST":
+
+    async def delete() -> None:
         async with audited(
             request, "credential_provider.delete", target_id=provider.id, detail=provider.label
         ):
             await providers.delete_provider(request.service, provider.id)
         messages.success(request, f"Credential provider “{provider.label}” deleted.")
-        return done(request, org_reverse(request, "credential_providers:list"))
-    return render(request, "credential_providers/delete.html", {"provider": provider})
+
+    url = org_reverse(request, "credential_providers:list")
+    return await confirmed(request, "credential_providers/delete.html", {"provider": provider}, delete, url)
 
 
 @require_http_methods(["GET"])

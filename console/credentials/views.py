@@ -29,7 +29,7 @@ from console.credentials.forms import (
 from console.service import Conflict, Forbidden, Invalid, NotFound, credential_providers, credentials
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.pages import get_or_404, org_reverse, searchable_list
+from console.web.pages import get_or_404, org_reverse, posted, searchable_list
 from console.web.render import done, render
 
 TOTP_PERIOD = 30
@@ -60,7 +60,7 @@ async def credential_create(request):
     if request.method == "GET" and request.GET.get("credential_item"):
         picked, pick_error = await _provider_item(request, request.GET["credential_item"])
     initial = _prefill(picked) if picked else None
-    form = CredentialForm(request.POST if request.method == "POST" else None, initial=initial)
+    form = CredentialForm(posted(request), initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             summary, secrets = form.summary(), form.secrets()
@@ -122,7 +122,7 @@ async def credential_detail(request, credential_id: str):
 @org_view("admin")
 async def credential_edit(request, credential_id: str):
     credential = await get_or_404(credentials.get_credential(request.service, credential_id), "credential")
-    form = CredentialEditForm(request.POST if request.method == "POST" else None, credential=credential)
+    form = CredentialEditForm(posted(request), credential=credential)
     if request.method == "POST" and form.is_valid():
         body = form.changes()
         try:

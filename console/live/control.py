@@ -258,17 +258,27 @@ def _asker(org_id: int, session_id: str, membership_id: int, now: datetime) -> M
     return member
 
 
+def _asked_of(
+    holder: Membership, session_id: str, membership_id: int, now: datetime
+) -> tuple[ControlLease, Membership] | None:
+    """Inside a transaction: the holder's lease of this session (locked) and the member asking them for
+    control, or None when the holder does not hold it or that member does not ask."""
+    lease = _row(holder.org_id, session_id, lock=True)
+    if lease is None or not holds(lease, now) or lease.membership_id != holder.pk:
+        return None
+    asker = _asker(holder.org_id, session_id, membership_id, now)
+    return None if asker is None else (lease, asker)
+
+
 def _grant(holder: Membership, session_id: str, membership_id: int) -> str | None:
     """The holder hands control to the member asking for it: the asker's name, or None when there is
     nothing to grant (the holder does not hold, or that member does not ask)."""
     now = timezone.now()
     with transaction.atomic():
-        lease = _row(holder.org_id, session_id, lock=True)
-        if lease is None or not holds(lease, now) or lease.membership_id != holder.pk:
+        asked = _asked_of(holder, session_id, membership_id, now)
+        if asked is None or asked[1].pk == holder.pk:
             return None
-        asker = _asker(holder.org_id, session_id, membership_id, now)
-        if asker is None or asker.pk == holder.pk:
-            return None
+        lease, asker = asked
         _hand_to(lease, asker, now)
         return asker.user.get_username()
 
@@ -280,12 +290,10 @@ async def grant(holder: Membership, session_id: str, membership_id: int) -> str 
 def _decline(holder: Membership, session_id: str, membership_id: int) -> str | None:
     now = timezone.now()
     with transaction.atomic():
-        lease = _row(holder.org_id, session_id, lock=True)
-        if lease is None or not holds(lease, now) or lease.membership_id != holder.pk:
+        asked = _asked_of(holder, session_id, membership_id, now)
+        if asked is None:
             return None
-        asker = _asker(holder.org_id, session_id, membership_id, now)
-        if asker is None:
-            return None
+        _, asker = asked
         said = f"{holder.user.get_username()} declined your request for control."
         ScreenPresence.objects.filter(
             org_id=holder.org_id, session_id=session_id, membership_id=membership_id

@@ -11,8 +11,8 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpResponse
-from django.shortcuts import redirect
+from django.http import HttpResponse
+from django.shortcuts import aget_object_or_404, redirect
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -110,9 +110,7 @@ async def tokens(request):
 @org_view("admin")
 async def revoke(request, token_id: int):
     """Confirm, then revoke: a scraper using it is refused from the next scrape on."""
-    row = await MetricsToken.objects.filter(org=request.org, pk=token_id).afirst()
-    if row is None:
-        raise Http404("No such token")
+    row = await aget_object_or_404(MetricsToken, org=request.org, pk=token_id)
     if request.method == "POST" and row.active:
         row.revoked_at = timezone.now()
         await row.asave(update_fields=["revoked_at"])

@@ -15,7 +15,7 @@ from console.service.contract import PROFILE_FORMATS
 from console.web import downloads
 from console.web.decorators import org_view
 from console.web.forms import show_refusal
-from console.web.pages import get_or_404, org_reverse, searchable_list
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
 from console.web.render import done, render
 
 UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -54,22 +54,18 @@ async def profile_create(request):
 @org_view("admin")
 async def profile_rename(request, profile_id: str):
     profile = await get_or_404(profiles.get_profile(request.service, profile_id), "profile")
-    form = ProfileForm(initial={"name": profile.name})
-    if request.method == "POST":
-        form = ProfileForm(request.POST)
-        if form.is_valid():
-            name = form.cleaned_data["name"]
-            try:
-                async with audited(request, "profile.rename", target_id=profile.id, detail=name):
-                    profile = await profiles.rename_profile(request.service, profile.id, name)
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, f"Renamed to “{profile.label}”.")
-                return done(request, org_reverse(request, "profiles:list"))
-    return render(
-        request, "profiles/rename.html", {"profile": profile, "form": form}, partial="profile-rename"
-    )
+    form = ProfileForm(posted(request), initial={"name": profile.name})
+
+    async def rename(data: dict) -> str:
+        async with audited(request, "profile.rename", target_id=profile.id, detail=data["name"]):
+            renamed = await profiles.rename_profile(request.service, profile.id, data["name"])
+        messages.success(request, f"Renamed to “{renamed.label}”.")
+        return org_reverse(request, "profiles:list")
+
+    if response := await submit(request, form, rename):
+        return response
+    context = {"profile": profile, "form": form}
+    return render(request, "profiles/rename.html", context, partial="profile-rename")
 
 
 @require_http_methods(["GET", "POST"])
@@ -77,22 +73,15 @@ async def profile_rename(request, profile_id: str):
 async def profile_delete(request, profile_id: str):
     """Confirm, then delete; a profile still used by a pool is refused (409) and explained."""
     profile = await get_or_404(profiles.get_profile(request.service, profile_id), "profile")
-    conflict = ""
-    if request.method == "POST":
-        try:
-            async with audited(request, "profile.delete", target_id=profile.id, detail=profile.name or ""):
-                await profiles.delete_profile(request.service, profile.id)
-        except Conflict as exc:
-            conflict = exc.message
-        else:
-            messages.success(request, f"Profile “{profile.label}” deleted.")
-            return done(request, org_reverse(request, "profiles:list"))
-    return render(
-        request,
-        "profiles/delete.html",
-        {"profile": profile, "conflict": conflict},
-        partial="profile-delete",
-    )
+
+    async def delete() -> None:
+        async with audited(request, "profile.delete", target_id=profile.id, detail=profile.name or ""):
+            await profiles.delete_profile(request.service, profile.id)
+        messages.success(request, f"Profile “{profile.label}” deleted.")
+
+    url = org_reverse(request, "profiles:list")
+    context = {"profile": profile}
+    return await confirmed(request, "profiles/delete.html", context, delete, url, partial="profile-delete")
 
 
 @require_http_methods(["GET"])

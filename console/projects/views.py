@@ -11,13 +11,17 @@ from django.views.decorators.http import require_http_methods
 from console import capacity
 from console.accounts.audit import audited
 from console.projects.forms import LIMIT_LABELS, LimitsForm, ProjectForm
-from console.service import Conflict, Invalid, NotFound, projects
+from console.service import Invalid, NotFound, projects
 from console.web import deferred
 from console.web.decorators import org_view, require_role
-from console.web.forms import apply_service_errors, show_refusal
-from console.web.pages import get_or_404, org_reverse
+from console.web.forms import apply_service_errors
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, submit
 from console.web.paging import pager, paging
 from console.web.render import done, render, safe_next
+
+
+def _detail_url(request, project_id: str) -> str:
+    return org_reverse(request, "projects:detail", project_id=project_id)
 
 
 @require_http_methods(["GET"])
@@ -42,20 +46,17 @@ async def project_list(request):
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def project_create(request):
-    form = ProjectForm()
-    if request.method == "POST":
-        form = ProjectForm(request.POST)
-        if form.is_valid():
-            name = form.cleaned_data["name"]
-            try:
-                async with audited(request, "project.create", detail=name) as entry:
-                    project = await projects.create_project(request.service, name)
-                    entry.target_id = project.id
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, f"Project “{project.name}” created.")
-                return done(request, org_reverse(request, "projects:detail", project_id=project.id))
+    form = ProjectForm(posted(request))
+
+    async def create(data: dict) -> str:
+        async with audited(request, "project.create", detail=data["name"]) as entry:
+            project = await projects.create_project(request.service, data["name"])
+            entry.target_id = project.id
+        messages.success(request, f"Project “{project.name}” created.")
+        return _detail_url(request, project.id)
+
+    if response := await submit(request, form, create):
+        return response
     return render(request, "projects/new.html", {"form": form}, partial="project-create")
 
 
@@ -91,7 +92,7 @@ def _project_links(request, project_id: str) -> dict:
     links = capacity.links(request)
     if request.service.project != project_id:
         links["sessions"] = links["pools"] = ""
-    links["limits"] = org_reverse(request, "projects:detail", project_id=project_id) + "#project-limits"
+    links["limits"] = _detail_url(request, project_id) + "#project-limits"
     return links
 
 
@@ -146,22 +147,18 @@ async def project_limits(request, project_id: str):
 async def project_rename(request, project_id: str):
     require_role(request, "admin")
     project = await get_or_404(projects.get_project(request.service, project_id), "project")
-    form = ProjectForm(initial={"name": project.name})
-    if request.method == "POST":
-        form = ProjectForm(request.POST)
-        if form.is_valid():
-            name = form.cleaned_data["name"]
-            try:
-                async with audited(request, "project.rename", target_id=project_id, detail=name):
-                    project = await projects.update_project(request.service, project_id, name=name)
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, f"Renamed to “{project.name}”.")
-                return done(request, org_reverse(request, "projects:detail", project_id=project_id))
-    return render(
-        request, "projects/rename.html", {"project": project, "form": form}, partial="project-rename"
-    )
+    form = ProjectForm(posted(request), initial={"name": project.name})
+
+    async def rename(data: dict) -> str:
+        async with audited(request, "project.rename", target_id=project_id, detail=data["name"]):
+            renamed = await projects.update_project(request.service, project_id, name=data["name"])
+        messages.success(request, f"Renamed to “{renamed.name}”.")
+        return _detail_url(request, project_id)
+
+    if response := await submit(request, form, rename):
+        return response
+    context = {"project": project, "form": form}
+    return render(request, "projects/rename.html", context, partial="project-rename")
 
 
 @require_http_methods(["POST"])
@@ -172,7 +169,7 @@ async def project_status(request, project_id: str):
     status = request.POST.get("status")
     if status not in ("active", "archived"):
         messages.error(request, "Choose archive or restore.")
-        return done(request, org_reverse(request, "projects:detail", project_id=project_id))
+        return done(request, _detail_url(request, project_id))
     action = f"project.{'archive' if status == 'archived' else 'restore'}"
     try:
         async with audited(request, action, target_id=project_id):
@@ -182,7 +179,7 @@ async def project_status(request, project_id: str):
     messages.success(
         request, f"Project “{project.name}” {'archived' if status == 'archived' else 'restored'}."
     )
-    return done(request, org_reverse(request, "projects:detail", project_id=project_id))
+    return done(request, _detail_url(request, project_id))
 
 
 @require_http_methods(["GET", "POST"])
@@ -191,22 +188,18 @@ async def project_delete(request, project_id: str):
     """Confirm, then soft-delete; a project that still holds resources is refused (409) and explained."""
     require_role(request, "admin")
     project = await get_or_404(projects.get_project(request.service, project_id), "project")
-    conflict = ""
-    if request.method == "POST":
-        try:
-            async with audited(request, "project.delete", target_id=project_id, detail=project.name):
-                await projects.delete_project(request.service, project_id)
-        except Conflict as exc:
-            conflict = exc.message
-        else:
-            if request.membership.project_id == project_id:
-                request.membership.project_id = request.membership.project_name = ""
-                await request.membership.asave(update_fields=["project_id", "project_name"])
-            messages.success(request, f"Project “{project.name}” deleted.")
-            return done(request, org_reverse(request, "projects:list"))
-    return render(
-        request, "projects/delete.html", {"project": project, "conflict": conflict}, partial="project-delete"
-    )
+
+    async def delete() -> None:
+        async with audited(request, "project.delete", target_id=project_id, detail=project.name):
+            await projects.delete_project(request.service, project_id)
+        if request.membership.project_id == project_id:
+            request.membership.project_id = request.membership.project_name = ""
+            await request.membership.asave(update_fields=["project_id", "project_name"])
+        messages.success(request, f"Project “{project.name}” deleted.")
+
+    url = org_reverse(request, "projects:list")
+    context = {"project": project}
+    return await confirmed(request, "projects/delete.html", context, delete, url, partial="project-delete")
 
 
 @require_http_methods(["GET"])

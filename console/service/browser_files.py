@@ -15,7 +15,7 @@ from typing import IO, Any
 from console.service.http import Reply, Service, list_max_bytes, path_segment, request, stream_bytes
 from console.service.records import Count, Record
 from console.service.sse import ServerEvent, events
-from console.service.uploads import FileSource, upload_file
+from console.service.uploads import FileSource, upload_file, upload_indexed
 
 __all__ = [
     "FileInfo",
@@ -124,14 +124,8 @@ async def write_file(
 async def upload(svc: Service, session_id: str, files: Iterable[tuple[str, str, IO[bytes]]]) -> None:
     """Upload ``(dest_path, filename, file object)`` items in one multipart request, indexed as SDK 0.131
     sends them (``files[0][dest_path]`` + ``files[0][file]``; docs/service-changes.md §4)."""
-    items = list(files)
-    data = {f"files[{i}][dest_path]": dest for i, (dest, _, _) in enumerate(items)}
-    parts = [
-        (f"files[{i}][file]", (name, fh, "application/octet-stream")) for i, (_, name, fh) in enumerate(items)
-    ]
-    await request(
-        svc, "POST", _path(session_id, "upload"), data=data, files=parts, expect="none", timeout=300
-    )
+    parts = ("files[{i}][dest_path]", "files[{i}][file]")
+    await upload_indexed(svc, _path(session_id, "upload"), files, parts, "application/octet-stream")
 
 
 async def upload_zip(

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from console.service.http import Service, path_segment, request
 from console.service.records import Millis, Record, Text
+from console.service.uploads import upload_indexed
 
 __all__ = ["CurlResult", "curl", "load_extensions", "logs_stream_path"]
 
@@ -50,14 +51,8 @@ async def load_extensions(
     svc: Service, session_id: str, extensions: Iterable[tuple[str, str, IO[bytes]]]
 ) -> None:
     """Load ``(name, filename, zip file)`` items; each goes to ``/home/kernel/extensions/<name>``."""
-    items = list(extensions)
-    data = {f"extensions[{i}][name]": name for i, (name, _, _) in enumerate(items)}
-    parts = [
-        (f"extensions[{i}][zip_file]", (fn, fh, "application/zip")) for i, (_, fn, fh) in enumerate(items)
-    ]
-    await request(
-        svc, "POST", _path(session_id, "extensions"), data=data, files=parts, expect="none", timeout=300
-    )
+    parts = ("extensions[{i}][name]", "extensions[{i}][zip_file]")
+    await upload_indexed(svc, _path(session_id, "extensions"), extensions, parts, "application/zip")
 
 
 def logs_stream_path(session_id: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import mimetypes
 import os
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -58,6 +58,20 @@ async def upload_file(
     ctype = content_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
     headers, body = multipart_body(field=field, filename=name, content_type=ctype, chunks=source, data=data)
     return await request(svc, method, path, content=body, headers=headers, expect=expect, timeout=timeout)
+
+
+async def upload_indexed(
+    svc: Service, path: str, items: Iterable[tuple[str, str, IO[bytes]]], parts: tuple[str, str], ctype: str
+) -> None:
+    """``(value, filename, file object)`` items in one multipart request, indexed as SDK 0.131 sends them
+    (docs/service-changes.md §4): ``parts`` names the value's part and the file's, ``{i}`` standing for
+    the item's index (``files[{i}][dest_path]``); the values come first, the files stream (as
+    ``upload_file``'s)."""
+    value_part, file_part = parts
+    items = list(items)
+    data = {value_part.format(i=i): value for i, (value, _, _) in enumerate(items)}
+    files = [(file_part.format(i=i), (name, fh, ctype)) for i, (_, name, fh) in enumerate(items)]
+    await request(svc, "POST", path, data=data, files=files, expect="none", timeout=300)
 
 
 def multipart_body(

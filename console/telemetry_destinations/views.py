@@ -6,18 +6,28 @@ Header values are write-only: posted, sent to the service, never rendered, logge
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib import messages
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from console.accounts.audit import audited
-from console.service import Conflict, Invalid
 from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
 from console.web.decorators import org_view, require_role
 from console.web.forms import show_refusal
-from console.web.pages import get_or_404, org_reverse, searchable_list
-from console.web.render import done, render
+from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.render import render
+
+
+def _detail_url(request, destination_id: str) -> str:
+    return org_reverse(request, "telemetry_destinations:detail", destination_id=destination_id)
+
+
+async def _get(request, destination_id: str) -> destinations.Destination:
+    read = destinations.get_destination(request.service, destination_id)
+    return await get_or_404(read, "telemetry destination")
 
 
 @require_http_methods(["GET"])
@@ -31,37 +41,24 @@ async def destination_list(request):
 @sensitive_post_parameters("headers")
 @org_view("admin")
 async def destination_create(request):
-    form = DestinationForm()
-    if request.method == "POST":
-        form = DestinationForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            headers = f"headers={','.join(sorted(data['headers'])) or '-'}"
-            try:
-                async with audited(
-                    request,
-                    "telemetry_destination.create",
-                    detail=f"{data['name']} → {data['endpoint']} {headers}",
-                    secrets=data["headers"].values(),
-                ) as entry:
-                    made = await destinations.create_destination(
-                        request.service,
-                        name=data["name"],
-                        endpoint=data["endpoint"],
-                        description=data["description"] or None,
-                        headers=data["headers"],
-                    )
-                    entry.target_id = made.id
-                    entry.detail = (
-                        f"{made.label} → {made.endpoint} headers={','.join(made.header_names) or '-'}"
-                    )
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc)
-            else:
-                messages.success(request, f"Destination “{made.label}” created.")
-                return done(
-                    request, org_reverse(request, "telemetry_destinations:detail", destination_id=made.id)
-                )
+    form = DestinationForm(posted(request))
+
+    async def create(data: dict) -> str:
+        headers = f"headers={','.join(sorted(data['headers'])) or '-'}"
+        async with audited(
+            request,
+            "telemetry_destination.create",
+            detail=f"{data['name']} → {data['endpoint']} {headers}",
+            secrets=data["headers"].values(),
+        ) as entry:
+            made = await destinations.create_destination(request.service, **data)
+            entry.target_id = made.id
+            entry.detail = f"{made.label} → {made.endpoint} headers={','.join(made.header_names) or '-'}"
+        messages.success(request, f"Destination “{made.label}” created.")
+        return _detail_url(request, made.id)
+
+    if response := await submit(request, form, create):
+        return response
     return render(request, "telemetry_destinations/create.html", {"form": form})
 
 
@@ -79,70 +76,54 @@ def _edit_form(destination, data=None) -> EditForm:
 @org_view("viewer")
 async def destination_detail(request, destination_id: str):
     """The record; admins edit it in place (only changed fields are sent; headers merge)."""
-    destination = await get_or_404(
-        destinations.get_destination(request.service, destination_id), "telemetry destination"
-    )
-    form = _edit_form(destination)
+    destination = await _get(request, destination_id)
     if request.method == "POST":
         require_role(request, "admin")
-        form = _edit_form(destination, request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            changes = {
-                key: data[key] or ("" if key == "description" else None)
-                for key in ("name", "endpoint", "description")
-                if (data[key] or None) != (getattr(destination, key) or None)
-            }
-            removed = data.get("remove_headers") or []
-            summary = [
-                *changes,
-                *(f"header {h}" for h in data["headers"]),
-                *(f"-header {h}" for h in removed),
-            ]
-            try:
-                async with audited(
-                    request,
-                    "telemetry_destination.update",
-                    target_id=destination.id,
-                    detail=", ".join(summary),
-                    secrets=data["headers"].values(),
-                ):
-                    destination = await destinations.update_destination(
-                        request.service,
-                        destination.id,
-                        set_headers=data["headers"],
-                        remove_headers=removed,
-                        **changes,
-                    )
-            except (Invalid, Conflict) as exc:
-                show_refusal(form, exc, conflict_field=None)
-            else:
-                messages.success(request, "Destination saved.")
-                return done(
-                    request,
-                    org_reverse(request, "telemetry_destinations:detail", destination_id=destination.id),
-                )
+    form = _edit_form(destination, posted(request))
+
+    async def save(data: dict) -> str:
+        changes = {
+            key: data[key] or ("" if key == "description" else None)
+            for key in ("name", "endpoint", "description")
+            if (data[key] or None) != (getattr(destination, key) or None)
+        }
+        removed = data.get("remove_headers") or []
+        summary = [*changes, *(f"header {h}" for h in data["headers"]), *(f"-header {h}" for h in removed)]
+        async with audited(
+            request,
+            "telemetry_destination.update",
+            target_id=destination.id,
+            detail=", ".join(summary),
+            secrets=data["headers"].values(),
+        ):
+            await destinations.update_destination(
+                request.service,
+                destination.id,
+                set_headers=data["headers"],
+                remove_headers=removed,
+                **changes,
+            )
+        messages.success(request, "Destination saved.")
+        return _detail_url(request, destination.id)
+
+    if response := await submit(request, form, save, functools.partial(show_refusal, conflict_field=None)):
+        return response
     return render(request, "telemetry_destinations/detail.html", {"destination": destination, "form": form})
 
 
 @require_http_methods(["GET", "POST"])
 @org_view("admin")
 async def destination_delete(request, destination_id: str):
-    destination = await get_or_404(
-        destinations.get_destination(request.service, destination_id), "telemetry destination"
-    )
-    conflict = ""
-    if request.method == "POST":
-        try:
-            async with audited(
-                request, "telemetry_destination.delete", target_id=destination.id, detail=destination.label
-            ):
-                await destinations.delete_destination(request.service, destination.id)
-        except Conflict as exc:
-            conflict = exc.message
-        else:
-            messages.success(request, f"Destination “{destination.label}” deleted.")
-            return done(request, org_reverse(request, "telemetry_destinations:list"))
-    return render(
-        request, "telemetry_destinations/delete.html", {"destination": destination, "conflict": conflict}
+    destination = await _get(request, destination_id)
+
+    async def delete() -> None:
+        async with audited(
+            request, "telemetry_destination.delete", target_id=destination.id, detail=destination.label
+        ):
+            await destinations.delete_destination(request.service, destination.id)
+        messages.success(request, f"Destination “{destination.label}” deleted.")
+
+    url = org_reverse(request, "telemetry_destinations:list")
+    return await confirmed(
+        request, "telemetry_destinations/delete.html", {"destination": destination}, delete, url
     )

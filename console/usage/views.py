@@ -19,7 +19,7 @@ from console import capacity
 from console.service import ServiceError, projects
 from console.usage import charts
 from console.usage.models import Sample
-from console.usage.sampler import interval_seconds
+from console.usage.sampler import SUMMED, interval_seconds
 from console.web.decorators import org_view
 from console.web.render import render
 
@@ -104,15 +104,7 @@ def figures(rows: list[Sample], win: Window, *, one_project: bool) -> list[dict]
         if not 0 <= index < len(starts):
             continue
         b = buckets[index]
-        for name in (
-            "sessions_started",
-            "sessions_ended",
-            "headful_seconds",
-            "headless_seconds",
-            "invocations_succeeded",
-            "invocations_failed",
-            "refusals",
-        ):
+        for name in SUMMED:
             b[name] += getattr(row, name)
         b["pool_size"] += row.pool_size * row.seconds
         b["pool_acquired"] += row.pool_acquired * row.seconds

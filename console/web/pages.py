@@ -1,4 +1,5 @@
-"""What the org pages repeat: their URLs, a record or 404, and their list pages (searched, filtered)."""
+"""What the org pages repeat: their URLs, a record or 404, their list pages (searched, filtered), their form
+pages and their confirmation pages."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import TypeVar
 from django.http import Http404
 from django.urls import NoReverseMatch, reverse
 
-from console.service.errors import NotFound
+from console.service.errors import Conflict, Invalid, NotFound
 from console.web import deferred
+from console.web.forms import show_refusal
 from console.web.paging import pager, paging
+from console.web.render import done, render
 
 T = TypeVar("T")
 
@@ -42,6 +45,43 @@ async def get_or_404(read: Awaitable[T], what: str) -> T:
         return await read
     except NotFound:
         raise Http404(f"No such {what}") from None
+
+
+def posted(request):
+    """What a form page's form is bound to: the POST's data, or None (unbound) on a GET."""
+    return request.POST if request.method == "POST" else None
+
+
+async def submit(request, form, save: Callable[[dict], Awaitable[str]], refuse=show_refusal):
+    """A form page's POST: when ``form`` is valid, ``save(form.cleaned_data)`` makes the change (audited,
+    saying what it did) and returns the URL to go to (``done``); the service's refusal (``Invalid``,
+    ``Conflict``) goes on the form by ``refuse(form, error)``. None when the page is to be rendered: a GET,
+    an invalid form, a refusal."""
+    if request.method != "POST" or not form.is_valid():
+        return None
+    try:
+        url = await save(form.cleaned_data)
+    except (Invalid, Conflict) as exc:
+        refuse(form, exc)
+        return None
+    return done(request, url)
+
+
+async def confirmed(
+    request, template: str, context: dict, act: Callable[[], Awaitable], next_url: str, *, partial=None
+):
+    """A destructive action behind its confirmation page: a GET renders ``template`` (``context``); a POST
+    runs ``act()`` (the audited service call, saying what it did) and goes to ``next_url``. The service's
+    ``Conflict`` (still in use, changed meanwhile) is shown on the page as ``conflict``."""
+    conflict = ""
+    if request.method == "POST":
+        try:
+            await act()
+        except Conflict as exc:
+            conflict = exc.message
+        else:
+            return done(request, next_url)
+    return render(request, template, {**context, "conflict": conflict}, partial=partial)
 
 
 async def searchable_list(

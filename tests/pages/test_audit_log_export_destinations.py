@@ -92,6 +92,12 @@ async def test_it_says_where_a_probe_failed_and_edits_only_what_changed(admin_cl
     assert "access denied writing to s3://denied-bucket" in detail
 
 
+async def test_it_explains_when_the_service_refuses_a_delete(admin_client, tenant, destination):
+    tenant.fault(method="DELETE", path="^/audit-logs/export/destinations/", status=409, message="busy")
+    response = await admin_client.post(url(f"{destination['id']}/delete/"))
+    assert response.status_code == 200 and "busy" in response.content.decode()
+
+
 async def test_it_deletes_after_a_confirmation(admin_client, tenant, destination):
     before = len(changes(tenant))
     asked = await admin_client.get(url(f"{destination['id']}/delete/"))

@@ -98,6 +98,13 @@ async def test_it_deletes_after_confirmation(admin_client, tenant, provider):
     assert tenant.call("GET", f"/org/credential_providers/{provider['id']}").status_code == 404
 
 
+async def test_it_explains_when_the_service_refuses_a_delete(admin_client, tenant, provider):
+    tenant.fault(method="DELETE", path="^/org/credential_providers/", status=409, message="still in use")
+    response = await admin_client.post(url(f"{provider['id']}/delete/"))
+    assert response.status_code == 200 and "still in use" in response.content.decode()
+    assert await AuditLog.objects.filter(action="credential_provider.delete", outcome="error").aexists()
+
+
 @pytest.mark.parametrize("path", ["new/", "{id}/test/", "{id}/delete/"])
 async def test_it_forbids_viewers_and_operators_to_change_providers(
     viewer_client, operator_client, provider, path

@@ -215,56 +215,52 @@ def state_frame(request: Request | None, record: dict, at: datetime) -> dict:
     return frame
 
 
+def _present(**fields) -> dict:
+    """The fields that have a value: the service leaves out what a page does not say."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def _page_view(site: Site, page: PageSpec, rejected: tuple[str, ...]) -> dict:
-    fields = []
-    for spec in page.fields:
-        item = {
-            "id": spec.id,
-            "type": spec.type,
-            "ref": spec.ref,
-            "reason": "rejected" if spec.id in rejected else "missing",
-            "label": spec.label,
-            "hint": spec.hint,
-            "required": spec.required,
-            "observed_selector": f"#{spec.id}",
-        }
-        fields.append({k: v for k, v in item.items() if v is not None})
-    choices = []
-    for spec in page.choices:
-        item = {
-            "id": spec.id,
-            "type": spec.type,
-            "label": spec.label,
-            "description": spec.description,
-            "masked_destination": spec.masked_destination,
-            "mfa_type": spec.mfa_type,
-            "observed_selector": f"//button[@data-choice='{spec.id}']",
-        }
-        choices.append({k: v for k, v in item.items() if v is not None})
-    discovered = []
-    for spec in page.fields:
-        item = {
-            "name": spec.id,
-            "type": LEGACY_TYPES[spec.type],
-            "label": spec.label,
-            "selector": f"#{spec.id}",
-            "placeholder": spec.placeholder,
-            "required": spec.required,
-            "hint": spec.hint,
-            "linked_mfa_type": spec.linked_mfa_type,
-        }
-        discovered.append({k: v for k, v in item.items() if v is not None})
+    fields = [
+        _present(
+            id=spec.id,
+            type=spec.type,
+            ref=spec.ref,
+            reason="rejected" if spec.id in rejected else "missing",
+            label=spec.label,
+            hint=spec.hint,
+            required=spec.required,
+            observed_selector=f"#{spec.id}",
+        )
+        for spec in page.fields
+    ]
+    choices = [
+        _present(
+            id=spec.id,
+            type=spec.type,
+            label=spec.label,
+            description=spec.description,
+            masked_destination=spec.masked_destination,
+            mfa_type=spec.mfa_type,
+            observed_selector=f"//button[@data-choice='{spec.id}']",
+        )
+        for spec in page.choices
+    ]
+    discovered = [
+        _present(
+            name=spec.id,
+            type=LEGACY_TYPES[spec.type],
+            label=spec.label,
+            selector=f"#{spec.id}",
+            placeholder=spec.placeholder,
+            required=spec.required,
+            hint=spec.hint,
+            linked_mfa_type=spec.linked_mfa_type,
+        )
+        for spec in page.fields
+    ]
     mfa_options = [
-        {
-            k: v
-            for k, v in {
-                "type": c.mfa_type,
-                "label": c.label,
-                "target": c.masked_destination,
-                "description": c.description,
-            }.items()
-            if v is not None
-        }
+        _present(type=c.mfa_type, label=c.label, target=c.masked_destination, description=c.description)
         for c in page.choices
         if c.type == "mfa_method"
     ]
@@ -306,7 +302,7 @@ def _touch_flow_entry(record: dict, at: datetime, **changes) -> None:
     flow = record.get("_flow") or {}
     entry = _timeline_entry(record, flow.get("timeline_id"))
     if entry is not None:
-        entry.update({k: v for k, v in changes.items() if v is not None}, updated_at=rfc3339(at))
+        entry.update(_present(**changes), updated_at=rfc3339(at))
 
 
 def start_flow(

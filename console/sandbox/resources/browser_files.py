@@ -803,12 +803,18 @@ async def download_dir_zip(request: Request):
     )
 
 
-@endpoint
-async def create_directory(request: Request):
+async def _json_target(request: Request) -> tuple[dict, dict, str, list[str]]:
+    """What a change sent as JSON names: the session (a change is activity), the body, its ``path`` and
+    that path's parts."""
     record = _session(request)
     body = await read_json(request)
     raw = body.get("path")
-    parts = _parts(raw)
+    return record, body, raw, _parts(raw)
+
+
+@endpoint
+async def create_directory(request: Request):
+    record, body, raw, parts = await _json_target(request)
     mode = _mode(body.get("mode"), default="755")
     with _walk(record, raw, parent_is_file="{} is a file") as walk:
         name = walk.locate(parts, create=True)
@@ -828,10 +834,7 @@ async def create_directory(request: Request):
 
 @endpoint
 async def delete_directory(request: Request):
-    record = _session(request)
-    body = await read_json(request)
-    raw = body.get("path")
-    parts = _parts(raw)
+    record, _, raw, parts = await _json_target(request)
     with _walk(record, raw) as walk:
         name = walk.locate(parts, follow_last=False)
         if name is None:
@@ -844,10 +847,7 @@ async def delete_directory(request: Request):
 
 @endpoint
 async def delete_file(request: Request):
-    record = _session(request)
-    body = await read_json(request)
-    raw = body.get("path")
-    parts = _parts(raw)
+    record, _, raw, parts = await _json_target(request)
     with _walk(record, raw) as walk:
         name = walk.locate(parts, follow_last=False)
         if name is None or stat.S_ISDIR(walk.lstat(name).st_mode):
@@ -903,10 +903,7 @@ def _refused_move(exc: OSError, dest_raw: str) -> Exception:
 
 @endpoint
 async def set_file_permissions(request: Request):
-    record = _session(request)
-    body = await read_json(request)
-    raw = body.get("path")
-    parts = _parts(raw)
+    record, body, raw, parts = await _json_target(request)
     with _walk(record, raw) as walk:
         name = walk.locate(parts)
         walk.lstat(name)  # 404 before the other checks
@@ -1090,10 +1087,7 @@ async def _poll(tenant: Tenant, record: dict, watch: Watch) -> None:
 
 @endpoint
 async def create_watch(request: Request):
-    record = _session(request)
-    body = await read_json(request)
-    raw = body.get("path")
-    parts = _parts(raw)
+    record, body, raw, parts = await _json_target(request)
     with _walk(record, raw) as walk:
         _into_directory(walk, parts, raw)
     recursive = body.get("recursive", False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import json
 import os
@@ -296,11 +297,9 @@ async def logs_stream(request: Request):
                         continue
                 if not follow or not sessions.is_active(tenant, record):
                     return
-                try:
+                with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(POLL_SECONDS):
                         await queue.get()
-                except TimeoutError:
-                    pass
         finally:
             tenant.topic(f"logs:{record['session_id']}").unsubscribe(queue)
 

@@ -45,7 +45,8 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # The session's custom tools, by session id (kept with the executors: they end with the session).
 _custom: dict[str, list[dict]] = {}
 
-TABS = """
+# What TABS and INVOKE start with: they ask each page for its CDP target (id and type).
+TARGET_OF = """
 async function targetOf(p) {
   const s = await p.context().newCDPSession(p);
   try {
@@ -54,6 +55,9 @@ async function targetOf(p) {
     await s.detach().catch(() => {});
   }
 }
+"""
+
+TABS = """
 const tabs = [];
 for (const p of browser.contexts().flatMap((c) => c.pages())) {
   const info = await targetOf(p).catch(() => null);
@@ -91,14 +95,6 @@ return defs.map((d, i) => {
 
 INVOKE = """
 const target = TARGET;
-async function targetOf(p) {
-  const s = await p.context().newCDPSession(p);
-  try {
-    return (await s.send('Target.getTargetInfo')).targetInfo;
-  } finally {
-    await s.detach().catch(() => {});
-  }
-}
 let tab = null;
 for (const p of browser.contexts().flatMap((c) => c.pages())) {
   const info = await targetOf(p).catch(() => null);
@@ -161,7 +157,7 @@ async def _run(request: Request, record: dict, code: str, timeout: int = TIMEOUT
 async def list_tools(request: Request):
     record = await browser_playwright.ready_session(request)
     exclude = request.query_params.get("exclude_custom", "false").lower() in ("true", "1")
-    tabs = await _run(request, record, TABS) or []
+    tabs = await _run(request, record, TARGET_OF + TABS) or []
     found = []
     for position, tab in enumerate(tabs, start=1):
         source = {"tab_id": position, "window_id": 1, "page_url": tab["url"], "page_title": tab["title"]}
@@ -197,7 +193,8 @@ async def invoke(request: Request):
     target, name = ref.split("/", 1)
     custom = next((t for t in _tools(record) if t["id"] == name), None)
     code = (
-        INVOKE.replace("TARGET", json.dumps(target))
+        (TARGET_OF + INVOKE)
+        .replace("TARGET", json.dumps(target))
         .replace("INPUT", json.dumps(given))
         .replace("NAME", json.dumps(name))
         .replace("INDEX", "null" if custom is None else str(custom["index"]))

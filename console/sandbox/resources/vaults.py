@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -363,10 +364,9 @@ async def item_events(request: Request):
     if not found and wait:
         queue = tenant.topic(f"vault-item:{item['id']}").subscribe()
         try:
-            async with asyncio.timeout(wait):
-                await queue.get()
-        except TimeoutError:
-            pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await queue.get()
         finally:
             tenant.topic(f"vault-item:{item['id']}").unsubscribe(queue)
         found = newer()
