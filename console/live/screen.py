@@ -489,8 +489,9 @@ class Screen:
             if listed != before:
                 self.untitled_refreshes = 0
             # Again while it changes, and while a tab has no title yet (a page still loading on a busy
-            # machine: Chromium does not say when its title comes), at most UNTITLED_REFRESHES times.
-            untitled = any(not tab["title"] for tab in listed)
+            # machine: Chromium does not say when its title comes, and names a loading tab by a part of its
+            # URL, "example.com/path" then "example.com"), at most UNTITLED_REFRESHES times.
+            untitled = any(not tab["title"] or tab["title"] in tab["url"] for tab in listed)
             if listed != before or (untitled and self.untitled_refreshes < UNTITLED_REFRESHES):
                 self.untitled_refreshes += listed == before
                 self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER

@@ -199,7 +199,9 @@ def running_console(sandbox_url, db_dir: Path, *, demo: bool = False, **settings
         "DEBUG": "true",
         **settings,
     }
-    shutil.copyfile(migrated_database(env), db_dir / "console.sqlite3")
+    database = db_dir / "console.sqlite3"
+    if not database.exists():  # a console started again on the same folder keeps its data
+        shutil.copyfile(migrated_database(env), database)
     if demo:
         subprocess.run(
             [sys.executable, "manage.py", "demo"], cwd=ROOT, env=env, check=True, capture_output=True

@@ -158,6 +158,24 @@ async def test_it_lists_the_browser_s_pages_and_moves_to_a_tab_the_page_opened(b
     viewer.screen.task.cancel()
 
 
+async def test_it_asks_again_for_a_title_chromium_does_not_announce(browser, monkeypatch):
+    """A loading tab is named by a part of its URL ("two.test/path", then "two.test"); its real title may
+    come without a ``targetInfoChanged``: the relay asks for the list again until the title is not a part
+    of the URL (at most UNTITLED_REFRESHES times)."""
+    monkeypatch.setattr(relay, "REFRESH_AFTER", 0.05)
+    viewer, _ = await watch(browser)
+    await browser.open_tab("C1", "two.test/path", "https://two.test/path")
+    await until(lambda: len(viewer.screen.tabs_body["tabs"]) == 2)
+    browser.targets["C1"]["title"] = "two.test"  # changed without a word: still a part of the URL
+    await until(lambda: viewer.screen.tabs_body["tabs"][1]["title"] == "two.test")
+    # Asked again with nothing changed (the page still loading), then the title comes.
+    asked = browser.methods().count("Target.getTargets")
+    await until(lambda: browser.methods().count("Target.getTargets") >= asked + 2)
+    browser.targets["C1"]["title"] = "Second, loaded"
+    await until(lambda: viewer.screen.tabs_body["tabs"][1]["title"] == "Second, loaded")
+    viewer.screen.task.cancel()
+
+
 async def test_it_gives_a_new_viewer_the_current_strip_at_once(browser):
     viewer, _wake = await watch(browser)
     await browser.open_tab("T2", "Second", openerId="T1")
