@@ -153,6 +153,7 @@ class TooMuchJSON(ValueError):
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_scan = jsonlib.JSONDecoder().scan_once
 
 
 def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
@@ -163,7 +164,14 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     if max_items is None and len(text) <= INLINE_PARSE_BYTES and _brackets(text) <= JSON_MAX_DEPTH:
         # A small body with no more brackets than the depth bound cannot pass either bound (every object
         # opens with one): the C parser alone, without a Python call per object (an event of a live stream).
-        return jsonlib.loads(text)
+        # Its scanner first, without json.loads' calls around it, for a body that is one value from its
+        # first character to its last (as an event's data is); anything else (white space around it, a byte
+        # order mark, not JSON) goes through json.loads, which says what is wrong.
+        try:
+            value, end = _scan(text, 0)
+        except (StopIteration, ValueError):
+            return jsonlib.loads(text)
+        return value if end == len(text) else jsonlib.loads(text)
     objects = 0
 
     def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -924,6 +932,19 @@ class EventParser:
     def _frames(self, complete: bytes) -> list[SSEFrame]:
         frames = []
         for block in complete.decode("utf-8", "replace").split("\n\n"):
+            if block[:4] == "id: ":
+                # The usual event (the service's telemetry): an id line and one data line, read at once.
+                id_line, newline, data_line = block.partition("\n")
+                if (
+                    newline
+                    and data_line[:6] == "data: "
+                    and "\n" not in data_line
+                    and "\0" not in id_line
+                    and len(data_line) > 6
+                ):
+                    self.last_id = id_line[4:]
+                    frames.append(SSEFrame("", data_line[6:], self.last_id))
+                    continue
             event, data, retry = "", [], None
             for line in block.split("\n"):
                 if not line or line[0] == ":":
