@@ -126,7 +126,14 @@ END = object()
 YIELD_EVERY = 256
 # The most a viewer writes at once, as one ASGI message (console.asgi sends a message of this size whole):
 # a burst is a few writes per viewer; a viewer far behind catches up in several, not one copy of its backlog.
-CHUNK_BYTES = 256 * 1024
+CHUNK_BYTES = 512 * 1024
+# While more is already waiting upstream (a burst, read faster than one network read at a time), the frames
+# of several reads are held and published together, up to this many bytes, rather than read by read (some
+# 230 events of 64 KiB): every publication costs every viewer a write through Django, uvicorn and h11. Never
+# held longer than HOLD_SECONDS, and published at once by a read that finds nothing more waiting: a stream at
+# a steady rate is never held.
+HOLD_BYTES = CHUNK_BYTES
+HOLD_SECONDS = 0.05
 
 
 class FrameLog:
@@ -179,7 +186,10 @@ class FrameLog:
         # ``cap`` frames, so trimming can still keep the bound (the last entry is always kept whole).
         for at in range(0, len(chunks), self.cap):
             self._add(chunks[at : at + self.cap])
-        # Wake everyone waiting; later waits need a fresh (unset) event.
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake every viewer waiting for frames (later waits need a fresh, unset event)."""
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
 
@@ -274,6 +284,10 @@ class Broadcast:
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
     log: FrameLog = None  # type: ignore[assignment]
+    # Frames rendered but not yet published (a burst: HOLD_BYTES), with their seq, and what publishes them.
+    held: list[tuple[int | str, bytes]] = field(default_factory=list)
+    held_bytes: int = 0
+    hold_timer: asyncio.TimerHandle | None = None
 
     def __post_init__(self):
         self.buffer = deque(maxlen=self.hub.buffer_size)
@@ -342,24 +356,54 @@ class Broadcast:
         while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
             self.buffer_size -= len(self.buffer.popleft()[1])
 
+    def _publish(self, frames: list[tuple[int | str, bytes]], hold: bool = False) -> None:
+        """Put rendered frames in the log (and the replay buffer) for every viewer, or hold them (``hold``:
+        more is already waiting upstream) until HOLD_BYTES are held, a read finds nothing more waiting, or
+        HOLD_SECONDS have passed. Held frames are nowhere a viewer reads yet, so one that joins meanwhile gets
+        each of them once, after what it was replayed."""
+        self.held += frames
+        self.held_bytes += sum(len(chunk) for _, chunk in frames)
+        if hold and self.held_bytes < HOLD_BYTES:
+            if self.held and self.hold_timer is None:
+                self.hold_timer = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._flush)
+            return
+        self._flush()
+
+    def _flush(self) -> None:
+        """Publish what is held: one entry of the log (a single write for a viewer keeping up)."""
+        if self.hold_timer is not None:
+            self.hold_timer.cancel()
+            self.hold_timer = None
+        if not self.held:
+            return
+        held, self.held, self.held_bytes = self.held, [], 0
+        for seq, chunk in held:
+            self._keep(chunk, seq)
+        self.log.extend([chunk for _, chunk in held])
+
+    def _append(self, chunk: bytes) -> None:
+        """One frame for every viewer at once (a status, a keepalive), after everything rendered before it."""
+        self._flush()
+        self.log.append(chunk)
+
     def _set_status(self, state: str, message: str = "") -> None:
         self.state = state
         self.status = status_frame(state, message)
-        self.log.append(self.status)
+        self._append(self.status)
 
     def _end(self, state: str = "ended", message: str = "") -> None:
         self._set_status(state, message or self.channel.ended_message)
-        self.log.append(
+        self._append(
             encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None)
         )
         self.ended = True
-        self.log.changed.set()  # wake viewers waiting for more: there is no more
+        self.log.wake()  # wake viewers waiting for more: there is no more
 
-    def _deliver(self, batch: list[Any]) -> tuple[int, bool]:
+    def _deliver(self, batch: list[Any], hold: bool = False) -> tuple[int, bool]:
         """Render a batch of upstream events into the log, each once whoever watches, and wake every viewer
-        once for the whole batch: how many were new (not seen before a reconnect), and whether the last was
-        the stream's end."""
-        out: list[bytes] = []
+        once for the whole batch (or for it and the next ones: ``hold``, a burst, FrameLog.extend): how many
+        were new (not seen before a reconnect), and whether the last was the stream's end."""
+        out: list[tuple[int | str, bytes]] = []
         fresh = 0
         try:
             for event in batch:
@@ -378,9 +422,9 @@ class Broadcast:
                     return fresh, True
             return fresh, False
         finally:
-            self.log.extend(out)  # what was rendered, even when a later event's rendering failed
+            self._publish(out, hold)  # what was rendered, even when a later event's rendering failed
 
-    def _render(self, event: Any, out: list[bytes]) -> None:
+    def _render(self, event: Any, out: list[tuple[int | str, bytes]]) -> None:
         rendered = self.channel.render(event)
         if rendered is None:
             return
@@ -389,9 +433,7 @@ class Broadcast:
             if seq is None:
                 seq = self.next_seq
                 self.next_seq += 1
-            chunk = encode(frame, seq)
-            self._keep(chunk, seq)
-            out.append(chunk)
+            out.append((seq, encode(frame, seq)))
 
     # Upstream --------------------------------------------------------------------------------------
 
@@ -399,7 +441,7 @@ class Broadcast:
         self.heard_at = asyncio.get_running_loop().time()
         if self.upstream_stalled:
             self.upstream_stalled = False
-            self.log.append(KEEPALIVE_LIVE)  # back: viewers are told at once, not at their next keepalive
+            self._append(KEEPALIVE_LIVE)  # back: viewers are told at once, not at their next keepalive
 
     def stalled(self) -> bool:
         """Connected, but the upstream went silent and the service did not answer a probe either, or
@@ -413,7 +455,7 @@ class Broadcast:
     def _stall(self) -> None:
         if not self.upstream_stalled:
             self.upstream_stalled = True
-            self.log.append(KEEPALIVE_STALLED)  # viewers are told at once
+            self._append(KEEPALIVE_STALLED)  # viewers are told at once
 
     async def _watch(self) -> None:
         """While the upstream is open: after ``hub.probe_after`` s without a byte from it, is it a quiet
@@ -468,8 +510,12 @@ class Broadcast:
                             self.upstream_stalled = False
                             self._set_status("live")
                             continue
-                        # A source yields an event, or a batch of them (all that one read brought).
-                        fresh, terminal = self._deliver(item if isinstance(item, list) else [item])
+                        # A source yields an event, or a batch of them (all that one read brought, and
+                        # whether more was already waiting: console.service.http.Batch).
+                        if isinstance(item, list):
+                            fresh, terminal = self._deliver(item, hold=getattr(item, "more", False))
+                        else:
+                            fresh, terminal = self._deliver([item])
                         if fresh:
                             failures = 0
                         if terminal:
@@ -506,6 +552,7 @@ class Broadcast:
             self._end("error", f"the live stream failed ({type(exc).__name__})")
         finally:
             watcher.cancel()
+            self._flush()  # (the upstream resumes after them: reconnecting browsers find them in the buffer)
 
 
 def _as_int(value) -> int | None:

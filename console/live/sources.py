@@ -10,8 +10,8 @@ from typing import Any
 
 from console.live.hub import OPENED, upstream_heard
 from console.service import errors
-from console.service.http import Service, request, sse
-from console.service.sse import ServerEvent, _to_event
+from console.service.http import Batch, Service, request, sse
+from console.service.sse import _to_event
 
 log = logging.getLogger("console.live")
 
@@ -80,19 +80,20 @@ class ServiceStream:
     def __init__(self, svc: Service, path: str, params: Mapping[str, Any] | None = None):
         self.svc, self.path, self.params = svc, path, params
 
-    def __call__(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
+    def __call__(self, last_event_id: str | None) -> AsyncIterator[Batch | object]:
         return self._open(last_event_id)
 
-    async def _open(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
+    async def _open(self, last_event_id: str | None) -> AsyncIterator[Batch | object]:
         heard = upstream_heard.get()
         async with sse(
             self.svc, self.path, params=self.params, last_event_id=last_event_id, on_bytes=heard, batches=True
         ) as reads:
             yield OPENED
             async for frames in reads:
-                # Every event one read brought, as one batch: the hub renders them and wakes viewers once.
-                batch = [event for event in map(_to_event, frames) if event is not None]
-                if batch:
+                # Every event one read brought, as one batch: the hub renders them and wakes viewers once,
+                # at once unless more is already waiting (``Batch.more``: a burst, passed on in larger steps).
+                batch = Batch((e for e in map(_to_event, frames) if e is not None), more=frames.more)
+                if batch or not batch.more:
                     yield batch
 
     async def probe(self, since: float, timeout: float) -> bool:

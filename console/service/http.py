@@ -816,8 +816,8 @@ async def sse(
     on_bytes: Callable[[], None] | None = None,
     batches: bool = False,
 ) -> AsyncIterator[AsyncIterator[Any]]:
-    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of lists of
-    them, every event one read from the network completed, for a reader that handles many at once).
+    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of ``Batch``es
+    of them, every event one read from the network completed, for a reader that handles many at once).
 
     Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
     breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops. ``on_bytes`` is
@@ -846,6 +846,12 @@ async def sse(
                 request_id=response.headers.get("x-request-id"),
             )
 
+        network = response.extensions.get("network_stream")
+
+        def waiting() -> bool:
+            """Whether more bytes of the stream already wait on the connection (a burst being read)."""
+            return network is not None and bool(network.get_extra_info("is_readable"))
+
         async def frames() -> AsyncIterator[Any]:
             parser = EventParser()
             chunks = response.aiter_raw()
@@ -855,8 +861,9 @@ async def sse(
                         on_bytes()
                     found = parser.feed(chunk)
                     if batches:
-                        if found:
-                            yield found
+                        more = waiting()
+                        if found or not more:  # (an empty batch says the read ended: a reader may flush)
+                            yield Batch(found, more=more)
                     else:
                         for frame in found:
                             yield frame
@@ -873,6 +880,17 @@ async def sse(
             yield stream
     finally:
         await response.aclose()
+
+
+class Batch(list):
+    """The events one read from the network completed (none when the read completed no event and nothing
+    more was waiting), and whether more bytes were already waiting on the connection after that read
+    (``more``: the service sends faster than it is read, as in a burst; a reader may then wait for the next
+    read before passing the events on, and should pass them on at once when ``more`` is false)."""
+
+    def __init__(self, items: Any = (), *, more: bool = False) -> None:
+        super().__init__(items)
+        self.more = more
 
 
 class SSEFrame(NamedTuple):
