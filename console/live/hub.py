@@ -24,7 +24,7 @@ import contextlib
 import html
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,11 +65,22 @@ class Frame:
     id: int | str | None = None
 
 
+class Batch:
+    """Events a source hands over together (every event one network read brought), iterated once by the hub,
+    and whether more was already waiting upstream then (``more``: a burst; the hub may hold the frames for
+    the next batches, ``Broadcast._publish``). A list of events is a batch too."""
+
+    more: bool = False
+
+    def __iter__(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+
 @dataclass
 class Channel:
     key: Hashable
-    # ``open(last_event_id)`` yields OPENED once connected, then events, or lists of events (a batch: every
-    # event one read brought, as console.live.sources.ServiceStream yields them).
+    # ``open(last_event_id)`` yields OPENED once connected, then events, or batches of them (a ``Batch`` or a
+    # list: every event one read brought, as console.live.sources.ServiceStream yields them).
     open: Callable[[str | None], AsyncIterator[Any]]
     render: Callable[[Any], Frame | list[Frame] | None]
     resumable: bool = False
@@ -512,7 +523,7 @@ class Broadcast:
                             continue
                         # A source yields an event, or a batch of them (all that one read brought, and
                         # whether more was already waiting: console.service.http.Batch).
-                        if isinstance(item, list):
+                        if isinstance(item, Batch | list):
                             fresh, terminal = self._deliver(item, hold=getattr(item, "more", False))
                         else:
                             fresh, terminal = self._deliver([item])

@@ -65,17 +65,19 @@ def _stage(filename: str, function: str = "") -> str:
 
 
 async def _read(service, session_id: str, first: int, last: int) -> list:
-    """Every event of the burst as the console's upstream reader yields them (batches of one read)."""
+    """Every event of the burst as the console's upstream reader yields them (batches of one read: their
+    events, parsed from JSON as the render stage comes to each, as the hub does)."""
+    from console.live.hub import Batch
     from console.live.sources import service_stream
     from console.service import telemetry
 
     batches: list = []
     stream = service_stream(service, telemetry.stream_path(session_id))
     async for item in stream(str(first - 1)):  # resumed just before the burst: the sandbox replays it
-        if not isinstance(item, list):
+        if not isinstance(item, Batch | list):
             item = [item]
         batches.append(item)
-        if any(getattr(event, "id", None) == str(last) for event in item):
+        if any(getattr(frame, "id", None) == str(last) for frame in getattr(item, "frames", item)):
             return batches
     return batches
 

@@ -366,3 +366,45 @@ async def test_the_end_of_a_stream_comes_after_the_frames_held_before_it():
     frames = parse([await viewer.next_chunk(keepalive=0.01)])
     assert telemetry_ids(frames) == [1, 2, 3, 4]
     assert [seq for seq, _ in broadcast.buffer][-4:] == [1, 2, 3, 4]
+
+
+async def test_a_batch_from_the_service_is_parsed_event_by_event_as_the_hub_comes_to_each():
+    """A batch parsed at once kept hundreds of events' objects alive while the hub rendered them: long enough
+    for the garbage collector to move them to its oldest generation, whose collections walk every object of
+    the process (some 70 ms each in a busy console, once a burst)."""
+    import gc
+    import threading
+
+    from console.live import service_stream
+    from console.live.hub import Batch as HubBatch
+    from tests.service.test_hostile_upstream import Server
+
+    release = threading.Event()
+
+    def respond(handler, server) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        body = b"".join(b'id: %d\ndata: {"parsed_marker": [%d]}\n\n' % (n, n) for n in range(1, 51))
+        server.write(handler, body)
+        release.wait(30)
+
+    def alive() -> int:
+        return sum(1 for o in gc.get_objects() if type(o) is dict and "parsed_marker" in o)
+
+    server = Server(respond)
+    counts, ids = [], []
+    try:
+        async for item in service_stream(server.service, "/stream")(None):
+            if not isinstance(item, HubBatch | list):
+                continue
+            for event in item:
+                counts.append(alive())
+                ids.append(int(event.id))
+            if ids and ids[-1] == 50:
+                break
+    finally:
+        release.set()
+        server.close()
+    assert ids == list(range(1, 51))
+    assert max(counts) <= 2, counts  # the event at hand (and the one before it, until it is let go)
