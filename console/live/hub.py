@@ -24,7 +24,7 @@ import contextlib
 import html
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,13 +67,14 @@ class Frame:
 
 class Batch:
     """Events a source hands over together (every event one network read brought), iterated once by the hub,
-    and whether more was already waiting upstream then (``more``: a burst; the hub may hold the frames for
-    the next batches, ``Broadcast._publish``). A list of events is a batch too."""
+    and whether more was already waiting upstream then (``more``: a burst; the hub may hold their frames for
+    the next batches', ``Broadcast._publish``). A list of events is a batch too, with nothing waiting."""
 
-    more: bool = False
+    def __init__(self, events: Iterable[Any] = (), *, more: bool = False) -> None:
+        self.events, self.more = events, more
 
     def __iter__(self) -> Iterator[Any]:
-        raise NotImplementedError
+        return iter(self.events)
 
 
 @dataclass
@@ -522,7 +523,7 @@ class Broadcast:
                             self._set_status("live")
                             continue
                         # A source yields an event, or a batch of them (all that one read brought, and
-                        # whether more was already waiting: console.service.http.Batch).
+                        # whether more was already waiting: console.service.http.Read).
                         if isinstance(item, Batch | list):
                             fresh, terminal = self._deliver(item, hold=getattr(item, "more", False))
                         else:

@@ -11,7 +11,7 @@ from typing import Any
 from console.live import hub
 from console.live.hub import OPENED, upstream_heard
 from console.service import errors
-from console.service.http import Batch, Service, SSEFrame, request, sse
+from console.service.http import Read, Service, SSEFrame, request, sse
 from console.service.sse import ServerEvent, _to_event
 
 log = logging.getLogger("console.live")
@@ -92,7 +92,7 @@ class ServiceStream:
             yield OPENED
             async for frames in reads:
                 # Every event one read brought, as one batch: the hub renders them and wakes viewers once,
-                # at once unless more is already waiting (``Batch.more``: a burst, passed on in larger steps).
+                # at once unless more is already waiting (``Read.more``: a burst, passed on in larger steps).
                 yield Events(frames)
 
     async def probe(self, since: float, timeout: float) -> bool:
@@ -100,16 +100,16 @@ class ServiceStream:
 
 
 class Events(hub.Batch):
-    """The events of one read (``http.Batch``), each parsed as the hub comes to it. A batch parsed at once
+    """The events of one read (``http.Read``), each parsed as the hub comes to it. A batch parsed at once
     kept hundreds of events' objects alive while it was rendered, long enough for the garbage collector to
     move them to its oldest generation, whose collections (a walk of every object of the process) then
     came every burst."""
 
-    def __init__(self, frames: Batch[SSEFrame]) -> None:
-        self.frames, self.more = frames, frames.more
+    def __init__(self, frames: Read[SSEFrame]) -> None:
+        super().__init__(frames, more=frames.more)
 
     def __iter__(self) -> Iterator[ServerEvent]:
-        for frame in self.frames:
+        for frame in self.events:
             event = _to_event(frame)
             if event is not None:
                 yield event

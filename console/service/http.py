@@ -816,8 +816,8 @@ async def sse(
     on_bytes: Callable[[], None] | None = None,
     batches: bool = False,
 ) -> AsyncIterator[AsyncIterator[Any]]:
-    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of ``Batch``es
-    of them, every event one read from the network completed, for a reader that handles many at once).
+    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of ``Read``s,
+    every event one read from the network completed, for a reader that handles many at once).
 
     Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
     breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops. ``on_bytes`` is
@@ -863,7 +863,7 @@ async def sse(
                     if batches:
                         more = waiting()
                         if found or not more:  # (an empty batch says the read ended: a reader may flush)
-                            yield Batch(found, more=more)
+                            yield Read(found, more=more)
                     else:
                         for frame in found:
                             yield frame
@@ -882,11 +882,11 @@ async def sse(
         await response.aclose()
 
 
-class Batch(list):
-    """The events one read from the network completed (none when the read completed no event and nothing
-    more was waiting), and whether more bytes were already waiting on the connection after that read
-    (``more``: the service sends faster than it is read, as in a burst; a reader may then wait for the next
-    read before passing the events on, and should pass them on at once when ``more`` is false)."""
+class Read(list):
+    """The events (``SSEFrame``s) one read from the network completed (none when the read completed no event
+    and nothing more was waiting), and whether more bytes were already waiting on the connection after that
+    read (``more``: the service sends faster than it is read, as in a burst; a reader may then wait for the
+    next read before passing the events on, and should pass them on at once when ``more`` is false)."""
 
     def __init__(self, items: Any = (), *, more: bool = False) -> None:
         super().__init__(items)

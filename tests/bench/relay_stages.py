@@ -77,7 +77,7 @@ async def _read(service, session_id: str, first: int, last: int) -> list:
         if not isinstance(item, Batch | list):
             item = [item]
         batches.append(item)
-        if any(getattr(frame, "id", None) == str(last) for frame in getattr(item, "frames", item)):
+        if any(getattr(frame, "id", None) == str(last) for frame in getattr(item, "events", item)):
             return batches
     return batches
 

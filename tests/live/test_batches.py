@@ -18,8 +18,8 @@ from django.http import StreamingHttpResponse
 from console.asgi import ConsoleASGIHandler
 from console.browsers.views import _render_event
 from console.live import OPENED, Channel, Frame
-from console.live.hub import CHUNK_BYTES, HOLD_BYTES, FrameLog, Hub, Viewer, viewer_stream
-from console.service.http import Batch, EventParser
+from console.live.hub import CHUNK_BYTES, HOLD_BYTES, Batch, FrameLog, Hub, Viewer, viewer_stream
+from console.service.http import EventParser
 from console.service.sse import _to_event
 from tests.live.test_hub import parse
 
@@ -376,7 +376,6 @@ async def test_a_batch_from_the_service_is_parsed_event_by_event_as_the_hub_come
     import threading
 
     from console.live import service_stream
-    from console.live.hub import Batch as HubBatch
     from tests.service.test_hostile_upstream import Server
 
     release = threading.Event()
@@ -396,7 +395,7 @@ async def test_a_batch_from_the_service_is_parsed_event_by_event_as_the_hub_come
     counts, ids = [], []
     try:
         async for item in service_stream(server.service, "/stream")(None):
-            if not isinstance(item, HubBatch | list):
+            if not isinstance(item, Batch | list):
                 continue
             for event in item:
                 counts.append(alive())
