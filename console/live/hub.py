@@ -4,10 +4,12 @@ A ``Channel`` says how to open its upstream stream and how to render one upstrea
 keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
 event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. The source
 hands over every event one network read brought as one batch: the batch's frames are joined once into one
-entry of the log, and every viewer is woken once for it. Each viewer only holds its position in that log:
-publishing costs the same for 1 or 2000 viewers, and a viewer writes everything it has not sent yet as one
-chunk (the very entry the others write, when it keeps up; at most ``CHUNK_BYTES`` at once when it is far
-behind), so a burst costs one socket write per viewer per read from upstream, not one per event.
+entry of the log, and every viewer is woken once for it (in a burst, once for several reads' frames: while
+more waits upstream they are held, up to ``HOLD_BYTES``, and published when a read finds nothing more).
+Each viewer only holds its position in that log: publishing costs the same for 1 or 2000 viewers, and a
+viewer writes everything it has not sent yet as one chunk (the very entry the others write, when it keeps
+up; at most ``CHUNK_BYTES`` at once when it is far behind), so a burst costs one socket write per viewer
+per publication, not one per event.
 
 Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
 itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer
@@ -411,9 +413,9 @@ class Broadcast:
         self.ended = True
         self.log.wake()  # wake viewers waiting for more: there is no more
 
-    def _deliver(self, batch: list[Any], hold: bool = False) -> tuple[int, bool]:
+    def _deliver(self, batch: Iterable[Any], hold: bool = False) -> tuple[int, bool]:
         """Render a batch of upstream events into the log, each once whoever watches, and wake every viewer
-        once for the whole batch (or for it and the next ones: ``hold``, a burst, FrameLog.extend): how many
+        once for the whole batch (or for it and the next ones: ``hold``, a burst, ``_publish``): how many
         were new (not seen before a reconnect), and whether the last was the stream's end."""
         out: list[tuple[int | str, bytes]] = []
         fresh = 0
