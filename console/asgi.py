@@ -18,11 +18,12 @@ class ConsoleASGIHandler(ASGIHandler):
     self-contained queries (no transaction spans an await), so nothing needs a thread of its own.
 
     Django sends a body in messages of at most ``chunk_size`` bytes (64 KiB), each a copy of its part and a
-    write of its own: a live pane's viewer writes a burst's frames in one chunk of up to 256 KiB
-    (``console.live.hub.CHUNK_BYTES``), sent here as one message.
+    write of its own: a live pane's viewer writes a burst's frames in one chunk (``console.live.hub``: at
+    most ``CHUNK_BYTES`` of the log, or one entry of it, which holds up to ``HOLD_BYTES`` and one more read's
+    frames), sent here as one message.
     """
 
-    chunk_size = 256 * 1024
+    chunk_size = 1024 * 1024
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":

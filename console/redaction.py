@@ -187,42 +187,41 @@ def walk(value: Any) -> Any:
 def _fields(value: dict) -> dict:
     # Scalars are handled inline: this runs on every field of every event the relay renders (hence the
     # exact-type tests first, as JSON gives them, and each key's rule looked up rather than worked out).
-    sent = value.get("headers")
-    if not isinstance(sent, dict):
-        sent = None
-    mime = value.get("mime_type")
-    if not isinstance(mime, str):
-        mime = ""
-    # {name, value} pairs (cookies, header lists): the value goes with a secret name.
-    name = value.get("name")
-    named = isinstance(name, str) and secret_name(name)
     result = {}
     for key, item in value.items():
         kind = type(item)
-        if named and key == "value":
-            result[key] = REDACTED
-        elif kind in _SCALARS:
+        if kind in _SCALARS:
             result[key] = item
         elif kind is str or isinstance(item, str):
-            rule = _rules.get(key)
-            if rule is None:
-                rule = _rule(key)
+            rule = _rules.get(key) or _rule(key)
             if rule is _BODY:
-                result[key] = post_data(item, sent, mime_type=mime)
+                result[key] = _body(item, value)
             elif rule is _OPAQUE or ("=" not in item and ":" not in item and "eyJ" not in item):
                 result[key] = item  # (the first test of text(), without the call)
             else:
                 result[key] = text(item)
         elif kind is dict or isinstance(item, dict):
-            rule = _rules.get(key)
-            if rule is None:
-                rule = _rule(key)
+            rule = _rules.get(key) or _rule(key)
             result[key] = headers(item) if rule is _HEADERS else _fields(item)
         elif kind is list or isinstance(item, list):
             result[key] = [walk(v) for v in item]
         else:
             result[key] = item
+    if "value" in value:
+        # {name, value} pairs (cookies, header lists): the value goes with a secret name, whatever it is.
+        name = value.get("name")
+        if isinstance(name, str) and secret_name(name):
+            result["value"] = REDACTED
     return result
+
+
+def _body(body: str, value: dict) -> str:
+    """A body found in ``value``, by the ``headers`` and ``mime_type`` sent with it there."""
+    sent = value.get("headers")
+    mime = value.get("mime_type")
+    return post_data(
+        body, sent if isinstance(sent, dict) else None, mime_type=mime if isinstance(mime, str) else ""
+    )
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})

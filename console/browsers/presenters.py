@@ -41,6 +41,37 @@ def _name(value: str) -> tuple[str, str]:
 
 _NAMES: dict[str, tuple[str, str]] = {}
 
+
+def _labels(severity: str, category: str, kind: str, level: str) -> tuple[str, str, str]:
+    """The parts of a row's markup that its severity, category, type and level make: the opening tag up to
+    its ``data-seq`` value, its attributes after it, and the labels in its summary. Remembered: a stream
+    repeats a few dozen such combinations (bounded: they come from the service)."""
+    key = (severity, category, kind, level)
+    found = _LABELS.get(key)
+    if found is None:
+        (category_attr, category_text), (kind_attr, kind_text) = _name(category), _name(kind)
+        # data-level: what the page's level filter matches (static/js/telemetry.js).
+        level_attr = f' data-level="{_name(level)[0]}"' if level else ""
+        labels = (
+            f' <span class="cat cat--{category_attr}">{category_text}</span>'
+            f' <span class="trow__type">{kind_text}</span>'
+        )
+        if level:
+            labels += f' <span class="level level--{_name(level)[0]}">{_name(level)[1]}</span>'
+        found = (
+            f'<li class="trow trow--{_name(severity)[0]}" data-seq="',
+            f'" data-category="{category_attr}" data-type="{kind_attr}"{level_attr}',
+            labels,
+        )
+        if sum(map(len, key)) <= 256:
+            if len(_LABELS) >= 1024:
+                _LABELS.clear()
+            _LABELS[key] = found
+    return found
+
+
+_LABELS: dict[tuple[str, str, str, str], tuple[str, str, str]] = {}
+
 SCREENSHOT_PREVIEW = 120
 # The events the overview and the session wall count as errors: what a page logged, and failed requests.
 ERROR_TYPES = ("console_error", "network_loading_failed", "network_response")
@@ -100,31 +131,33 @@ class Row(NamedTuple):
         every event (the relay renders each one once, at up to thousands per second); the page's history
         rows use the same markup through ``{{ row.html }}``. One line (one SSE ``data:`` line), and text
         escaped only for what text needs: every byte is sent to every viewer."""
+        return SafeString(self.markup())
+
+    def markup(self) -> str:
+        """``html`` as a plain string (what the relay encodes: no copy into a SafeString)."""
         seq = "" if self.seq is None else str(self.seq)  # a number: nothing in it to escape
-        (category, category_text), (kind, kind_text) = _name(self.category), _name(self.type)
+        opening, attrs, labels = _labels(self.severity, self.category, self.type, self.level)
         if self.time is not None:
             iso = self.time.isoformat()
-            time_attr, clock = f' datetime="{iso}"', _clock(iso)
+            time = f'<time datetime="{iso}">{_clock(iso)}</time>'
         else:
-            time_attr = clock = ""
-        # data-level and data-target: what the page's level and tab filters match (static/js/telemetry.js).
-        extra = f' data-level="{_name(self.level)[0]}"' if self.level else ""
-        if self.target:
-            extra += f' data-target="{_name(self.target)[0]}"'
-        parts = [
-            f'<li class="trow trow--{_name(self.severity)[0]}" data-seq="{seq}"'
-            f' data-category="{category}" data-type="{kind}"{extra}><details>'
-            f"<summary><time{time_attr}>{clock}</time>"
-            f' <span class="cat cat--{category}">{category_text}</span>'
-            f' <span class="trow__type">{kind_text}</span>'
-        ]
-        if self.level:
-            level, level_text = _name(self.level)
-            parts.append(f' <span class="level level--{level}">{level_text}</span>')
-        parts.append(f' <span class="trow__summary">{_escape(self.summary, False)}</span>')
-        if self.truncated:
-            parts.append(' <span class="badge">truncated</span>')
-        parts.append('</summary><div class="trow__body">')
+            time = "<time></time>"
+        # data-target (with data-level): what the page's tab filter matches (static/js/telemetry.js).
+        target = f' data-target="{_name(self.target)[0]}"' if self.target else ""
+        badge = ' <span class="badge">truncated</span>' if self.truncated else ""
+        body = self._body() if self.text or self.url or self.stack or self.screenshot else ""
+        return (
+            f'{opening}{seq}{attrs}{target}><details><summary>{time}{labels} <span class="trow__summary">'
+            f'{_escape(self.summary, False)}</span>{badge}</summary><div class="trow__body">{body}'
+            '<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
+            f' <span class="muted">seq {seq}</span><pre data-json>{_escape(self.json, False)}</pre></div>'
+            "</div></details></li>"
+        )
+
+    def _body(self) -> str:
+        """What the row shows when opened, above its JSON: the console text, the URL, the stack trace, the
+        screenshot (each when it has one)."""
+        parts = []
         if self.text and self.text != self.summary:
             parts.append(f'<p class="trow__text">{_escape(self.text, False)}</p>')
         if self.url:
@@ -144,12 +177,7 @@ class Row(NamedTuple):
                 f'<img class="trow__shot" alt="Screenshot at {when}"'
                 f' src="data:image/png;base64,{_escape(self.screenshot)}">'
             )
-        parts.append(
-            '<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
-            f' <span class="muted">seq {seq}</span><pre data-json>{_escape(self.json, False)}</pre></div>'
-            "</div></details></li>"
-        )
-        return SafeString("".join(parts))
+        return "".join(parts)
 
     @property
     def clock(self) -> str:
@@ -341,33 +369,34 @@ def _screenshot(data: dict) -> str:
 
 def row(envelope: Envelope) -> Row:
     event = envelope.event
-    data = event.fields if event else {}
-    kind = envelope.kind
-    level = (
-        str(data.get("level") or ("error" if kind == "console_error" else ""))
-        if kind.startswith("console")
-        else ""
-    )
-    url = (
-        str(data.get("source_url") or data.get("url") or "")
-        if kind.startswith("console")
-        else str(data.get("url") or "")
-    )
+    if event is not None:
+        data = event.data if isinstance(event.data, dict) else {}
+        kind, category = event.type or "unknown", event.category or "unknown"
+    else:
+        data, kind, category = {}, "unknown", "unknown"
+    if kind.startswith("console"):
+        level = str(data.get("level") or ("error" if kind == "console_error" else ""))
+        text = str(data.get("text") or "")
+        url = str(data.get("source_url") or data.get("url") or "")
+    else:
+        level = text = ""
+        url = str(data.get("url") or "")
+    trace, target = data.get("stack_trace"), data.get("target_id")
     return Row(
-        seq=envelope.seq,
-        time=event.time if event else None,
-        type=kind,
-        category=envelope.category,
-        severity=_severity(kind, data),
-        summary=_summary(kind, data),
-        level=level,
-        text=str(data.get("text") or "") if kind.startswith("console") else "",
-        url=url,
-        stack=_stack(data.get("stack_trace")),
-        screenshot=_screenshot(data) if kind == "monitor_screenshot" else "",
-        truncated=bool(event.truncated) if event else False,
-        json=_pretty(envelope),
-        target=data["target_id"] if isinstance(data.get("target_id"), str) else "",
+        envelope.seq,
+        event.time if event else None,
+        kind,
+        category,
+        _severity(kind, data),
+        _summary(kind, data),
+        level,
+        text,
+        url,
+        _stack(trace) if trace is not None else (),
+        _screenshot(data) if kind == "monitor_screenshot" else "",
+        bool(event.truncated) if event else False,
+        _pretty(envelope),
+        target if isinstance(target, str) else "",
     )
 
 

@@ -491,7 +491,7 @@ def _render_event(event) -> Frame | None:
     envelope = telemetry.envelope_from_event(event)
     if envelope is None:
         return None
-    return Frame(html=presenters.row(envelope).html, event="telemetry", id=envelope.seq)
+    return Frame(html=presenters.row(envelope).markup(), event="telemetry", id=envelope.seq)
 
 
 @require_http_methods(["GET"])

@@ -4,10 +4,12 @@ A ``Channel`` says how to open its upstream stream and how to render one upstrea
 keeps one ``Broadcast`` per channel key: it runs the upstream reader while anyone watches, renders each
 event once, encodes it once as an SSE frame, and appends those bytes to one shared ``FrameLog``. The source
 hands over every event one network read brought as one batch: the batch's frames are joined once into one
-entry of the log, and every viewer is woken once for it. Each viewer only holds its position in that log:
-publishing costs the same for 1 or 2000 viewers, and a viewer writes everything it has not sent yet as one
-chunk (the very entry the others write, when it keeps up; at most ``CHUNK_BYTES`` at once when it is far
-behind), so a burst costs one socket write per viewer per read from upstream, not one per event.
+entry of the log, and every viewer is woken once for it (in a burst, once for several reads' frames: while
+more waits upstream they are held, up to ``HOLD_BYTES``, and published when a read finds nothing more).
+Each viewer only holds its position in that log: publishing costs the same for 1 or 2000 viewers, and a
+viewer writes everything it has not sent yet as one chunk (the very entry the others write, when it keeps
+up; at most ``CHUNK_BYTES`` at once when it is far behind), so a burst costs one socket write per viewer
+per publication, not one per event.
 
 Ids: a frame carries the upstream's id when it has one (telemetry ``seq``), else the hub numbers frames
 itself. Browsers reconnect with ``Last-Event-ID`` and get what they missed from a bounded replay buffer
@@ -24,7 +26,7 @@ import contextlib
 import html
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,11 +67,23 @@ class Frame:
     id: int | str | None = None
 
 
+class Batch:
+    """Events a source hands over together (every event one network read brought), iterated once by the hub,
+    and whether more was already waiting upstream then (``more``: a burst; the hub may hold their frames for
+    the next batches', ``Broadcast._publish``). A list of events is a batch too, with nothing waiting."""
+
+    def __init__(self, events: Iterable[Any] = (), *, more: bool = False) -> None:
+        self.events, self.more = events, more
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.events)
+
+
 @dataclass
 class Channel:
     key: Hashable
-    # ``open(last_event_id)`` yields OPENED once connected, then events, or lists of events (a batch: every
-    # event one read brought, as console.live.sources.ServiceStream yields them).
+    # ``open(last_event_id)`` yields OPENED once connected, then events, or batches of them (a ``Batch`` or a
+    # list: every event one read brought, as console.live.sources.ServiceStream yields them).
     open: Callable[[str | None], AsyncIterator[Any]]
     render: Callable[[Any], Frame | list[Frame] | None]
     resumable: bool = False
@@ -93,10 +107,20 @@ def encode(frame: Frame, seq: int | str | None) -> bytes:
     head = f"event: {frame.event}\n" if frame.event and frame.event != "message" else ""
     if seq is not None:
         head += f"id: {seq}\n"
-    text = visible(frame.html)
+    text = frame.html
+    if text.isascii():
+        data = text.encode()
+        if len(data.translate(None, ASCII_CONTROLS)) == len(data):
+            # Printable ASCII (a row, mostly): nothing to show as a symbol, no line break. (Told by deleting
+            # the control characters from its bytes: three times cheaper than str.isprintable.)
+            return b"".join((head.encode(), b"data: ", data, b"\n\n"))
+    text = visible(text)
     if not (text.isascii() and "\n" not in text and "\r" not in text):  # (else one line, as a row is)
         text = "\ndata: ".join(text.splitlines() or [""])
     return f"{head}data: {text}\n\n".encode()
+
+
+ASCII_CONTROLS = bytes(range(0x20)) + b"\x7f"  # line breaks included
 
 
 def status_frame(state: str, message: str = "") -> bytes:
@@ -116,7 +140,14 @@ END = object()
 YIELD_EVERY = 256
 # The most a viewer writes at once, as one ASGI message (console.asgi sends a message of this size whole):
 # a burst is a few writes per viewer; a viewer far behind catches up in several, not one copy of its backlog.
-CHUNK_BYTES = 256 * 1024
+CHUNK_BYTES = 512 * 1024
+# While more is already waiting upstream (a burst, read faster than one network read at a time), the frames
+# of several reads are held and published together, up to this many bytes, rather than read by read (some
+# 230 events of 64 KiB): every publication costs every viewer a write through Django, uvicorn and h11. Never
+# held longer than HOLD_SECONDS, and published at once by a read that finds nothing more waiting: a stream at
+# a steady rate is never held.
+HOLD_BYTES = CHUNK_BYTES
+HOLD_SECONDS = 0.05
 
 
 class FrameLog:
@@ -169,7 +200,10 @@ class FrameLog:
         # ``cap`` frames, so trimming can still keep the bound (the last entry is always kept whole).
         for at in range(0, len(chunks), self.cap):
             self._add(chunks[at : at + self.cap])
-        # Wake everyone waiting; later waits need a fresh (unset) event.
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake every viewer waiting for frames (later waits need a fresh, unset event)."""
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
 
@@ -264,6 +298,10 @@ class Broadcast:
     task: asyncio.Task | None = None
     linger: asyncio.TimerHandle | None = None
     log: FrameLog = None  # type: ignore[assignment]
+    # Frames rendered but not yet published (a burst: HOLD_BYTES), with their seq, and what publishes them.
+    held: list[tuple[int | str, bytes]] = field(default_factory=list)
+    held_bytes: int = 0
+    hold_timer: asyncio.TimerHandle | None = None
 
     def __post_init__(self):
         self.buffer = deque(maxlen=self.hub.buffer_size)
@@ -332,24 +370,54 @@ class Broadcast:
         while self.buffer_size > self.hub.buffer_bytes and len(self.buffer) > 1:
             self.buffer_size -= len(self.buffer.popleft()[1])
 
+    def _publish(self, frames: list[tuple[int | str, bytes]], hold: bool = False) -> None:
+        """Put rendered frames in the log (and the replay buffer) for every viewer, or hold them (``hold``:
+        more is already waiting upstream) until HOLD_BYTES are held, a read finds nothing more waiting, or
+        HOLD_SECONDS have passed. Held frames are nowhere a viewer reads yet, so one that joins meanwhile gets
+        each of them once, after what it was replayed."""
+        self.held += frames
+        self.held_bytes += sum(len(chunk) for _, chunk in frames)
+        if hold and self.held_bytes < HOLD_BYTES:
+            if self.held and self.hold_timer is None:
+                self.hold_timer = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._flush)
+            return
+        self._flush()
+
+    def _flush(self) -> None:
+        """Publish what is held: one entry of the log (a single write for a viewer keeping up)."""
+        if self.hold_timer is not None:
+            self.hold_timer.cancel()
+            self.hold_timer = None
+        if not self.held:
+            return
+        held, self.held, self.held_bytes = self.held, [], 0
+        for seq, chunk in held:
+            self._keep(chunk, seq)
+        self.log.extend([chunk for _, chunk in held])
+
+    def _append(self, chunk: bytes) -> None:
+        """One frame for every viewer at once (a status, a keepalive), after everything rendered before it."""
+        self._flush()
+        self.log.append(chunk)
+
     def _set_status(self, state: str, message: str = "") -> None:
         self.state = state
         self.status = status_frame(state, message)
-        self.log.append(self.status)
+        self._append(self.status)
 
     def _end(self, state: str = "ended", message: str = "") -> None:
         self._set_status(state, message or self.channel.ended_message)
-        self.log.append(
+        self._append(
             encode(Frame(html=html.escape(message or self.channel.ended_message), event="ended"), None)
         )
         self.ended = True
-        self.log.changed.set()  # wake viewers waiting for more: there is no more
+        self.log.wake()  # wake viewers waiting for more: there is no more
 
-    def _deliver(self, batch: list[Any]) -> tuple[int, bool]:
+    def _deliver(self, batch: Iterable[Any], hold: bool = False) -> tuple[int, bool]:
         """Render a batch of upstream events into the log, each once whoever watches, and wake every viewer
-        once for the whole batch: how many were new (not seen before a reconnect), and whether the last was
-        the stream's end."""
-        out: list[bytes] = []
+        once for the whole batch (or for it and the next ones: ``hold``, a burst, ``_publish``): how many
+        were new (not seen before a reconnect), and whether the last was the stream's end."""
+        out: list[tuple[int | str, bytes]] = []
         fresh = 0
         try:
             for event in batch:
@@ -368,9 +436,9 @@ class Broadcast:
                     return fresh, True
             return fresh, False
         finally:
-            self.log.extend(out)  # what was rendered, even when a later event's rendering failed
+            self._publish(out, hold)  # what was rendered, even when a later event's rendering failed
 
-    def _render(self, event: Any, out: list[bytes]) -> None:
+    def _render(self, event: Any, out: list[tuple[int | str, bytes]]) -> None:
         rendered = self.channel.render(event)
         if rendered is None:
             return
@@ -379,9 +447,7 @@ class Broadcast:
             if seq is None:
                 seq = self.next_seq
                 self.next_seq += 1
-            chunk = encode(frame, seq)
-            self._keep(chunk, seq)
-            out.append(chunk)
+            out.append((seq, encode(frame, seq)))
 
     # Upstream --------------------------------------------------------------------------------------
 
@@ -389,7 +455,7 @@ class Broadcast:
         self.heard_at = asyncio.get_running_loop().time()
         if self.upstream_stalled:
             self.upstream_stalled = False
-            self.log.append(KEEPALIVE_LIVE)  # back: viewers are told at once, not at their next keepalive
+            self._append(KEEPALIVE_LIVE)  # back: viewers are told at once, not at their next keepalive
 
     def stalled(self) -> bool:
         """Connected, but the upstream went silent and the service did not answer a probe either, or
@@ -403,7 +469,7 @@ class Broadcast:
     def _stall(self) -> None:
         if not self.upstream_stalled:
             self.upstream_stalled = True
-            self.log.append(KEEPALIVE_STALLED)  # viewers are told at once
+            self._append(KEEPALIVE_STALLED)  # viewers are told at once
 
     async def _watch(self) -> None:
         """While the upstream is open: after ``hub.probe_after`` s without a byte from it, is it a quiet
@@ -458,8 +524,12 @@ class Broadcast:
                             self.upstream_stalled = False
                             self._set_status("live")
                             continue
-                        # A source yields an event, or a batch of them (all that one read brought).
-                        fresh, terminal = self._deliver(item if isinstance(item, list) else [item])
+                        # A source yields an event, or a batch of them (all that one read brought, and
+                        # whether more was already waiting: console.service.http.Read).
+                        if isinstance(item, Batch | list):
+                            fresh, terminal = self._deliver(item, hold=getattr(item, "more", False))
+                        else:
+                            fresh, terminal = self._deliver([item])
                         if fresh:
                             failures = 0
                         if terminal:
@@ -496,6 +566,7 @@ class Broadcast:
             self._end("error", f"the live stream failed ({type(exc).__name__})")
         finally:
             watcher.cancel()
+            self._flush()  # (the upstream resumes after them: reconnecting browsers find them in the buffer)
 
 
 def _as_int(value) -> int | None:

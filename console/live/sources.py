@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+from console.live import hub
 from console.live.hub import OPENED, upstream_heard
 from console.service import errors
-from console.service.http import Service, request, sse
+from console.service.http import Read, Service, SSEFrame, request, sse
 from console.service.sse import ServerEvent, _to_event
 
 log = logging.getLogger("console.live")
@@ -80,23 +81,38 @@ class ServiceStream:
     def __init__(self, svc: Service, path: str, params: Mapping[str, Any] | None = None):
         self.svc, self.path, self.params = svc, path, params
 
-    def __call__(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
+    def __call__(self, last_event_id: str | None) -> AsyncIterator[Events | object]:
         return self._open(last_event_id)
 
-    async def _open(self, last_event_id: str | None) -> AsyncIterator[list[ServerEvent] | object]:
+    async def _open(self, last_event_id: str | None) -> AsyncIterator[Events | object]:
         heard = upstream_heard.get()
         async with sse(
             self.svc, self.path, params=self.params, last_event_id=last_event_id, on_bytes=heard, batches=True
         ) as reads:
             yield OPENED
             async for frames in reads:
-                # Every event one read brought, as one batch: the hub renders them and wakes viewers once.
-                batch = [event for event in map(_to_event, frames) if event is not None]
-                if batch:
-                    yield batch
+                # Every event one read brought, as one batch: the hub renders them and wakes viewers once,
+                # at once unless more is already waiting (``Read.more``: a burst, passed on in larger steps).
+                yield Events(frames)
 
     async def probe(self, since: float, timeout: float) -> bool:
         return await prober(self.svc).answered_since(since, timeout)
+
+
+class Events(hub.Batch):
+    """The events of one read (``http.Read``), each parsed as the hub comes to it. A batch parsed at once
+    kept hundreds of events' objects alive while it was rendered, long enough for the garbage collector to
+    move them to its oldest generation, whose collections (a walk of every object of the process) then
+    came every burst."""
+
+    def __init__(self, frames: Read[SSEFrame]) -> None:
+        super().__init__(frames, more=frames.more)
+
+    def __iter__(self) -> Iterator[ServerEvent]:
+        for frame in self.events:
+            event = _to_event(frame)
+            if event is not None:
+                yield event
 
 
 def service_stream(svc: Service, path: str, *, params: Mapping[str, Any] | None = None) -> ServiceStream:

@@ -153,6 +153,7 @@ class TooMuchJSON(ValueError):
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_scan = jsonlib.JSONDecoder().scan_once
 
 
 def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
@@ -163,7 +164,14 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     if max_items is None and len(text) <= INLINE_PARSE_BYTES and _brackets(text) <= JSON_MAX_DEPTH:
         # A small body with no more brackets than the depth bound cannot pass either bound (every object
         # opens with one): the C parser alone, without a Python call per object (an event of a live stream).
-        return jsonlib.loads(text)
+        # Its scanner first, without json.loads' calls around it, for a body that is one value from its
+        # first character to its last (as an event's data is); anything else (white space around it, a byte
+        # order mark, not JSON) goes through json.loads, which says what is wrong.
+        try:
+            value, end = _scan(text, 0)
+        except (StopIteration, ValueError):
+            return jsonlib.loads(text)
+        return value if end == len(text) else jsonlib.loads(text)
     objects = 0
 
     def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -808,8 +816,8 @@ async def sse(
     on_bytes: Callable[[], None] | None = None,
     batches: bool = False,
 ) -> AsyncIterator[AsyncIterator[Any]]:
-    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of lists of
-    them, every event one read from the network completed, for a reader that handles many at once).
+    """Open an event stream; yield an async iterator of its ``SSEFrame``s (``batches=True``: of ``Read``s,
+    every event one read from the network completed, for a reader that handles many at once).
 
     Errors at open (non-2xx, wrong content type, no connection) raise ServiceErrors; a stream that
     breaks mid-way raises ``StreamDropped``; a stream the server ends cleanly just stops. ``on_bytes`` is
@@ -838,6 +846,12 @@ async def sse(
                 request_id=response.headers.get("x-request-id"),
             )
 
+        network = response.extensions.get("network_stream")
+
+        def waiting() -> bool:
+            """Whether more bytes of the stream already wait on the connection (a burst being read)."""
+            return network is not None and bool(network.get_extra_info("is_readable"))
+
         async def frames() -> AsyncIterator[Any]:
             parser = EventParser()
             chunks = response.aiter_raw()
@@ -847,8 +861,9 @@ async def sse(
                         on_bytes()
                     found = parser.feed(chunk)
                     if batches:
-                        if found:
-                            yield found
+                        more = waiting()
+                        if found or not more:  # (an empty batch says the read ended: a reader may flush)
+                            yield Read(found, more=more)
                     else:
                         for frame in found:
                             yield frame
@@ -865,6 +880,17 @@ async def sse(
             yield stream
     finally:
         await response.aclose()
+
+
+class Read(list):
+    """The events (``SSEFrame``s) one read from the network completed (none when the read completed no event
+    and nothing more was waiting), and whether more bytes were already waiting on the connection after that
+    read (``more``: the service sends faster than it is read, as in a burst; a reader may then wait for the
+    next read before passing the events on, and should pass them on at once when ``more`` is false)."""
+
+    def __init__(self, items: Any = (), *, more: bool = False) -> None:
+        super().__init__(items)
+        self.more = more
 
 
 class SSEFrame(NamedTuple):
@@ -924,6 +950,19 @@ class EventParser:
     def _frames(self, complete: bytes) -> list[SSEFrame]:
         frames = []
         for block in complete.decode("utf-8", "replace").split("\n\n"):
+            if block[:4] == "id: ":
+                # The usual event (the service's telemetry): an id line and one data line, read at once.
+                id_line, newline, data_line = block.partition("\n")
+                if (
+                    newline
+                    and data_line[:6] == "data: "
+                    and "\n" not in data_line
+                    and "\0" not in id_line
+                    and len(data_line) > 6
+                ):
+                    self.last_id = id_line[4:]
+                    frames.append(SSEFrame("", data_line[6:], self.last_id))
+                    continue
             event, data, retry = "", [], None
             for line in block.split("\n"):
                 if not line or line[0] == ":":

@@ -296,10 +296,14 @@ class Record:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
+    # The same, as plain tuples for ``_build`` to unpack: (name, check, required, empty is absent, default).
+    _table: ClassVar[tuple[tuple[str, Callable[[Any], Any], bool, bool, Callable[[], Any]], ...] | None] = (
+        None
+    )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._fields = None
+        cls._fields = cls._table = None
         dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
     @classmethod
@@ -329,35 +333,51 @@ class Record:
                     )
                 )
             cls._fields = tuple(specs)
+            cls._table = tuple(
+                (f.name, f.check, f.required, f.required or f.empty_is_absent, f.default) for f in specs
+            )
         return cls._fields  # type: ignore[return-value]
 
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """The body before it is checked (a record that redacts what it reads overrides this)."""
+        """The body before it is checked (a record that redacts what it reads overrides this: it returns a
+        dict of its own, which the record then keeps rather than copies)."""
         return data
 
     @classmethod
     def _build(cls, data: Any) -> Self:
         if not isinstance(data, dict):
             raise _not("an object", data)
-        data = dict(cls._prepare(data))
-        kwargs: dict[str, Any] = {}
-        for spec in cls._field_specs():
-            name = spec.name
+        prepared = cls._prepare(data)
+        # What is left of the body once the fields are taken out is ``extra``: a copy of the caller's dict.
+        data = dict(data) if prepared is data else prepared
+        values: dict[str, Any] = {"extra": data}
+        if cls._table is None:
+            cls._field_specs()
+        for name, check, required, empty_is_absent, default in cls._table:  # type: ignore[union-attr]
             value = data.pop(name, None)
             # Empty counts as absent for an optional id or link name, and is missing for a required field.
-            if value is None or ((spec.required or spec.empty_is_absent) and value == ""):
+            if value is None or (empty_is_absent and value == ""):
                 # A field declared without a default is one the contract always sends (an id): without it
                 # nothing can link to the record, so the answer is unusable rather than merely sparse.
-                if spec.required:
+                if required:
                     raise _Wrong("is missing", (name,))
-                kwargs[name] = spec.default()
+                values[name] = default()
                 continue
             try:
-                kwargs[name] = spec.check(value)
+                values[name] = check(value)
             except _Wrong as wrong:
                 raise wrong.within(name) from None
-        return cls(**kwargs, extra=data)
+        return cls._made(values)
+
+    @classmethod
+    def _made(cls, values: dict[str, Any]) -> Self:
+        """The record holding ``values`` (every field, ``extra`` included), as the dataclass's ``__init__``
+        would make it but without its call per field (a frozen dataclass sets each through
+        ``object.__setattr__``: a third of building a telemetry event, which the relay does for every one)."""
+        record = object.__new__(cls)
+        object.__setattr__(record, "__dict__", values)
+        return record
 
     @classmethod
     def _nested(cls, value: Any) -> Self:

@@ -74,7 +74,7 @@ async def to_event(frame: Any) -> ServerEvent | None:
 
 def _event(frame: Any, data: Any) -> ServerEvent:
     event = frame.event if frame.event and frame.event != "message" else None
-    return ServerEvent(id=frame.id or None, event=event, data=data, retry=frame.retry)
+    return ServerEvent(frame.id or None, event, data, frame.retry)
 
 
 async def events(

@@ -1,5 +1,7 @@
 """Event streams: reading one connection, and following across drops with Last-Event-ID."""
 
+import threading
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -175,3 +177,34 @@ def test_the_parser_returns_every_event_a_read_completes_and_holds_the_rest():
         service_http.SSEFrame("", '{"n": 2}', "2"),
         service_http.SSEFrame("end", "a\nb", "2"),
     ]
+
+
+async def test_a_batch_says_whether_more_of_the_stream_was_already_waiting_on_the_connection():
+    """``sse(batches=True)``: the relay holds a burst's frames while more waits on the connection (issue 28),
+    and publishes them when a read finds nothing more waiting, which the last read of a burst must say."""
+    from tests.service.test_hostile_upstream import Server
+
+    release = threading.Event()
+    count = 80_000  # some 2 MiB, written at once
+
+    def respond(handler, server) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        server.write(handler, b"".join(b'id: %d\ndata: {"n": %d}\n\n' % (n, n) for n in range(1, count + 1)))
+        release.wait(30)  # the connection stays open, quiet
+
+    server = Server(respond)
+    batches = []
+    try:
+        async with service_http.sse(server.service, "/stream", batches=True) as reads:
+            async for batch in reads:
+                batches.append(batch)
+                if batch and batch[-1].id == str(count):
+                    break
+    finally:
+        release.set()
+        server.close()
+    assert [int(frame.id) for batch in batches for frame in batch] == list(range(1, count + 1))
+    assert any(batch.more for batch in batches)  # a burst: more was waiting after some reads
+    assert not batches[-1].more  # and nothing after the last
