@@ -296,6 +296,7 @@ class Record:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
+    _plain: ClassVar[bool] = True
     # The same, as plain tuples for ``_build`` to unpack: (name, check, required, empty is absent, default).
     _table: ClassVar[tuple[tuple[str, Callable[[Any], Any], bool, bool, Callable[[], Any]], ...] | None] = (
         None
@@ -305,6 +306,8 @@ class Record:
         super().__init_subclass__(**kwargs)
         cls._fields = cls._table = None
         dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        # A record with a __post_init__ is made by the dataclass's __init__ (``_made`` would skip it).
+        cls._plain = not hasattr(cls, "__post_init__")
 
     @classmethod
     def _field_specs(cls) -> tuple[_Field, ...]:
@@ -375,6 +378,8 @@ class Record:
         """The record holding ``values`` (every field, ``extra`` included), as the dataclass's ``__init__``
         would make it but without its call per field (a frozen dataclass sets each through
         ``object.__setattr__``: a third of building a telemetry event, which the relay does for every one)."""
+        if not cls._plain:
+            return cls(**values)
         record = object.__new__(cls)
         object.__setattr__(record, "__dict__", values)
         return record
