@@ -56,6 +56,8 @@ STATES = {
     "paused": "Paused",
 }
 MAX_RECONNECTS = 5
+FIRST_PAGE_SECONDS = 10.0  # how long a browser with no page yet is asked for one before "no page to show"
+FIRST_PAGE_POLL = 0.25
 REFRESH_AFTER = 1.0  # seconds after a tab changed to ask for the list again (a title Chromium did not say)
 UNTITLED_REFRESHES = 15  # more asks, a REFRESH_AFTER apart, while a tab has no title (and nothing changes)
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
@@ -612,6 +614,13 @@ class Screen:
                 # The tabs: their events from now on, then the list (a tab created in between is in both).
                 await client.call("Target.setDiscoverTargets", {"discover": True})
                 self.tabs.reset(await client.targets())
+                # A browser just started or woken (its session moved to a process of its own, its page
+                # restored) may list its page a moment after it takes connections: asked again a while.
+                waited = 0.0
+                while not self.tabs.tabs and waited < FIRST_PAGE_SECONDS:
+                    await asyncio.sleep(FIRST_PAGE_POLL)
+                    waited += FIRST_PAGE_POLL
+                    self.tabs.reset(await client.targets())
                 if not self.tabs.tabs:
                     raise cdp.EndpointUnavailable("the browser has no page to show")
                 # The tab shown before a reconnection, else the first: the browser's own.

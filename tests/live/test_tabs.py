@@ -176,6 +176,19 @@ async def test_it_asks_again_for_a_title_chromium_does_not_announce(browser, mon
     viewer.screen.task.cancel()
 
 
+async def test_it_waits_a_moment_for_the_page_of_a_browser_that_has_none_yet(browser, monkeypatch):
+    """A browser just started or woken takes connections before it lists its page: the relay asks again
+    (every FIRST_PAGE_POLL, for FIRST_PAGE_SECONDS) rather than say at once there is nothing to show."""
+    monkeypatch.setattr(relay, "FIRST_PAGE_POLL", 0.02)
+    page = browser.targets.pop("T1")
+    viewer = relay.ScreenHub(linger_seconds=0.05).subscribe(source(browser.url), tabs=True)
+    await until(lambda: browser.methods().count("Target.getTargets") >= 2)  # asked, and found none
+    browser.targets["T1"] = page  # the page restored, without a word
+    await until(lambda: viewer.screen.following and "S-T1" in browser.casting)
+    assert viewer.screen.tabs_body["tabs"] == [{"id": "T1", "title": "First", "url": "https://one.test/"}]
+    viewer.screen.task.cancel()
+
+
 async def test_it_gives_a_new_viewer_the_current_strip_at_once(browser):
     viewer, _wake = await watch(browser)
     await browser.open_tab("T2", "Second", openerId="T1")

@@ -557,7 +557,9 @@ def test_it_records_a_replay_as_a_playable_mp4_of_the_right_duration(real, tmp_p
         640,
         480,
     )
-    assert 1.8 <= float(info["format"]["duration"]) <= observed + 0.2, (info["format"], observed)
+    # Not longer than it ran, give or take what the encoding adds: the concat demuxer shows the last frame
+    # once more, and the 10 fps output puts every frame on its 0.1 s grid (0.25 s more was seen under load).
+    assert 1.8 <= float(info["format"]["duration"]) <= observed + 0.5, (info["format"], observed)
     page = httpx.get(listed[0]["replay_view_url"])
     assert page.status_code == 200 and "<video" in page.text
     assert httpx.get(listed[0]["replay_view_url"].replace("token=", "token=x")).status_code == 404
@@ -727,7 +729,7 @@ def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_st
         url, process = start_sandbox(
             SANDBOX_ENGINE="chromium",
             SANDBOX_BROWSER_LINGER_SECONDS="0",
-            SANDBOX_BROWSER_IDLE_SECONDS="4",
+            SANDBOX_BROWSER_IDLE_SECONDS="8",  # a create and its use can be seconds apart under load
             SANDBOX_BROWSER_OWNER=owner,
             TMPDIR=str(tmp),
         )
@@ -747,7 +749,7 @@ def test_it_leaves_no_chromium_process_or_temporary_directory_after_delete_or_st
             assert playwright_dirs(tmp) == []
             # Idle past SANDBOX_BROWSER_IDLE_SECONDS: standby, and the browser process is released.
             idle = create(tenant, start_url="https://lab.example.com/")
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 30
             while browser_processes(owner) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert browser_processes(owner) == []

@@ -13,6 +13,7 @@ the test and the server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -373,12 +374,20 @@ async def test_it_takes_a_number_a_killed_server_left_its_files_on():
     try:
         display = await displays.Display.start({"width": 64, "height": 48}, owner=OWNER)
         try:
-            assert display.number == number
-            assert int(lock.read_text().strip()) == display.process.pid  # noqa: ASYNC240
-            assert unix_sockets(display.process.pid) == [str(left)]
-            assert x11_setup(str(left), b"MIT-MAGIC-COOKIE-1", cookie_of(display.authority)) == 1
+            holder = int(lock.read_text().strip())  # noqa: ASYNC240
+            if display.number != number:
+                # Another worker's display took the freed number first (parallel workers): free again all
+                # the same, and held by a live Xvfb now, not by the dead process.
+                assert holder != ended.pid and os.path.exists(f"/proc/{holder}")  # noqa: ASYNC240
+            else:
+                assert holder == display.process.pid
+                assert unix_sockets(display.process.pid) == [str(left)]
+                assert x11_setup(str(left), b"MIT-MAGIC-COOKIE-1", cookie_of(display.authority)) == 1
         finally:
             await display.stop()
     finally:
-        lock.unlink(missing_ok=True)  # noqa: ASYNC240
-        left.unlink(missing_ok=True)  # noqa: ASYNC240
+        # The files the test made, if still the dead process's (not another worker's display's).
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if int(lock.read_text().strip()) == ended.pid:  # noqa: ASYNC240
+                lock.unlink()  # noqa: ASYNC240
+                left.unlink(missing_ok=True)  # noqa: ASYNC240
