@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -21,10 +22,26 @@ from console.service import Service
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Ports for the servers the tests start (sandboxes, consoles, the identity provider): below Linux's
+# ephemeral range (32768 up), where bind(0) and every outgoing connection take theirs, a block per xdist
+# worker, handed out in turn. A port bind(0) found free could be taken before the server bound it, by another
+# worker's server or a client's connection: the test then talked to another worker's sandbox.
+PORTS_FROM, PORTS_PER_WORKER, WORKER_BLOCKS = 20_000, 1_000, 12
+_ports = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) % WORKER_BLOCKS if worker[2:].isdigit() else 0
+    for _ in range(PORTS_PER_WORKER):
+        port = PORTS_FROM + index * PORTS_PER_WORKER + next(_ports) % PORTS_PER_WORKER
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # still held (a server of this worker that is still up): the next one
+                continue
+            return port
+    raise RuntimeError(f"no free port left in worker {worker}'s block")
 
 
 def wait_for(url: str, process: subprocess.Popen, seconds: float = 20) -> None:
