@@ -169,8 +169,8 @@ async function bind(b, message) {
         if (info && info.targetId === message.target_id) return { page, created: false, targetId: info.targetId };
       }
     }
-    const page = await newTab(b, b.contexts()[0]);
-    return { page: page.page, created: true, targetId: page.targetId };
+    const tab = await newTab(b, b.contexts()[0]);
+    return { ...tab, created: true };
   }
   const exclude = new Set(message.exclude || []);
   let fallback = null;
