@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
 from console.accounts.models import Membership, Organization, Role
+from tests import server_logs
 
 pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
@@ -148,4 +149,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 STARTED = pytest.StashKey[float]()
+LOG_SIZES = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[LOG_SIZES] = server_logs.sizes()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report shows what the servers the tests started (sandboxes, consoles) wrote while it
+    ran: the sandbox's reason for a 503 the page only summed up (tests/server_logs.py)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for name, text in server_logs.written_since(item.stash.get(LOG_SIZES, {})):
+            report.sections.append((f"Captured output of the server {name} ({call.when})", text))
+
+
+def pytest_unconfigure(config):
+    server_logs.remove()
+
+
 COUNTED = ("passed", "failed", "error", "skipped", "deselected", "rerun")

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from console.service import Service
+from tests import server_logs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,7 +80,10 @@ def start_sandbox(*, command: tuple[str, ...] = ("-m", "console.sandbox"), **set
         "SANDBOX_MAX_DEMO_TENANTS": "10000",
         **settings,
     }
-    process = subprocess.Popen([sys.executable, *command, "--port", str(port)], cwd=ROOT, env=env)
+    with server_logs.open_log(f"sandbox-{port}") as log:  # shown with a failed test (tests/server_logs.py)
+        process = subprocess.Popen(
+            [sys.executable, *command, "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=log
+        )
     try:
         wait_for(f"{url}/_sandbox/health", process)
     except RuntimeError:

@@ -122,6 +122,10 @@ class ServiceErrorMiddleware(AsyncMiddleware):
         return service_error_response(request, exception)
 
 
+# The most of a service's own error message a page shows (a hostile service may send a long one).
+SAID_CHARS = 300
+
+
 def describe(request, error) -> dict:
     """Title, explanation and status for a service error, chosen by its class."""
     from console.service import errors
@@ -165,11 +169,22 @@ def describe(request, error) -> dict:
         }
     if isinstance(error, errors.Unavailable):
         status = 504 if "timeout" in (error.code or "").lower() else 503
-        return {
-            "title": "Service unavailable",
-            "text": "The service did not answer; try again.",
-            "status": status,
-        }
+        # What the service said (its 5xx's message) or why nothing came (the client's: a timeout, a refused
+        # connection) tells an operator whether waiting helps; the template escapes it.
+        said = error.message[:SAID_CHARS] if error.message != error.default_message else ""
+        if error.status is None:
+            text = (
+                f"The service did not answer ({said}); try again."
+                if said
+                else "The service did not answer; try again."
+            )
+        else:
+            text = (
+                f"The service answered {error.status}: {said}. Try again."
+                if said
+                else f"The service answered {error.status}; try again."
+            )
+        return {"title": "Service unavailable", "text": text, "status": status}
     return {
         "title": "Service error",
         "text": error.message or "The service refused the request.",

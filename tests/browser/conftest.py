@@ -33,6 +33,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from tests import server_logs
 from tests.sandbox_fixtures import TEST_DEMO_KEY, SandboxTenant, free_port, new_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,6 +207,7 @@ def running_console(sandbox_url, db_dir: Path, *, demo: bool = False, **settings
         subprocess.run(
             [sys.executable, "manage.py", "demo"], cwd=ROOT, env=env, check=True, capture_output=True
         )
+    log = server_logs.open_log(f"console-{port}")  # shown with a failed test (tests/server_logs.py)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -219,7 +221,10 @@ def running_console(sandbox_url, db_dir: Path, *, demo: bool = False, **settings
         ],
         cwd=ROOT,
         env=env,
+        stdout=log,
+        stderr=log,
     )
+    log.close()  # the server holds its own descriptor
     seeder = subprocess.Popen(
         [sys.executable, "-m", "tests.browser.seeder"],
         cwd=ROOT,

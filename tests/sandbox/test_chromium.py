@@ -565,6 +565,67 @@ def test_it_records_a_replay_as_a_playable_mp4_of_the_right_duration(real, tmp_p
     assert httpx.get(listed[0]["replay_view_url"].replace("token=", "token=x")).status_code == 404
 
 
+def as_png(source: Path, folder: Path, *, last: bool = False) -> bytes:
+    """A JPEG frame, or the last frame of an MP4, as a PNG (ffmpeg); b"" for a file still being written."""
+    seek = ["-sseof", "-0.3"] if last else []
+    target = folder / "frame.png"
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            *seek,
+            "-i",
+            str(source),
+            "-update",
+            "1",
+            "-frames:v",
+            "1",
+            "-y",
+            str(target),
+        ],
+        check=True,
+    )
+    return target.read_bytes()
+
+
+def is_blue(png: bytes) -> bool:
+    if not png:
+        return False
+    red, _, blue = pixel(png, 300, 200)
+    return blue > 200 and red < 60
+
+
+def test_it_keeps_recording_a_session_that_moves_to_a_browser_of_its_own(real, tmp_path):
+    """A CDP client moves the session to a browser process of its own (its page closes, a new one opens on
+    the same URL): a recording under way follows it, so the video shows what the client did after."""
+    sid = create(real, start_url="https://lab.example.com/?color=ff8000")["session_id"]
+    started = real.call("POST", f"/browsers/{sid}/replays", json={"framerate": 5})
+    assert started.status_code == 201, started.text
+    replay_id = started.json()["replay_id"]
+    session = real.call("GET", f"/browsers/{sid}").json()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(session["cdp_ws_url"], timeout=20_000)
+        try:
+            page = browser.contexts[0].pages[0]
+            page.goto("https://lab.example.com/?color=0000ff")
+            page.wait_for_function("getComputedStyle(document.body).backgroundColor === 'rgb(0, 0, 255)'")
+            # The recording's newest frame turns blue: it followed the session to its new page. Without
+            # that no frame comes after the move, and this waits in vain.
+            folder = replay_directory(replay_id)
+            deadline = time.monotonic() + 30
+            while not is_blue(as_png(max(folder.glob("frame-*.jpg")), tmp_path)):
+                assert time.monotonic() < deadline, "no blue frame recorded after the session moved"
+                time.sleep(0.2)
+        finally:
+            browser.close()
+    assert real.call("POST", f"/browsers/{sid}/replays/{replay_id}/stop", timeout=120).status_code == 204
+    video = real.call("GET", f"/browsers/{sid}/replays/{replay_id}")
+    assert video.status_code == 200
+    (tmp_path / "replay.mp4").write_bytes(video.content)
+    assert is_blue(as_png(tmp_path / "replay.mp4", tmp_path, last=True))  # not the orange before the move
+
+
 def test_it_ends_a_replays_link_with_its_retention_and_refuses_a_token_that_is_not_ascii(real):
     """The ``replay_view_url`` page and its video answered for ever (while the sandbox ran): the API said
     404 past the 30 days' retention, the link did not. A token ``é`` was a 500 (compare_digest raises on

@@ -16,12 +16,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests import server_logs
 from tests.sandbox.test_chromium import create, pixel
 from tests.sandbox_fixtures import browser_processes, new_tenant, start_sandbox, stop_sandbox
 
@@ -90,6 +92,12 @@ def test_it_answers_busy_and_keeps_the_session_as_it_was_when_a_wake_is_not_admi
             assert_busy(answer.status_code, json.loads(answer.body), answer.headers.get("Retry-After"))
             assert states(tenant)[sid] == "standby"  # as it was: not crashed, not half started
             assert slow.result()["session_id"] != sid
+        # Its operator reads why in its log, by request id (tests/server_logs.py: what the sandbox wrote).
+        log = dict(server_logs.written_since({}))
+        said = next(text for name, text in log.items() if name.endswith(f"sandbox-{urlsplit(url).port}"))
+        request_id = screenshot.headers["X-Request-Id"]
+        assert f"answered 503 browser_unavailable: {BUSY_MESSAGE} [admission_timeout: " in said
+        assert f"({request_id})" in said
         assert httpx.get(url + "/").json()["browsers"]["crashed"] == 0
         # Nothing ahead of it now: the next call wakes it, on its kept page.
         screenshot = tenant.call("POST", f"/browsers/{sid}/computer/screenshot", json={})

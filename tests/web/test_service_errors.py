@@ -45,6 +45,22 @@ async def test_it_renders_an_error_page(org, error, status, text):
 
 
 @pytest.mark.django_db
+async def test_it_says_what_the_service_answered_or_why_nothing_came(org):
+    """A 5xx's own message (a browser that did not answer in time, a busy service) tells the operator
+    whether waiting helps; so does the client's reason when nothing answered. Both bounded in length."""
+    busy = errors.Unavailable("the recording did not answer in time; try again", status=503, code="busy")
+    html = (await handle(request_for(org), busy)).content.decode()
+    assert "The service answered 503: the recording did not answer in time; try again." in html
+    timeout = errors.Unavailable("could not connect to http://svc.test within 5 s")
+    html = (await handle(request_for(org), timeout)).content.decode()
+    assert "The service did not answer (could not connect to http://svc.test within 5 s); try again." in html
+    bare = (await handle(request_for(org), errors.Unavailable(status=502))).content.decode()
+    assert "The service answered 502; try again." in bare
+    long = (await handle(request_for(org), errors.Unavailable("x" * 5000, status=503))).content.decode()
+    assert "x" * 300 in long and "x" * 301 not in long
+
+
+@pytest.mark.django_db
 async def test_it_links_to_settings_for_a_revoked_key(org):
     response = await handle(request_for(org), errors.Unauthorized("bad key", status=401))
     assert 'href="/o/acme/settings/"' in response.content.decode()

@@ -185,6 +185,10 @@ class Live:
     # (Chromium brings it to front), or one a CDP client brought to front (``bring_to_front``). Closed ones
     # drop out; with none left the front is ``page``.
     fronts: list = field(default_factory=list)
+    # What a higher wing keeps on the session while it needs its page (a recording's screencast): each is
+    # called with the Live after every wake (a move to a browser of its own when a CDP client came, a wake
+    # from standby or after a crash), as a task of its own, to attach to the new page.
+    woken: list = field(default_factory=list)
 
     @property
     def front(self):
@@ -310,6 +314,8 @@ class Engine:
                             await self._wake(live)
                     finally:
                         self._admission.release()
+                    for callback in list(live.woken):
+                        self._spawn(callback(live))
                 except ApiError:
                     raise
                 except Exception as exc:

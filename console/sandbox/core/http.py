@@ -83,6 +83,18 @@ def endpoint(handler: Handler) -> Handler:
                 response = await _after_fault(fault, response)
         except ApiError as error:
             response = error_response(error, request_id)
+            if error.status >= 500:  # the sandbox's own failure: its operator reads why, by request id
+                inner = error.inner_error or {}
+                log.warning(
+                    "%s %s answered %s %s: %s%s (%s)",
+                    request.method,
+                    request.url.path,
+                    error.status,
+                    error.code,
+                    error.message,
+                    f" [{inner.get('code')}: {inner.get('message')}]" if inner else "",
+                    request_id,
+                )
         response.headers.setdefault("X-Request-Id", request_id)
         return _logged(tenant, request, response)
 

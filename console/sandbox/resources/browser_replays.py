@@ -196,29 +196,59 @@ class Recorder:
         self.timer: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
+        """Screencast the session's page from now. A session moved as the recording starts (a CDP client
+        came: the sandbox moves it to a browser of its own, its page closed under the start) is asked
+        once more on its new page; a move later is followed (``Live.woken``)."""
         page = self.live.page
-        self.cdp = await engine.guarded(self.live.context.new_cdp_session(page), "the recording")
-        self.cdp.on("Page.screencastFrame", self._frame)
-        size = self.live.record["viewport"]
+        try:
+            await self._attach(self.live)
+        except ApiError:
+            if self.live.page is page and self.live.state == "running":
+                raise
+            log.info(
+                "session %s moved as its recording started; recording its new page", self.live.session_id
+            )
+            await self._attach(await engine.get().live(self.live.tenant, self.live.record))
+        self.live.woken.append(self._woken)
+
+    async def _attach(self, live) -> None:
+        """A screencast of ``live``'s page, and its first frame now, even if the page never changes."""
+        page = live.page
+        cdp = await engine.guarded(live.context.new_cdp_session(page), "the recording")
+        cdp.on("Page.screencastFrame", lambda params: self._frame(cdp, params))
+        size = live.record["viewport"]
         await engine.guarded(
-            self.cdp.send(
+            cdp.send(
                 "Page.startScreencast",
                 {"format": "jpeg", "quality": 80, "maxWidth": size["width"], "maxHeight": size["height"]},
             ),
             "the recording",
         )
-        # The first frame now, even if the page never changes.
+        self.cdp = cdp
         first = await engine.guarded(page.screenshot(type="jpeg", quality=80), "the recording")
-        self._write(first, time.monotonic())
+        if self.stopped is None:
+            self._write(first, time.monotonic())
 
-    def _frame(self, params: dict) -> None:
+    async def _woken(self, live) -> None:
+        """The session woke on a new page (moved to a browser of its own, or back from standby or a
+        crash): the recording goes on there. Until then the video holds the last frame."""
+        if self.stopped is not None:
+            return
+        try:
+            await self._attach(live)
+        except ApiError as exc:
+            log.warning(
+                "session %s: its recording could not follow it to its new page: %s", live.session_id, exc
+            )
+
+    def _frame(self, cdp, params: dict) -> None:
         if self.stopped is None:
             self._write(base64.b64decode(params["data"]), time.monotonic())
-        asyncio.get_running_loop().create_task(self._ack(params["sessionId"]))
+        asyncio.get_running_loop().create_task(self._ack(cdp, params["sessionId"]))
 
-    async def _ack(self, frame_session: int) -> None:
+    async def _ack(self, cdp, frame_session: int) -> None:
         with contextlib.suppress(Exception):
-            await self.cdp.send("Page.screencastFrameAck", {"sessionId": frame_session})
+            await cdp.send("Page.screencastFrameAck", {"sessionId": frame_session})
 
     def _write(self, data: bytes, at: float) -> None:
         path = self.directory / f"frame-{len(self.frames):06d}.jpg"
@@ -229,6 +259,8 @@ class Recorder:
         self.stopped = time.monotonic()
         if self.timer is not None:
             self.timer.cancel()
+        with contextlib.suppress(ValueError):
+            self.live.woken.remove(self._woken)
         with contextlib.suppress(Exception):
             await self.cdp.send("Page.stopScreencast")
             await self.cdp.detach()
