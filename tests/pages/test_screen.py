@@ -594,6 +594,23 @@ async def test_it_hands_control_to_the_operator_who_asked_when_the_holder_grants
     ]
 
 
+async def test_it_answers_a_plain_form_asking_for_control_with_the_pane_and_why(
+    operator_client, second_operator_client, quiet
+):
+    """Without JavaScript the page has no window id to keep a request open: the form post gets the screen
+    pane back with the reason as its message, not a bare 400 text page; the page's script still gets 400."""
+    sid = create(quiet, name="no-script")["session_id"]
+    await take(operator_client, sid)
+    plain = await second_operator_client.post(url(sid, "control/"), {"action": "ask"}, follow=True)
+    assert plain.status_code == 200 and f"/browsers/{sid}/" in plain.redirect_chain[-1][0]
+    assert "Asking for control needs JavaScript" in plain.content.decode()
+    scripted = await second_operator_client.post(
+        url(sid, "control/"), {"action": "ask"}, headers={"HX-Request": "true"}
+    )
+    assert scripted.status_code == 400
+    assert await control_rows() == [("oscar", "took control of the screen")]  # nothing asked
+
+
 async def test_it_tells_the_asker_when_the_holder_declines(operator_client, second_operator_client, quiet):
     sid = create(quiet, name="declined")["session_id"]
     token = await take(operator_client, sid)

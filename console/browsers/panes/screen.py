@@ -32,6 +32,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_http_methods
 
@@ -348,7 +349,9 @@ async def _handoff(request, session_id: str, action: str):
     window = _window(request)
     if action in ("ask", "withdraw"):
         if not window:
-            return _text("Asking for control needs the page's window id (its script sends it).", 400)
+            return _refused(
+                request, session_id, "Asking for control needs JavaScript: the page keeps the request open."
+            )
         if not await control.watching(membership, session_id, window):
             await control.check_in(membership, session_id, window)
         driver = await control.driver(request.org.pk, session_id)
@@ -361,7 +364,7 @@ async def _handoff(request, session_id: str, action: str):
     else:
         member_id = _member_id(request)
         if member_id is None:
-            return _text("Say which member (member=<id>).", 400)
+            return _refused(request, session_id, "Say which member's request (member=<id>).")
         if action == "grant":
             name = await control.grant(membership, session_id, member_id)
             if name:
@@ -378,6 +381,15 @@ async def _handoff(request, session_id: str, action: str):
     if not request.htmx:
         return common.redirect(request, common.session_url(request, session_id, "screen"))
     return await _presence_answer(request, session_id, window, notice)
+
+
+def _refused(request, session_id: str, text: str):
+    """A handoff the form could not say: 400 to the page's script; without JavaScript (a plain form post),
+    the screen pane again with the reason as its message, rather than a bare text page."""
+    if request.htmx:
+        return _text(text, 400)
+    messages.error(request, text)
+    return common.redirect(request, common.session_url(request, session_id, "screen"))
 
 
 async def _presence_answer(request, session_id: str, window: str, notice: str = ""):
