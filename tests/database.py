@@ -79,7 +79,7 @@ class Cluster:
 
     def settings(self) -> dict:
         return {
-            "ENGINE": "django.db.backends.postgresql",
+            "ENGINE": "tests.db_backends.postgresql",  # Django's, with a cheaper flush between tests
             "NAME": "console",
             "USER": SUPERUSER,
             "PASSWORD": "",
@@ -106,26 +106,38 @@ def postgres_cluster():
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings, request):
-    """Points the default database at the throwaway cluster before pytest-django creates the test database."""
-    if not using_postgres():
-        return
+    """Points the default database at the throwaway cluster (PostgreSQL) before pytest-django creates the test
+    database, and at the tests' backend of its kind (tests/db_backends: a cheaper flush between tests)."""
     from django.db import connections
 
-    cluster = request.getfixturevalue("postgres_cluster")
     connections["default"].close()
     # One dict: settings.DATABASES["default"] is the one the connection handler reads.
-    connections.settings["default"].update(cluster.settings())
-    connections.settings["default"]["TEST"]["NAME"] = None  # not SQLite's test file: Django's test_<name>
+    if using_postgres():
+        cluster = request.getfixturevalue("postgres_cluster")
+        connections.settings["default"].update(cluster.settings())
+        connections.settings["default"]["TEST"]["NAME"] = None  # not SQLite's test file: Django's test_<name>
+    else:
+        connections.settings["default"]["ENGINE"] = "tests.db_backends.sqlite3"
     del connections["default"]
 
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup):
-    """Closes the ORM thread's connection before pytest-django drops the test database.
+    """Once the test database is made (migrated, its content types and permissions made by ``post_migrate``),
+    the flush between tests keeps those (tests/db_backends), so their receivers stop for the rest of the run.
 
-    Async views run their queries on asgiref's one process-wide thread (console/asgi.py), which keeps its
+    At the end it closes the ORM thread's connection before pytest-django drops the test database: async
+    views run their queries on asgiref's one process-wide thread (console/asgi.py), which keeps its
     persistent connection (CONN_MAX_AGE); PostgreSQL refuses to drop a database another session is using.
     """
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.contenttypes.management import create_contenttypes
+    from django.db.models.signals import post_migrate
+
+    post_migrate.disconnect(
+        create_permissions, dispatch_uid="django.contrib.auth.management.create_permissions"
+    )
+    post_migrate.disconnect(create_contenttypes)
     yield
     from django.db import connections
 
