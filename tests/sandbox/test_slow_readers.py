@@ -122,11 +122,31 @@ def test_it_pauses_a_watch_rather_than_keep_its_events_for_a_reader_that_does_no
         grew = peak(pid) - before
         process_id = spawned.json()["process_id"]
         tenant.call("POST", f"/browsers/{sid}/process/{process_id}/kill", json={"signal": "KILL"})
-        # The watch still reports what happened once its reader reads.
-        seen = set()
-        for line in stream.iter_lines():
-            if line.startswith("data: "):
-                seen.add(json.loads(line[6:])["type"])
-                if {"CREATE", "DELETE"} <= seen:
-                    break
+        # The watch still reports what happens once its reader reads: a file made after the kill, then its
+        # removal (the churn may have been killed in either half of its loop, so its own events prove
+        # neither kind: one run waited for a DELETE of a churn stopped while touching).
+        lines = stream.iter_lines()
+        run(tenant, sid, "touch /home/kernel/churn/marker")
+        wait_for_event(lines, "CREATE", "marker")
+        run(tenant, sid, "rm /home/kernel/churn/marker")
+        wait_for_event(lines, "DELETE", "marker")
     assert grew <= WATCH_BOUND, f"the sandbox grew by {grew // MiB} MiB for a reader that did not read"
+
+
+def run(tenant, sid: str, command: str) -> None:
+    """Run a shell command in the session, to its end."""
+    ran = tenant.call(
+        "POST", f"/browsers/{sid}/process/exec", json={"command": "sh", "args": ["-c", command]}
+    )
+    assert ran.status_code == 200 and ran.json()["exit_code"] == 0, ran.text
+
+
+def wait_for_event(lines, kind: str, name: str) -> None:
+    """Read a watch's events until one of ``kind`` for the file ``name`` (a state; the test's timeout bounds
+    the wait)."""
+    for line in lines:
+        if line.startswith("data: "):
+            event = json.loads(line[6:])
+            if event["type"] == kind and event["name"] == name:
+                return
+    raise AssertionError(f"the watch ended before a {kind} of {name}")
