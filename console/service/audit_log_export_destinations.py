@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.collection import Collection, fetch_one, filled
+from console.service.http import Service
 from console.service.records import Count, Record, Text
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "update_destination",
 ]
 
-PATH = "/audit-logs/export/destinations"
 EDITABLE = ("bucket", "prefix", "region", "role_arn", "kms_key_id")
 
 
@@ -66,39 +65,26 @@ class ProbeResult(Record):
     error: ProbeError | None = None
 
 
-def _path(destination_id: str) -> str:
-    return f"{PATH}/{path_segment(destination_id)}"
-
-
-async def list_destinations(svc: Service, *, limit: int = 20, offset: int = 0) -> Page[Destination]:
-    return await fetch_page(svc, PATH, Destination, limit=limit, offset=offset)
-
-
-async def get_destination(svc: Service, destination_id: str) -> Destination:
-    return Destination.from_json((await request(svc, "GET", _path(destination_id))).data)
+DESTINATIONS = Collection("/audit-logs/export/destinations", Destination, filters=())
+list_destinations = DESTINATIONS.list
+get_destination = DESTINATIONS.get
+delete_destination = DESTINATIONS.delete
 
 
 async def create_destination(
     svc: Service, *, bucket: str, prefix: str, region: str, role_arn: str, kms_key_id: str | None = None
 ) -> Destination:
     body = {"type": "s3", "format": "jsonl.gz", "bucket": bucket, "prefix": prefix, "region": region}
-    body["role_arn"] = role_arn
-    if kms_key_id:
-        body["kms_key_id"] = kms_key_id
-    return Destination.from_json((await request(svc, "POST", PATH, json=body)).data)
+    body.update(role_arn=role_arn, **filled(kms_key_id=kms_key_id))
+    return await DESTINATIONS.create(svc, body)
 
 
 async def update_destination(svc: Service, destination_id: str, **changes: str) -> Destination:
     """Only what is given changes: ``status`` (active|paused) and the ``EDITABLE`` fields (``kms_key_id``
     ``""`` removes the key)."""
     body = {k: v for k, v in changes.items() if k in (*EDITABLE, "status")}
-    return Destination.from_json((await request(svc, "PATCH", _path(destination_id), json=body)).data)
+    return await DESTINATIONS.update(svc, destination_id, body)
 
 
 async def test_destination(svc: Service, destination_id: str) -> ProbeResult:
-    reply = await request(svc, "POST", f"{_path(destination_id)}/test", retry=False)
-    return ProbeResult.from_json(reply.data)
-
-
-async def delete_destination(svc: Service, destination_id: str) -> None:
-    await request(svc, "DELETE", _path(destination_id), expect="none")
+    return await fetch_one(svc, ProbeResult, "POST", DESTINATIONS.at(destination_id, "/test"), retry=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, list_max_bytes, path_segment, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 
@@ -42,7 +42,7 @@ class Collection(Generic[T]):
 
     async def call(self, svc: Service, method: str, path: str, **kw: Any) -> T:
         """Any call on the collection that answers with one of its records."""
-        return self.record.from_json((await request(svc, method, path, **kw)).data)
+        return await fetch_one(svc, self.record, method, path, **kw)
 
     async def get(self, svc: Service, key: str) -> T:
         return await self.call(svc, "GET", self.at(key))
@@ -57,6 +57,34 @@ class Collection(Generic[T]):
         await request(svc, "DELETE", self.at(key), expect="none")
 
 
+R = TypeVar("R", bound=Record)
+
+
+async def fetch_one(svc: Service, record: type[R], method: str, path: str, **kw: Any) -> R:
+    """A call that answers with one record (of the collection's kind or another: a probe's result, a
+    created key)."""
+    return record.from_json((await request(svc, method, path, **kw)).data)
+
+
+async def fetch_list(
+    svc: Service, record: type[R], path: str, *, key: str | None = None, **kw: Any
+) -> list[R]:
+    """A list the service does not paginate, read within the list bounds: the answer itself (an answer that
+    is no list is an empty one), or the ``key`` member of an object."""
+    data = (await request(svc, "GET", path, max_bytes=list_max_bytes(), **kw)).data
+    if key is None:
+        items = data if isinstance(data, list) else None
+    else:
+        items = data.get(key) if isinstance(data, dict) else None
+    return record.list_from_json(items)
+
+
 def given(**fields: Any) -> dict[str, Any]:
     """The fields that are not None: the body of a change where only what is given changes."""
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def filled(**fields: Any) -> dict[str, Any]:
+    """The fields that are not empty: optional parts of a body, left out so the service applies its
+    default."""
+    return {name: value for name, value in fields.items() if value}

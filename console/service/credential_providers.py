@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from console.service.http import Service, list_max_bytes, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.collection import Collection, fetch_list, fetch_one, given
+from console.service.http import Service
 from console.service.records import Record
 
 __all__ = [
@@ -56,21 +56,10 @@ class TestResult(Record):
     error: str | None = None
 
 
-def _path(provider_id: str) -> str:
-    return f"/org/credential_providers/{path_segment(provider_id)}"
-
-
-async def list_providers(
-    svc: Service, *, limit: int = 20, offset: int = 0, query: str | None = None
-) -> Page[Provider]:
-    params = {"query": query or None}
-    return await fetch_page(
-        svc, "/org/credential_providers", Provider, limit=limit, offset=offset, params=params
-    )
-
-
-async def get_provider(svc: Service, provider_id: str) -> Provider:
-    return Provider.from_json((await request(svc, "GET", _path(provider_id))).data)
+PROVIDERS = Collection("/org/credential_providers", Provider)
+list_providers = PROVIDERS.list
+get_provider = PROVIDERS.get
+delete_provider = PROVIDERS.delete
 
 
 async def create_provider(
@@ -82,25 +71,17 @@ async def create_provider(
     cache_ttl_seconds: int | None = None,
 ) -> Provider:
     body = {"name": name, "provider_type": provider_type, "token": token}
-    if cache_ttl_seconds is not None:
-        body["cache_ttl_seconds"] = cache_ttl_seconds
-    return Provider.from_json((await request(svc, "POST", "/org/credential_providers", json=body)).data)
+    return await PROVIDERS.create(svc, body | given(cache_ttl_seconds=cache_ttl_seconds))
 
 
 async def update_provider(svc: Service, provider_id: str, **changes) -> Provider:
     """Only the given fields change: name, token, enabled, priority, cache_ttl_seconds."""
-    body = {k: v for k, v in changes.items() if v is not None}
-    return Provider.from_json((await request(svc, "PATCH", _path(provider_id), json=body)).data)
-
-
-async def delete_provider(svc: Service, provider_id: str) -> None:
-    await request(svc, "DELETE", _path(provider_id), expect="none")
+    return await PROVIDERS.update(svc, provider_id, given(**changes))
 
 
 async def test_provider(svc: Service, provider_id: str) -> TestResult:
-    return TestResult.from_json((await request(svc, "POST", _path(provider_id) + "/test", json={})).data)
+    return await fetch_one(svc, TestResult, "POST", PROVIDERS.at(provider_id, "/test"), json={})
 
 
 async def list_items(svc: Service, provider_id: str) -> list[Item]:
-    data = (await request(svc, "GET", _path(provider_id) + "/items", max_bytes=list_max_bytes())).data or {}
-    return Item.list_from_json(data.get("items") if isinstance(data, dict) else None)
+    return await fetch_list(svc, Item, PROVIDERS.at(provider_id, "/items"), key="items")

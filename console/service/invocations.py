@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console.service import sse
-from console.service.collection import Collection
+from console.service.collection import Collection, fetch_list
 from console.service.contract import TERMINAL_INVOCATION_STATUSES
-from console.service.http import Service, decode_json, list_max_bytes, request
+from console.service.http import Service, decode_json, request
 from console.service.records import LinkName, Record, Seconds, Text
 
 __all__ = [
@@ -134,10 +134,8 @@ async def complete_invocation(svc: Service, invocation_id: str, output: Any = No
 
 async def list_browsers(svc: Service, invocation_id: str) -> list[InvocationBrowser]:
     """The active browser sessions the invocation created."""
-    data = (
-        await request(svc, "GET", INVOCATIONS.at(invocation_id, "/browsers"), max_bytes=list_max_bytes())
-    ).data or {}
-    return InvocationBrowser.list_from_json(data.get("browsers") if isinstance(data, dict) else None)
+    path = INVOCATIONS.at(invocation_id, "/browsers")
+    return await fetch_list(svc, InvocationBrowser, path, key="browsers")
 
 
 async def delete_browsers(svc: Service, invocation_id: str) -> None:

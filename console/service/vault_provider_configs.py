@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from console.service.http import Service, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.collection import Collection, filled, given
+from console.service.http import Service
 from console.service.records import Record
 
 __all__ = ["ProviderConfig", "create_config", "delete_config", "get_config", "list_configs", "update_config"]
 
-PATH = "/vault-provider-configs"
 PROVIDERS = ("link", "agentcard")
 
 
@@ -32,16 +31,10 @@ class ProviderConfig(Record):
         return self.name or self.id
 
 
-def _path(id_or_name: str) -> str:
-    return f"{PATH}/{path_segment(id_or_name)}"
-
-
-async def list_configs(svc: Service, *, limit: int = 20, offset: int = 0) -> Page[ProviderConfig]:
-    return await fetch_page(svc, PATH, ProviderConfig, limit=limit, offset=offset)
-
-
-async def get_config(svc: Service, id_or_name: str) -> ProviderConfig:
-    return ProviderConfig.from_json((await request(svc, "GET", _path(id_or_name))).data)
+CONFIGS = Collection("/vault-provider-configs", ProviderConfig, filters=())
+list_configs = CONFIGS.list
+get_config = CONFIGS.get
+delete_config = CONFIGS.delete
 
 
 async def create_config(
@@ -54,10 +47,8 @@ async def create_config(
     publishable_key: str | None = None,
 ) -> ProviderConfig:
     credentials = {"client_id": client_id, "client_secret": client_secret}
-    if publishable_key:
-        credentials["publishable_key"] = publishable_key
-    body = {"name": name, "provider": provider, "credentials": credentials}
-    return ProviderConfig.from_json((await request(svc, "POST", PATH, json=body)).data)
+    credentials |= filled(publishable_key=publishable_key)
+    return await CONFIGS.create(svc, {"name": name, "provider": provider, "credentials": credentials})
 
 
 async def update_config(
@@ -69,16 +60,8 @@ async def update_config(
     publishable_key: str | None = None,
 ) -> ProviderConfig:
     """Only what is given changes (``client_id`` is immutable)."""
-    body: dict = {}
-    if name is not None:
-        body["name"] = name
-    credentials = {
-        k: v for k, v in (("client_secret", client_secret), ("publishable_key", publishable_key)) if v
-    }
+    body = given(name=name)
+    credentials = filled(client_secret=client_secret, publishable_key=publishable_key)
     if credentials:
         body["credentials"] = credentials
-    return ProviderConfig.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
-
-
-async def delete_config(svc: Service, id_or_name: str) -> None:
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
+    return await CONFIGS.update(svc, id_or_name, body)

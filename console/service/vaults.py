@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console.service.http import Service, list_max_bytes, path_segment, request
-from console.service.pagination import Page, fetch_page
+from console.service.collection import Collection, fetch_list, fetch_one
+from console.service.http import Service, path_segment, request
 from console.service.records import LinkName, Record, obj, string
 
 __all__ = [
@@ -107,42 +107,27 @@ class ItemEvent(Record):
     data: dict[str, Any] | None = None
 
 
-def _vault(id_or_name: str) -> str:
-    return f"/vaults/{path_segment(id_or_name)}"
+VAULTS = Collection("/vaults", Vault)
+list_vaults = VAULTS.list
+get_vault = VAULTS.get
+delete_vault = VAULTS.delete
 
 
 def _item(vault: str, key: str) -> str:
-    return f"{_vault(vault)}/items/{path_segment(key)}"
-
-
-async def list_vaults(
-    svc: Service, *, limit: int = 20, offset: int = 0, query: str | None = None
-) -> Page[Vault]:
-    return await fetch_page(
-        svc, "/vaults", Vault, limit=limit, offset=offset, params={"query": query or None}
-    )
-
-
-async def get_vault(svc: Service, id_or_name: str) -> Vault:
-    return Vault.from_json((await request(svc, "GET", _vault(id_or_name))).data)
+    return VAULTS.at(vault, f"/items/{path_segment(key)}")
 
 
 async def create_vault(svc: Service, name: str) -> Vault:
     """Creates the vault, or returns the one of that name (the service upserts by name)."""
-    return Vault.from_json((await request(svc, "POST", "/vaults", json={"name": name})).data)
-
-
-async def delete_vault(svc: Service, id_or_name: str) -> None:
-    await request(svc, "DELETE", _vault(id_or_name), expect="none")
+    return await VAULTS.create(svc, {"name": name})
 
 
 async def list_items(svc: Service, vault: str) -> list[Item]:
-    data = (await request(svc, "GET", _vault(vault) + "/items", max_bytes=list_max_bytes())).data
-    return Item.list_from_json(data if isinstance(data, list) else None)
+    return await fetch_list(svc, Item, VAULTS.at(vault, "/items"))
 
 
 async def get_item(svc: Service, vault: str, key: str) -> Item:
-    return Item.from_json((await request(svc, "GET", _item(vault, key))).data)
+    return await fetch_one(svc, Item, "GET", _item(vault, key))
 
 
 async def put_item(
@@ -152,9 +137,7 @@ async def put_item(
     spec: dict[str, Any] = {"provider": "kernel", "fields": fields}
     if description:
         spec["description"] = description
-    return Item.from_json(
-        (await request(svc, "PUT", _item(vault, key), json={"type": "credential", "spec": spec})).data
-    )
+    return await fetch_one(svc, Item, "PUT", _item(vault, key), json={"type": "credential", "spec": spec})
 
 
 async def update_item(
@@ -176,7 +159,7 @@ async def update_item(
     if description is not None:
         spec["description"] = description
     body = {"type": "credential", "version": version, "spec": spec}
-    return Item.from_json((await request(svc, "PATCH", _item(vault, key), json=body)).data)
+    return await fetch_one(svc, Item, "PATCH", _item(vault, key), json=body)
 
 
 async def delete_item(svc: Service, vault: str, key: str) -> None:
@@ -184,8 +167,4 @@ async def delete_item(svc: Service, vault: str, key: str) -> None:
 
 
 async def item_events(svc: Service, vault: str, key: str, *, after: str | None = None) -> list[ItemEvent]:
-    params = {"after": after or None}
-    data = (
-        await request(svc, "GET", _item(vault, key) + "/events", params=params, max_bytes=list_max_bytes())
-    ).data
-    return ItemEvent.list_from_json(data if isinstance(data, list) else None)
+    return await fetch_list(svc, ItemEvent, _item(vault, key) + "/events", params={"after": after or None})
