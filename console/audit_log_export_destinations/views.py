@@ -18,7 +18,7 @@ from console.service import Conflict, Invalid
 from console.service import audit_log_export_destinations as destinations
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, show_refusal
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, submit
+from console.web.pages import confirmed_delete, get_or_404, org_reverse, posted, submit
 from console.web.render import done, render
 
 LIST_LIMIT = 100
@@ -136,14 +136,12 @@ async def destination_status(request, export_destination_id: str):
 @org_view("admin")
 async def destination_delete(request, export_destination_id: str):
     destination = await _get(request, export_destination_id)
-
-    async def delete() -> None:
-        async with audited(
-            request, "audit_log_export_destination.delete", target_id=destination.id, detail=destination.label
-        ):
-            await destinations.delete_destination(request.service, destination.id)
-        messages.success(request, f"Destination {destination.label} deleted.")
-
-    url = org_reverse(request, "audit_log_export_destinations:list")
-    template = "audit_log_export_destinations/delete.html"
-    return await confirmed(request, template, {"destination": destination}, delete, url)
+    return await confirmed_delete(
+        request,
+        destination,
+        destinations.delete_destination,
+        app="audit_log_export_destinations",
+        action="audit_log_export_destination.delete",
+        context={"destination": destination},
+        message=f"Destination {destination.label} deleted.",
+    )

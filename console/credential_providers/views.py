@@ -17,7 +17,14 @@ from console.credential_providers.forms import TYPE_LABELS, EditForm, ProviderFo
 from console.service import Invalid
 from console.service import credential_providers as providers
 from console.web.decorators import org_view, require_role
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.pages import (
+    confirmed_delete,
+    get_or_404,
+    org_reverse,
+    posted,
+    searchable_list,
+    submit,
+)
 from console.web.render import render
 
 PICKER_MAX = 50
@@ -134,16 +141,15 @@ async def provider_test(request, provider_id: str):
 @org_view("admin")
 async def provider_delete(request, provider_id: str):
     provider = await get_or_404(providers.get_provider(request.service, provider_id), "credential provider")
-
-    async def delete() -> None:
-        async with audited(
-            request, "credential_provider.delete", target_id=provider.id, detail=provider.label
-        ):
-            await providers.delete_provider(request.service, provider.id)
-        messages.success(request, f"Credential provider “{provider.label}” deleted.")
-
-    url = org_reverse(request, "credential_providers:list")
-    return await confirmed(request, "credential_providers/delete.html", {"provider": provider}, delete, url)
+    return await confirmed_delete(
+        request,
+        provider,
+        providers.delete_provider,
+        app="credential_providers",
+        action="credential_provider.delete",
+        context={"provider": provider},
+        message=f"Credential provider “{provider.label}” deleted.",
+    )
 
 
 @require_http_methods(["GET"])

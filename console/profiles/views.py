@@ -15,7 +15,14 @@ from console.service.contract import PROFILE_FORMATS
 from console.web import downloads
 from console.web.decorators import org_view
 from console.web.forms import show_refusal
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.pages import (
+    confirmed_delete,
+    get_or_404,
+    org_reverse,
+    posted,
+    searchable_list,
+    submit,
+)
 from console.web.render import done, render
 
 UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -73,15 +80,17 @@ async def profile_rename(request, profile_id: str):
 async def profile_delete(request, profile_id: str):
     """Confirm, then delete; a profile still used by a pool is refused (409) and explained."""
     profile = await get_or_404(profiles.get_profile(request.service, profile_id), "profile")
-
-    async def delete() -> None:
-        async with audited(request, "profile.delete", target_id=profile.id, detail=profile.name or ""):
-            await profiles.delete_profile(request.service, profile.id)
-        messages.success(request, f"Profile “{profile.label}” deleted.")
-
-    url = org_reverse(request, "profiles:list")
-    context = {"profile": profile}
-    return await confirmed(request, "profiles/delete.html", context, delete, url, partial="profile-delete")
+    return await confirmed_delete(
+        request,
+        profile,
+        profiles.delete_profile,
+        app="profiles",
+        action="profile.delete",
+        context={"profile": profile},
+        message=f"Profile “{profile.label}” deleted.",
+        detail=profile.name or "",
+        partial="profile-delete",
+    )
 
 
 @require_http_methods(["GET"])

@@ -17,7 +17,14 @@ from console.service import telemetry_destinations as destinations
 from console.telemetry_destinations.forms import DestinationForm, EditForm
 from console.web.decorators import org_view, require_role
 from console.web.forms import show_refusal
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.pages import (
+    confirmed_delete,
+    get_or_404,
+    org_reverse,
+    posted,
+    searchable_list,
+    submit,
+)
 from console.web.render import render
 
 
@@ -115,15 +122,12 @@ async def destination_detail(request, destination_id: str):
 @org_view("admin")
 async def destination_delete(request, destination_id: str):
     destination = await _get(request, destination_id)
-
-    async def delete() -> None:
-        async with audited(
-            request, "telemetry_destination.delete", target_id=destination.id, detail=destination.label
-        ):
-            await destinations.delete_destination(request.service, destination.id)
-        messages.success(request, f"Destination “{destination.label}” deleted.")
-
-    url = org_reverse(request, "telemetry_destinations:list")
-    return await confirmed(
-        request, "telemetry_destinations/delete.html", {"destination": destination}, delete, url
+    return await confirmed_delete(
+        request,
+        destination,
+        destinations.delete_destination,
+        app="telemetry_destinations",
+        action="telemetry_destination.delete",
+        context={"destination": destination},
+        message=f"Destination “{destination.label}” deleted.",
     )

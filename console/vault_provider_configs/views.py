@@ -15,7 +15,7 @@ from console.service import vault_provider_configs as configs
 from console.vault_provider_configs.forms import ConfigForm, EditForm
 from console.web.decorators import org_view, require_role
 from console.web.forms import show_refusal
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, submit
+from console.web.pages import confirmed_delete, get_or_404, org_reverse, posted, submit
 from console.web.render import render
 
 LIST_LIMIT = 100
@@ -104,11 +104,12 @@ async def config_detail(request, config_id: str):
 @org_view("admin")
 async def config_delete(request, config_id: str):
     config = await get_or_404(configs.get_config(request.service, config_id), "vault provider config")
-
-    async def delete() -> None:
-        async with audited(request, "vault_provider_config.delete", target_id=config.id, detail=config.label):
-            await configs.delete_config(request.service, config.id)
-        messages.success(request, f"Provider config “{config.label}” deleted.")
-
-    url = org_reverse(request, "vault_provider_configs:list")
-    return await confirmed(request, "vault_provider_configs/delete.html", {"config": config}, delete, url)
+    return await confirmed_delete(
+        request,
+        config,
+        configs.delete_config,
+        app="vault_provider_configs",
+        action="vault_provider_config.delete",
+        context={"config": config},
+        message=f"Provider config “{config.label}” deleted.",
+    )

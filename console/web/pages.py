@@ -7,9 +7,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TypeVar
 
+from django.contrib import messages
 from django.http import Http404
 from django.urls import NoReverseMatch, reverse
 
+from console.accounts.audit import audited
 from console.service.errors import Conflict, Invalid, NotFound
 from console.web import deferred
 from console.web.forms import show_refusal
@@ -82,6 +84,33 @@ async def confirmed(
         else:
             return done(request, next_url)
     return render(request, template, {**context, "conflict": conflict}, partial=partial)
+
+
+async def confirmed_delete(
+    request,
+    record,
+    delete: Callable[..., Awaitable],
+    *,
+    app: str,
+    action: str,
+    context: dict,
+    message: str,
+    detail: str | None = None,
+    partial=None,
+):
+    """A service record's delete page (``confirmed``): ``<app>/delete.html``; the POST runs
+    ``delete(service, record.id)`` audited as ``action`` on the record (``detail``: its label unless given),
+    says ``message`` and goes to ``<app>:list``."""
+
+    async def act() -> None:
+        async with audited(
+            request, action, target_id=record.id, detail=record.label if detail is None else detail
+        ):
+            await delete(request.service, record.id)
+        messages.success(request, message)
+
+    url = org_reverse(request, f"{app}:list")
+    return await confirmed(request, f"{app}/delete.html", context, act, url, partial=partial)
 
 
 async def searchable_list(
