@@ -1,7 +1,7 @@
-"""The resources wing: one module per resource of the service, each exposing ``routes`` and
-``seed(tenant)``, and what serves sessions beside them (``cdp_proxy``, ``live_view``, ``login_browser``;
-their routes are added by the app), on ``sessions`` (a session's record and life, which every module that
-starts, drives or ends one shares) and ``caps``.
+"""The resources wing: one module per resource of the service, each exposing ``routes`` and, where it
+has demo data, ``seed(tenant)``; and what serves sessions beside them (``cdp_proxy``, ``live_view``,
+``login_browser``; their routes are added by the app), on ``sessions`` (a session's record and life, which
+every module that starts, drives or ends one shares) and ``caps``.
 
 Resources import core and chromium, and each other downwards (a session's sub-resources import
 ``sessions``, never the reverse); what a lower module needs from a higher one is handed in by

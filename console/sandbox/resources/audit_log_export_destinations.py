@@ -187,10 +187,6 @@ async def probe(request: Request):
     return ok(result)
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/audit-logs/export/destinations", create, methods=["POST"]),
     Route("/audit-logs/export/destinations", list_destinations, methods=["GET"]),

@@ -405,10 +405,6 @@ async def _repl(request: Request, record: dict, executor: Executor, body: dict) 
     return result
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/browsers/{id}/playwright/execute", execute, methods=["POST"]),
     Route("/browsers/{id}/playwright/executors", list_executors, methods=["GET"]),

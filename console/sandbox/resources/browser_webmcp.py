@@ -271,10 +271,6 @@ async def remove_custom(request: Request):
     return no_content()
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/browsers/{id}/webmcp/tools", list_tools, methods=["GET"]),
     Route("/browsers/{id}/webmcp/invoke", invoke, methods=["POST"]),

@@ -309,10 +309,6 @@ async def cancel_analysis(request: Request):
     return ok(_answer(tenant, analysis))
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/config-registry", list_targets, methods=["GET"]),
     Route("/config-registry/lookup", lookup, methods=["POST"]),

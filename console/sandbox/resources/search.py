@@ -278,10 +278,6 @@ async def providers(request: Request):
     return ok([] if slug and slug != PROVIDER else [PROVIDER_RECORD])
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/search", create, methods=["POST"]),
     Route("/search/providers", providers, methods=["GET"]),

@@ -165,10 +165,6 @@ async def delete(request: Request):
     return no_content()
 
 
-def seed(tenant: Tenant) -> None:
-    return None
-
-
 routes = [
     Route("/vault-provider-configs", create, methods=["POST"]),
     Route("/vault-provider-configs", list_configs, methods=["GET"]),
