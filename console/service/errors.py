@@ -117,24 +117,25 @@ class Gone(ServiceError):
     default_message = "this resource no longer exists"
 
 
-class Unavailable(ServiceError):
+class TryLater(ServiceError):
+    """A refusal that may pass with time: ``retry_after`` is the service's hint in seconds (its
+    ``Retry-After``), if it gave one."""
+
+    def __init__(self, message: str | None = None, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class Unavailable(TryLater):
     """5xx, timeouts and connection errors; ``status`` is None when nothing answered."""
 
     default_message = "the service is unavailable"
 
-    def __init__(self, message: str | None = None, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
 
-
-class RateLimited(ServiceError):
-    """429; ``retry_after`` is the service's hint in seconds, if it gave one."""
+class RateLimited(TryLater):
+    """429."""
 
     default_message = "too many requests"
-
-    def __init__(self, message: str | None = None, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
 
 
 class NoAnswer(Unavailable):

@@ -645,7 +645,7 @@ def raise_for_status(svc: Service, response: httpx.Response, content: bytes | No
         inner_error=inner_error,
         request_id=request_id,
     )
-    if issubclass(cls, errors.RateLimited | errors.Unavailable):
+    if issubclass(cls, errors.TryLater):
         kwargs["retry_after"] = _retry_after(response.headers)
     raise cls(_redact(svc, message), **kwargs)
 
