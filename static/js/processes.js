@@ -20,11 +20,22 @@
     if (box && box.checked && terminal) terminal.scrollTop = terminal.scrollHeight;
   }
 
+  // Output comes as one message a chunk: scrolling once a frame lays the terminal out once for a burst of
+  // them, not once each.
+  function followSoon(root) {
+    if (root.followPending) return;
+    root.followPending = true;
+    requestAnimationFrame(function () {
+      root.followPending = false;
+      follow(root);
+    });
+  }
+
   document.addEventListener("htmx:sseMessage", function (event) {
     var root = panel(event.target);
     if (!root) return;
     var type = event.detail && event.detail.type;
-    if (type === "output") follow(root);
+    if (type === "output") followSoon(root);
     if (type === "exit") {
       // Nothing reads standard input any more: the form goes, a note says why.
       var stdin = document.getElementById("process-stdin");

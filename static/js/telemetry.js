@@ -71,7 +71,7 @@
   Pane.prototype.bind = function () {
     var self = this;
     if (this.inbox) {
-      new MutationObserver(function () { self.drain(); }).observe(this.inbox, { childList: true });
+      new MutationObserver(function () { self.drainSoon(); }).observe(this.inbox, { childList: true });
     }
     if (this.toggle) {
       this.toggle.addEventListener("click", function () {
@@ -100,6 +100,24 @@
   };
 
   // Live rows --------------------------------------------------------------------------------------
+
+  // Each event arrives as an SSE message of its own. Moving the rows into the list once a frame, not once a
+  // message, lays the list out once for a whole burst (per message, a burst of a thousand events laid out a
+  // thousand-row list a thousand times). Without frames (a hidden tab) the inbox is drained whenever it
+  // holds a list's worth, so it never grows past that.
+  Pane.prototype.drainSoon = function () {
+    if (this.inbox.children.length >= this.maxRows) {
+      this.drain();
+      return;
+    }
+    if (this.drainPending) return;
+    this.drainPending = true;
+    var self = this;
+    requestAnimationFrame(function () {
+      self.drainPending = false;
+      self.drain();
+    });
+  };
 
   Pane.prototype.drain = function () {
     var rows = Array.prototype.slice.call(this.inbox.children);
