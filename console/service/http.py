@@ -28,6 +28,7 @@ import logging
 import random
 import re
 import select
+import ssl
 import time
 import urllib.parse
 import weakref
@@ -36,7 +37,7 @@ from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Literal, NamedTuple
 
 import httpcore
@@ -341,8 +342,16 @@ class _Stream(httpcore.AsyncNetworkStream):
         return self._inner.get_extra_info(info)
 
 
+@cache
+def _tls() -> ssl.SSLContext:
+    """httpx's own verifying context (certifi's roots, the host name checked), built once a process:
+    loading the roots costs some 20 ms of CPU, which every new client paid (a client per event loop: the
+    worker's runs, each outside delivery)."""
+    return httpx.create_ssl_context()
+
+
 def _transport() -> httpx.AsyncHTTPTransport:
-    transport = httpx.AsyncHTTPTransport(limits=LIMITS)
+    transport = httpx.AsyncHTTPTransport(limits=LIMITS, verify=_tls())
     # httpx does not take a network backend; its pool does (the attribute httpcore reads on connect).
     pool = transport._pool
     pool._network_backend = _CheckedBackend(pool._network_backend)

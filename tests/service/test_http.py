@@ -3,6 +3,7 @@
 import asyncio
 import io
 import json
+import ssl
 
 import pytest
 
@@ -420,3 +421,22 @@ def test_json_decodes_by_the_c_parser_alone_within_the_bounds_and_is_refused_pas
         service_http.decode_json('{"a": 1')
     many = "[" + ",".join(["{}"] * 300) + "]"  # past the fast path's brackets, within the bounds
     assert service_http.decode_json(many) == json.loads(many)
+
+
+def test_every_client_verifies_with_one_tls_context_built_once():
+    """Loading the CA roots costs some 20 ms of CPU: a process builds its verifying context once, not once
+    per client (a client per event loop: each of the worker's runs, each test)."""
+
+    async def tls_of_a_new_loops_client():
+        client = service_http._client()
+        context = client._transport._pool._ssl_context
+        await service_http.aclose_clients()
+        return client, context
+
+    (one, first), (two, second) = (
+        asyncio.run(tls_of_a_new_loops_client()),
+        asyncio.run(tls_of_a_new_loops_client()),
+    )
+    assert one is not two  # a client per loop, as before
+    assert first is second
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
