@@ -28,6 +28,7 @@ import logging
 import random
 import re
 import select
+import ssl
 import time
 import urllib.parse
 import weakref
@@ -36,7 +37,7 @@ from contextlib import aclosing, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Literal, NamedTuple
 
 import httpcore
@@ -341,8 +342,19 @@ class _Stream(httpcore.AsyncNetworkStream):
         return self._inner.get_extra_info(info)
 
 
+@cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CA bundle, hostname checked, ``SSL_CERT_FILE`` honoured), made
+    once per process: building one loads the whole bundle, about 25 ms of a core, and each event loop's
+    client (every alert round, usage sample and webhook delivery of the worker runs in a loop of its own)
+    and each ``post_outside`` made its own. The context holds configuration (the CA certificates, the
+    checks), never an answer: connections stay each client's own, and a client context caches no TLS
+    sessions (OpenSSL's default)."""
+    return httpx.create_ssl_context()
+
+
 def _transport() -> httpx.AsyncHTTPTransport:
-    transport = httpx.AsyncHTTPTransport(limits=LIMITS)
+    transport = httpx.AsyncHTTPTransport(limits=LIMITS, verify=_tls())
     # httpx does not take a network backend; its pool does (the attribute httpcore reads on connect).
     pool = transport._pool
     pool._network_backend = _CheckedBackend(pool._network_backend)

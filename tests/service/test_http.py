@@ -3,7 +3,9 @@
 import asyncio
 import io
 import json
+import ssl
 
+import httpx
 import pytest
 
 from console.service import (
@@ -211,6 +213,30 @@ async def test_it_gives_each_event_loop_its_own_client(service):
     theirs = await asyncio.to_thread(other_loop)
     assert theirs is not ours
     assert not ours.is_closed
+
+
+async def test_it_loads_the_ca_bundle_once_for_every_event_loop(service):
+    """Every event loop's client (each alert round, usage sample and webhook delivery of the worker runs in a
+    loop of its own) verifies with the one TLS context of the process: making one loads the whole CA bundle,
+    about 25 ms of a core. It is httpx's default: the same certificates, the certificate and the host
+    name checked."""
+    ours = service_http._client()
+
+    def other_loop():
+        async def run():
+            client = service_http._client()
+            await service_http.aclose_clients()
+            return client
+
+        return asyncio.run(run())
+
+    theirs = await asyncio.to_thread(other_loop)
+    context = ours._transport._pool._ssl_context
+    assert theirs._transport._pool._ssl_context is context
+    assert service_http._transport()._pool._ssl_context is context  # post_outside's (a webhook's)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats() == httpx.create_ssl_context().cert_store_stats()
+    assert context.cert_store_stats()["x509_ca"] > 100
 
 
 def test_records_tolerate_unknown_and_absent_fields():
