@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.sandbox_fixtures import free_port
+from tests.sandbox_fixtures import TLS, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_ID = "operator-console"
@@ -32,7 +32,10 @@ class Idp:
 
     def _control(self, path: str, body: dict) -> dict:
         response = httpx.post(
-            f"{self.url}/_idp/{path}/", json=body, headers={"Authorization": f"Bearer {self.control_token}"}
+            f"{self.url}/_idp/{path}/",
+            json=body,
+            headers={"Authorization": f"Bearer {self.control_token}"},
+            verify=TLS,
         )
         response.raise_for_status()
         return response.json()
@@ -71,7 +74,8 @@ def running_idp(folder: Path, redirect_uris: list[str]):
             if process.poll() is not None:
                 raise RuntimeError("the identity provider exited before answering")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{idp.issuer}/.well-known/openid-configuration", timeout=1).status_code == 200:
+                answer = httpx.get(f"{idp.issuer}/.well-known/openid-configuration", timeout=1, verify=TLS)
+                if answer.status_code == 200:
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError("the identity provider did not answer within 60 s")

@@ -344,9 +344,12 @@ class _Stream(httpcore.AsyncNetworkStream):
 
 @cache
 def _tls() -> ssl.SSLContext:
-    """httpx's own verifying context (certifi's roots, the host name checked), built once a process:
-    loading the roots costs some 20 ms of CPU, which every new client paid (a client per event loop: the
-    worker's runs, each outside delivery)."""
+    """httpx's default TLS context (certifi's CA bundle, hostname checked, ``SSL_CERT_FILE`` honoured), made
+    once per process: building one loads the whole bundle, about 25 ms of a core, and each event loop's
+    client (every alert round, usage sample and webhook delivery of the worker runs in a loop of its own)
+    and each ``post_outside`` made its own. The context holds configuration (the CA certificates, the
+    checks), never an answer: connections stay each client's own, and a client context caches no TLS
+    sessions (OpenSSL's default)."""
     return httpx.create_ssl_context()
 
 

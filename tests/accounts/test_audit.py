@@ -1,11 +1,13 @@
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 
 from console.accounts.models import AuditLog
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# No module-wide database mark: every test here that uses the database asks for it through its fixtures (org,
+# a client), and the two that read the console's source need none (so the PostgreSQL tier skips them).
 
 
 @pytest.fixture
@@ -246,7 +248,8 @@ def _argument(call, index: int | None, name: str):
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def mutating_functions() -> set[tuple[str, str]]:
+@functools.cache  # both tests below read it; neither changes it
+def mutating_functions() -> frozenset[tuple[str, str]]:
     """(module, function) of every service-client function that sends a mutating request.
 
     Judged by what it sends, not how its source spells it: the method each call hands to the one
@@ -304,9 +307,10 @@ def mutating_functions() -> set[tuple[str, str]]:
                     found.add((module, name))
         if (len(senders), len(found)) == before:
             break
-    return {
-        (module, name) for module, name in found if module not in ("http", "uploads", "collection")
-    } - READS
+    return (
+        frozenset((module, name) for module, name in found if module not in ("http", "uploads", "collection"))
+        - READS
+    )
 
 
 def view_modules() -> list[Path]:
@@ -315,12 +319,17 @@ def view_modules() -> list[Path]:
     return [path for path in CONSOLE.rglob("*.py") if not skip & set(path.parents)]
 
 
-def call_sites():
+@functools.cache  # parsed once for both tests below (one xdist group): neither changes the trees
+def call_sites() -> tuple[tuple[Path, ast.Call, dict], ...]:
     """Every call of a mutating service function in a view module, with the module's parent map.
 
     A form's ``call`` method or a view module's undecorated helper that makes such a call is itself a
     mutation: its own call sites are the ones checked.
     """
+    return tuple(_call_sites())
+
+
+def _call_sites():
     mutating = mutating_functions()
     for path in view_modules():
         tree = ast.parse(path.read_text())
@@ -373,6 +382,10 @@ def inside_audited(node, parents) -> bool:
     return False
 
 
+SOURCE = pytest.mark.xdist_group("audit-source")  # one worker parses the console's source for both
+
+
+@SOURCE
 def test_it_finds_the_mutations_it_checks():
     sites = list(call_sites())
     assert len(sites) >= 40
@@ -397,6 +410,7 @@ def test_it_finds_the_mutations_it_checks():
     assert {"console/telemetry_destinations/views.py", "console/credential_providers/views.py"} <= paths
 
 
+@SOURCE
 def test_it_sends_every_mutation_of_every_view_through_audited():
     outside = [
         f"{path}:{node.lineno}" for path, node, parents in call_sites() if not inside_audited(node, parents)

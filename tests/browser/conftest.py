@@ -34,7 +34,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from tests import server_logs
-from tests.sandbox_fixtures import TEST_DEMO_KEY, SandboxTenant, free_port, new_tenant
+from tests.sandbox_fixtures import TEST_DEMO_KEY, TLS, SandboxTenant, free_port, new_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -153,7 +153,7 @@ def wait_until_healthy(base_url: str, process: subprocess.Popen, seconds: float 
         if process.poll() is not None:
             raise RuntimeError("the console exited before answering /healthz")
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{base_url}/healthz", timeout=1, verify=TLS).status_code == 200:
                 return
         if time.monotonic() > deadline:
             raise RuntimeError(f"the console did not answer /healthz within {seconds} s")

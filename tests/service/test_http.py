@@ -5,6 +5,7 @@ import io
 import json
 import ssl
 
+import httpx
 import pytest
 
 from console.service import (
@@ -214,6 +215,30 @@ async def test_it_gives_each_event_loop_its_own_client(service):
     assert not ours.is_closed
 
 
+async def test_it_loads_the_ca_bundle_once_for_every_event_loop(service):
+    """Every event loop's client (each alert round, usage sample and webhook delivery of the worker runs in a
+    loop of its own) verifies with the one TLS context of the process: making one loads the whole CA bundle,
+    about 25 ms of a core. It is httpx's default: the same certificates, the certificate and the host
+    name checked."""
+    ours = service_http._client()
+
+    def other_loop():
+        async def run():
+            client = service_http._client()
+            await service_http.aclose_clients()
+            return client
+
+        return asyncio.run(run())
+
+    theirs = await asyncio.to_thread(other_loop)
+    context = ours._transport._pool._ssl_context
+    assert theirs._transport._pool._ssl_context is context
+    assert service_http._transport()._pool._ssl_context is context  # post_outside's (a webhook's)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats() == httpx.create_ssl_context().cert_store_stats()
+    assert context.cert_store_stats()["x509_ca"] > 100
+
+
 def test_records_tolerate_unknown_and_absent_fields():
     project = Project.from_json({"id": "proj_1", "created_at": "2026-01-02T03:04:05.123456789Z", "new": 1})
     assert project.name is None
@@ -421,22 +446,3 @@ def test_json_decodes_by_the_c_parser_alone_within_the_bounds_and_is_refused_pas
         service_http.decode_json('{"a": 1')
     many = "[" + ",".join(["{}"] * 300) + "]"  # past the fast path's brackets, within the bounds
     assert service_http.decode_json(many) == json.loads(many)
-
-
-def test_every_client_verifies_with_one_tls_context_built_once():
-    """Loading the CA roots costs some 20 ms of CPU: a process builds its verifying context once, not once
-    per client (a client per event loop: each of the worker's runs, each test)."""
-
-    async def tls_of_a_new_loops_client():
-        client = service_http._client()
-        context = client._transport._pool._ssl_context
-        await service_http.aclose_clients()
-        return client, context
-
-    (one, first), (two, second) = (
-        asyncio.run(tls_of_a_new_loops_client()),
-        asyncio.run(tls_of_a_new_loops_client()),
-    )
-    assert one is not two  # a client per loop, as before
-    assert first is second
-    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
