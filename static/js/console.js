@@ -369,8 +369,11 @@
     (scope || document).querySelectorAll("time[data-relative][datetime]").forEach(function (el) {
       var date = new Date(el.getAttribute("datetime"));
       if (isNaN(date.getTime())) return;
-      el.textContent = relativeTime(date);
-      el.title = exactTime(date);
+      // Written only when it changed: each live list's refresh and the half-minute tick ask again for every
+      // time on the page, and the same text written again still lays the page out.
+      var text = relativeTime(date), title = exactTime(date);
+      if (el.textContent !== text) el.textContent = text;
+      if (el.title !== title) el.title = title;
     });
   }
   function syncZoneToggle() {
@@ -436,11 +439,14 @@
     if (!body) return;
     var rows = Array.prototype.slice.call(body.rows);
     if (rows.some(function (row) { return row.querySelector("td.empty"); })) return;
-    rows.sort(function (a, b) {
+    var sorted = rows.slice().sort(function (a, b) {
       var order = compare(sortKey(a, index), sortKey(b, index));
       return direction === "descending" ? -order : order;
     });
-    rows.forEach(function (row) { body.appendChild(row); });
+    // Rows already in that order (a live list's refresh sorts again) are not moved.
+    if (sorted.some(function (row, i) { return row !== rows[i]; })) {
+      sorted.forEach(function (row) { body.appendChild(row); });
+    }
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
       if (th.hasAttribute("data-sort")) {
         if (i === index) th.setAttribute("aria-sort", direction);
