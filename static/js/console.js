@@ -234,6 +234,32 @@
       if (target.contains(busy)) event.detail.shouldSwap = false;
     });
   });
+  // A poll whose answer is the one it had last time changes nothing: not swapped (a swap lays the page out and
+  // draws the part again, every few seconds for each card of the overview). Only answers to what htmx asks by
+  // itself, for a target with an id; a form's CSRF token, masked anew at every drawing, is not a change.
+  // Anything else swapped in or around a polled part (an action's answer, a part out of band) makes its next
+  // poll swap whatever it says.
+  var lastAnswers = {};
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var config = event.detail.requestConfig;
+    var element = config && config.elt;
+    var target = event.detail.target;
+    var xhr = event.detail.xhr;
+    if (!event.detail.shouldSwap || !element || !target || !target.id || !xhr || xhr.status !== 200) return;
+    if (!(automatic(element) || element.hasAttribute("data-poll"))) return;
+    var answer = String(xhr.responseText).replace(/(name="csrfmiddlewaretoken" value=")[^"]*"/g, "$1");
+    if (lastAnswers[target.id] === answer) event.detail.shouldSwap = false;
+    lastAnswers[target.id] = answer;
+    xhr.consolePolled = true;
+  });
+  function forgetAnswers(event) {
+    if (event.detail.xhr && event.detail.xhr.consolePolled) return;
+    for (var element = event.detail.target; element; element = element.parentElement) {
+      if (element.id) delete lastAnswers[element.id];
+    }
+  }
+  document.addEventListener("htmx:afterSwap", forgetAnswers);
+  document.addEventListener("htmx:oobAfterSwap", forgetAnswers);
   // Once access ended, htmx asks nothing more by itself: the answers could only be the login page or 404.
   window.addEventListener("htmx:beforeRequest", function (event) {
     var element = event.target;

@@ -34,8 +34,9 @@
   function setLabel(list, state, text) {
     var label = list.note.querySelector("[data-live-label]");
     if (!label) return;
-    label.className = "live-status live-status--" + state;
-    label.dataset.state = state;
+    var className = "live-status live-status--" + state; // each tick: what changed only
+    if (label.className !== className) label.className = className;
+    if (label.dataset.state !== state) label.dataset.state = state;
     if (label.textContent !== text) label.textContent = text;
     var toggle = list.note.querySelector("[data-live-toggle]");
     var action = list.paused ? "Resume" : "Pause";
@@ -96,6 +97,8 @@
         node.removeAttribute("data-copied");
       }
       node.removeAttribute("aria-sort");
+      // A form's CSRF token is masked anew at every drawing: not a change.
+      if (node.matches("input[name=csrfmiddlewaretoken]")) node.removeAttribute("value");
     });
     return copy.outerHTML.replace(/\s+/g, " ");
   }

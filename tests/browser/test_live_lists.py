@@ -232,6 +232,7 @@ def test_it_keeps_the_rows_that_say_the_same_as_they_are_at_a_refresh(team, brow
     uptimes = page.evaluate(
         """() => {
             window.shownRows = [...document.querySelectorAll('#browsers-table tbody tr')];
+            window.bulkForm = document.getElementById('sessions-bulk');  // its CSRF token is masked anew
             window.rowMoves = 0;
             new MutationObserver(records => { window.rowMoves += records.length; })
                 .observe(document.querySelector('#browsers-table tbody'), {childList: true});
@@ -251,10 +252,12 @@ def test_it_keeps_the_rows_that_say_the_same_as_they_are_at_a_refresh(team, brow
                 .map((row, i) => row === window.shownRows[i]),
             highlighted: document.querySelectorAll('#browsers-table tr.live-row--changed').length,
             moves: window.rowMoves,
+            formKept: document.getElementById('sessions-bulk') === window.bulkForm,
             uptimes: window.shownRows.map(row => row.querySelector('td[title^="Up "]').title),
         })"""
     )
     assert shown["kept"] == [True] * 3 and shown["highlighted"] == 0 and shown["moves"] == 0, shown
+    assert shown["formKept"], shown
     # What moved on is said all the same, in the rows shown.
     assert all(now != then for now, then in zip(shown["uptimes"], uptimes, strict=True)), (uptimes, shown)
     assert_each_write_changes(said())
