@@ -203,5 +203,10 @@ async def wall_badges(request):
         {"session_id": s.session_id, "count": len(flags), "kinds": sorted(set(flags))}
         for s, flags in zip(active, found, strict=True)
     ]
-    context = {"badges": badges, "badges_url": request.get_full_path(), "badge_seconds": BADGE_SECONDS}
+    context = {
+        "badges": badges,
+        "badges_url": request.get_full_path(),
+        "badge_seconds": BADGE_SECONDS,
+        "refreshed": True,  # its next refresh is the next poll (templates/browsers/wall.html)
+    }
     return render(request, "browsers/wall.html#wall-badges", context)

@@ -234,6 +234,32 @@
       if (target.contains(busy)) event.detail.shouldSwap = false;
     });
   });
+  // A poll whose answer is the one it had last time changes nothing: not swapped (a swap lays the page out and
+  // draws the part again, every few seconds for each card of the overview). Only answers to what htmx asks by
+  // itself, for a target with an id; a form's CSRF token, masked anew at every drawing, is not a change.
+  // Anything else swapped in or around a polled part (an action's answer, a part out of band) makes its next
+  // poll swap whatever it says.
+  var lastAnswers = {};
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var config = event.detail.requestConfig;
+    var element = config && config.elt;
+    var target = event.detail.target;
+    var xhr = event.detail.xhr;
+    if (!event.detail.shouldSwap || !element || !target || !target.id || !xhr || xhr.status !== 200) return;
+    if (!(automatic(element) || element.hasAttribute("data-poll"))) return;
+    var answer = String(xhr.responseText).replace(/(name="csrfmiddlewaretoken" value=")[^"]*"/g, "$1");
+    if (lastAnswers[target.id] === answer) event.detail.shouldSwap = false;
+    lastAnswers[target.id] = answer;
+    xhr.consolePolled = true;
+  });
+  function forgetAnswers(event) {
+    if (event.detail.xhr && event.detail.xhr.consolePolled) return;
+    for (var element = event.detail.target; element; element = element.parentElement) {
+      if (element.id) delete lastAnswers[element.id];
+    }
+  }
+  document.addEventListener("htmx:afterSwap", forgetAnswers);
+  document.addEventListener("htmx:oobAfterSwap", forgetAnswers);
   // Once access ended, htmx asks nothing more by itself: the answers could only be the login page or 404.
   window.addEventListener("htmx:beforeRequest", function (event) {
     var element = event.target;
@@ -369,8 +395,11 @@
     (scope || document).querySelectorAll("time[data-relative][datetime]").forEach(function (el) {
       var date = new Date(el.getAttribute("datetime"));
       if (isNaN(date.getTime())) return;
-      el.textContent = relativeTime(date);
-      el.title = exactTime(date);
+      // Written only when it changed: each live list's refresh and the half-minute tick ask again for every
+      // time on the page, and the same text written again still lays the page out.
+      var text = relativeTime(date), title = exactTime(date);
+      if (el.textContent !== text) el.textContent = text;
+      if (el.title !== title) el.title = title;
     });
   }
   function syncZoneToggle() {
@@ -436,11 +465,14 @@
     if (!body) return;
     var rows = Array.prototype.slice.call(body.rows);
     if (rows.some(function (row) { return row.querySelector("td.empty"); })) return;
-    rows.sort(function (a, b) {
+    var sorted = rows.slice().sort(function (a, b) {
       var order = compare(sortKey(a, index), sortKey(b, index));
       return direction === "descending" ? -order : order;
     });
-    rows.forEach(function (row) { body.appendChild(row); });
+    // Rows already in that order (a live list's refresh sorts again) are not moved.
+    if (sorted.some(function (row, i) { return row !== rows[i]; })) {
+      sorted.forEach(function (row) { body.appendChild(row); });
+    }
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
       if (th.hasAttribute("data-sort")) {
         if (i === index) th.setAttribute("aria-sort", direction);

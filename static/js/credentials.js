@@ -50,10 +50,11 @@
   function tick() {
     document.querySelectorAll("[data-totp-seconds][data-deadline]").forEach(function (el) {
       var left = Math.max(0, Math.ceil((Number(el.dataset.deadline) - performance.now()) / 1000));
-      el.textContent = left + " s";
+      // Four ticks a second, a new figure once a second: only that is written (each write lays the page out).
+      if (el.textContent !== left + " s") el.textContent = left + " s";
       var box = el.closest(".totp");
       var bar = box && box.querySelector("[data-totp-progress]");
-      if (bar) bar.value = left;
+      if (bar && bar.value !== left) bar.value = left;
     });
   }
 

@@ -4,7 +4,8 @@
 // partial and merges it in place, row by row (rows are keyed by their id):
 // - a row the operator is using (a ticked checkbox, an open <details> menu, focus inside) is left exactly as
 //   it is, even when the service says it changed or is gone (it is then marked, and updated once let go);
-// - a row whose content changed, or a new row, is highlighted briefly (a class: the CSP allows no styles);
+// - a row whose content changed, or a new row, is highlighted briefly (a class: the CSP allows no styles); a
+//   row that says the same stays the node shown (what moves on its own, an uptime's title, is updated in it);
 // - the rest of the list (pager, summaries) is replaced when it differs; the table head is kept.
 // Filters, sorting and paging stay as they are: the URL carries them, and console.js sorts again on htmx:load.
 // An action's answer that says the list changed (HX-Trigger, data-live-refresh-on) refreshes it at once; a
@@ -33,11 +34,13 @@
   function setLabel(list, state, text) {
     var label = list.note.querySelector("[data-live-label]");
     if (!label) return;
-    label.className = "live-status live-status--" + state;
-    label.dataset.state = state;
+    var className = "live-status live-status--" + state; // each tick: what changed only
+    if (label.className !== className) label.className = className;
+    if (label.dataset.state !== state) label.dataset.state = state;
     if (label.textContent !== text) label.textContent = text;
     var toggle = list.note.querySelector("[data-live-toggle]");
-    if (toggle) toggle.textContent = list.paused ? "Resume" : "Pause";
+    var action = list.paused ? "Resume" : "Pause";
+    if (toggle && toggle.textContent !== action) toggle.textContent = action; // each tick: written only if new
   }
 
   function describeEnd(list) {
@@ -75,8 +78,9 @@
     setLabel(list, "live", "Live · updated " + ago(now - list.updatedAt));
   }
 
-  // What a row says, without what scripts change after it arrived (relative times, copy buttons) and what
-  // moves on its own (data-live-volatile: an uptime), so only real changes are highlighted.
+  // What a row says, without what scripts change after it arrived (relative times, copy buttons, the page's
+  // own data-live-volatile parts) and what moves on its own (data-live-volatile="title": a title that says an
+  // uptime), so only real changes are highlighted.
   function canonical(el) {
     var copy = el.cloneNode(true);
     var all = [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("*")));
@@ -85,12 +89,16 @@
         if (name.indexOf("live-row--") === 0 || name.indexOf("htmx-") === 0) node.classList.remove(name);
       });
       if (!node.classList.length) node.removeAttribute("class");
-      if (node.matches("time[datetime], [data-live-volatile], button[data-copy]")) {
+      if (node.matches("[data-live-volatile='title']")) {
+        node.removeAttribute("title");
+      } else if (node.matches("time[datetime], [data-live-volatile], button[data-copy]")) {
         node.textContent = "";
         node.removeAttribute("title");
         node.removeAttribute("data-copied");
       }
       node.removeAttribute("aria-sort");
+      // A form's CSRF token is masked anew at every drawing: not a change.
+      if (node.matches("input[name=csrfmiddlewaretoken]")) node.removeAttribute("value");
     });
     return copy.outerHTML.replace(/\s+/g, " ");
   }
@@ -103,6 +111,19 @@
 
   function adopt(node) {
     return document.importNode(node, true);
+  }
+
+  // A row that says the same but for what moves on its own (canonical) stays the row shown: its moving titles
+  // are brought up to date in place. Replaced instead, every row of a list of young sessions was drawn anew
+  // and highlighted at every poll (their uptime, in a title, had moved on).
+  function refreshTitles(old, fresh) {
+    var theirs = fresh.querySelectorAll("[data-live-volatile='title']");
+    Array.prototype.forEach.call(old.querySelectorAll("[data-live-volatile='title']"), function (node, i) {
+      var title = theirs[i] ? theirs[i].getAttribute("title") : null;
+      if (title === null) node.removeAttribute("title");
+      else if (node.getAttribute("title") !== title) node.setAttribute("title", title);
+    });
+    old.liveRaw = fresh.outerHTML;
   }
 
   function highlight(row) {
@@ -131,9 +152,15 @@
         order.push(old);
         return;
       }
+      var same = old && canonical(old) === canonical(fresh);
+      if (same) {
+        refreshTitles(old, fresh);
+        order.push(old);
+        return;
+      }
       var row = adopt(fresh);
       row.liveRaw = fresh.outerHTML;
-      if (old ? canonical(old) !== canonical(fresh) : fresh.id) highlight(row);
+      if (old || fresh.id) highlight(row);
       order.push(row);
       added.push(row);
     });
@@ -147,6 +174,13 @@
     });
     var keep = new Set(order);
     oldRows.forEach(function (row) { if (!keep.has(row)) row.remove(); });
+    // A list the operator sorted (console.js sorts it again once merged): the rows shown stay where they are
+    // and the others go last, to be sorted into place; put in the service's order, every row moved twice.
+    var table = oldBody.closest("table");
+    if (table && table.querySelector("th[aria-sort]")) {
+      order.forEach(function (row) { if (row.parentNode !== oldBody) oldBody.appendChild(row); });
+      return added;
+    }
     var cursor = oldBody.firstElementChild;
     order.forEach(function (row) {
       if (row === cursor) {

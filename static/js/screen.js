@@ -94,12 +94,18 @@
     if (window.consoleAccess) window.consoleAccess.ended(options || { quiet: true });
   }
 
+  // A write to the page only where it changes something: the same text written again still lays the page out.
+  function setText(element, text) {
+    if (element.textContent !== text) element.textContent = text;
+  }
+
   function setState(chip, status) {
     if (!chip) return;
-    chip.className = "live-status live-status--" + status.state;
-    chip.dataset.state = status.state;
-    chip.textContent = status.label;
-    chip.title = status.message || "";
+    var className = "live-status live-status--" + status.state;
+    if (chip.className !== className) chip.className = className;
+    if (chip.dataset.state !== status.state) chip.dataset.state = status.state;
+    setText(chip, status.label);
+    if (chip.title !== (status.message || "")) chip.title = status.message || "";
   }
 
   // Session page -----------------------------------------------------------------------------------
@@ -522,7 +528,7 @@
       var frame = parseFrame(event.data);
       if (!frame) return;
       image.src = frameSource(frame);
-      note.hidden = true;
+      if (!note.hidden) note.hidden = true;
       meter.add(frame.meta);
       pane.dataset.frames = String(meter.count);
     });
@@ -549,7 +555,8 @@
       }
       if (pane.hasAttribute("data-access-ended") || pane._snapshots) return; // "no frames" stays
       var latency = meter.latency();
-      stats.textContent = meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms";
+      // (A still page's line stays the same: it is not written again.)
+      setText(stats, meter.fps() + " fps · " + (latency === null ? "—" : latency) + " ms");
     }, 500);
   }
 
@@ -720,7 +727,7 @@
     var base = Number(uptime.dataset.uptimeSeconds), since = Date.now();
     head._ticking = setInterval(function () {
       if (!document.body.contains(uptime)) return clearInterval(head._ticking);
-      uptime.textContent = formatDuration(base + (Date.now() - since) / 1000);
+      setText(uptime, formatDuration(base + (Date.now() - since) / 1000)); // past an hour, once a minute
     }, 1000);
   }
 

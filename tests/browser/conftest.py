@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -317,3 +318,26 @@ def wait_for_telemetry(team: Team, sid: str, event_type: str, seconds: float = 3
         if time.monotonic() > deadline:
             raise AssertionError(f"no {event_type} event with {data} in {seconds} s")
         time.sleep(0.1)
+
+
+def watch_writes(page, selector: str):
+    """Records what the element of ``selector`` says after each write to its text, from now on; returns a
+    function that reads the record: its text when watched first, then one entry per write (a write of the
+    same text counts: it lays the page out all the same)."""
+    page.evaluate(
+        """selector => {
+            const element = document.querySelector(selector);
+            window.__writes = window.__writes || {};
+            const said = window.__writes[selector] = [element.textContent];
+            new MutationObserver(records => records.forEach(record => said.push(
+                Array.from(record.addedNodes, node => node.textContent).join(''))
+            )).observe(element, {childList: true});
+        }""",
+        selector,
+    )
+    return lambda: page.evaluate("selector => window.__writes[selector]", selector)
+
+
+def assert_each_write_changes(said: list[str]) -> None:
+    """What ``watch_writes`` recorded: no write left the text as it was."""
+    assert all(before != after for before, after in itertools.pairwise(said)), said

@@ -7,6 +7,8 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import assert_each_write_changes, watch_writes
+
 pytestmark = pytest.mark.browser
 
 PASSWORD = "browser-leak-probe-Pw-91x"
@@ -79,6 +81,11 @@ def test_it_counts_down_the_code_and_fetches_the_next_one_at_expiry(team, browse
     if first >= 3:  # else the code expires before a tick can be seen
         page.clock.run_for(1000)
         expect(countdown).to_have_text(f"{first - 1} s")
+        # Its four ticks a second write the figure only when it changes.
+        said = watch_writes(page, "[data-totp-seconds]")
+        page.clock.run_for(1000)
+        expect(countdown).to_have_text(f"{first - 2} s")
+        assert_each_write_changes(said())
 
     with page.expect_response(re.compile(r"/totp/\?n=1$")):
         page.clock.run_for((first + 1) * 1000)

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from console.service import Service, browsers
-from tests.browser.conftest import watch_errors
+from tests.browser.conftest import assert_each_write_changes, watch_errors, watch_writes
 from tests.browser.test_pools import set_visibility
 
 pytestmark = pytest.mark.browser
@@ -211,4 +211,60 @@ def test_it_refreshes_after_an_action_whose_answer_came_while_a_poll_was_on_its_
     for sid in sids:
         expect(page.locator(f"#session-row-{sid}")).to_have_count(0, timeout=10_000)
     page.unroute(polls)
+    assert errors == []
+
+
+def test_it_keeps_the_rows_that_say_the_same_as_they_are_at_a_refresh(team, browser_page):
+    # A young session's row says its uptime in a title: at every poll it had moved on, and every row was drawn
+    # anew and highlighted (the whole list flashed every five seconds, and was laid out and animated again).
+    page = browser_page
+    errors = watch_errors(page)
+    prefix = f"same-{secrets.token_hex(3)}"
+    named_sessions(team, prefix, 3)
+    page.clock.install()  # the polls wait for the test's clock (time still flows)
+    team.log_in(page)
+    page.goto(team.url(f"browsers/?q={prefix}"))
+    expect(page.locator("#browsers-table tbody tr[id]")).to_have_count(3)
+    expect(page.locator("#browsers-table-live [data-live-label]")).to_contain_text("Live · updated")
+    # Sorted by name: console.js sorts a refreshed list again, and rows already in order stay where they are.
+    page.locator("#browsers-table th[data-sort] > button", has_text="Session").click()
+    expect(page.locator("#browsers-table th[aria-sort='ascending']")).to_have_text("Session")
+    uptimes = page.evaluate(
+        """() => {
+            window.shownRows = [...document.querySelectorAll('#browsers-table tbody tr')];
+            window.bulkForm = document.getElementById('sessions-bulk');  // its CSRF token is masked anew
+            window.rowMoves = 0;
+            new MutationObserver(records => { window.rowMoves += records.length; })
+                .observe(document.querySelector('#browsers-table tbody'), {childList: true});
+            document.addEventListener('live:merged', () => { document.body.dataset.merged = 'yes'; });
+            return window.shownRows.map(row => row.querySelector('td[title^="Up "]').title);
+        }"""
+    )
+    # A relative time is written only when it changes ("just now" stays): console.js draws the list's times
+    # again after each refresh.
+    said = watch_writes(page, "#browsers-table tbody tr:first-child time")
+    team.advance(120)  # their uptimes move on by two minutes; nothing else about them changes
+    page.clock.run_for(6_000)  # the list's next poll (every 5 s, on a 1 s tick)
+    expect(page.locator("body")).to_have_attribute("data-merged", "yes")
+    shown = page.evaluate(
+        """() => ({
+            kept: [...document.querySelectorAll('#browsers-table tbody tr')]
+                .map((row, i) => row === window.shownRows[i]),
+            highlighted: document.querySelectorAll('#browsers-table tr.live-row--changed').length,
+            moves: window.rowMoves,
+            formKept: document.getElementById('sessions-bulk') === window.bulkForm,
+            uptimes: window.shownRows.map(row => row.querySelector('td[title^="Up "]').title),
+        })"""
+    )
+    assert shown["kept"] == [True] * 3 and shown["highlighted"] == 0 and shown["moves"] == 0, shown
+    assert shown["formKept"], shown
+    # What moved on is said all the same, in the rows shown.
+    assert all(now != then for now, then in zip(shown["uptimes"], uptimes, strict=True)), (uptimes, shown)
+    assert_each_write_changes(said())
+
+    # A new session joins the sorted list in its place.
+    team.call("POST", "/browsers", {"name": f"{prefix}-0a", "timeout_seconds": 3600})
+    page.clock.run_for(6_000)
+    names = page.locator("#browsers-table tbody tr[id] td:nth-child(2) a.ellipsis")
+    expect(names).to_have_text([f"{prefix}-{n}" for n in ("0", "0a", "1", "2")])
     assert errors == []

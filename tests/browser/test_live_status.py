@@ -1,11 +1,13 @@
-"""The status chip of a live pane in Chromium: "Stalled" while the upstream is frozen, "Live" again after."""
+"""The status chip of a live pane in Chromium: "Stalled" while the upstream is frozen, "Live" again after; the
+session's uptime, written only when it changes."""
 
+import re
 import uuid
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import running_console
+from tests.browser.conftest import assert_each_write_changes, running_console, watch_writes
 from tests.browser.test_telemetry import TELEMETRY
 from tests.sandbox_fixtures import new_tenant
 
@@ -50,3 +52,19 @@ def test_it_says_stalled_while_the_upstream_is_frozen_then_live(quick_console, b
     )
     page.wait_for_function("() => window.__keepalives >= 5", timeout=15_000)
     expect(chip).to_have_attribute("data-state", "live")
+
+
+def test_it_writes_the_uptime_of_a_session_only_when_it_changes(quick_console, browser_page):
+    # Past an hour the uptime reads "2 h 0 min": written again each second, it laid the page out each time.
+    page = browser_page
+    team = quick_console.team(new_tenant(quick_console.sandbox_url))
+    sid = team.call("POST", "/browsers", {"name": f"up-{uuid.uuid4().hex[:8]}", "timeout_seconds": 259_200})
+    team.advance(2 * 3600)
+    page.clock.install()  # the uptime's ticks wait for the test's clock (time still flows)
+    team.log_in(page)
+    page.goto(team.url(f"browsers/{sid['session_id']}/"))
+    uptime = page.locator("[data-session-head] [data-uptime]")
+    expect(uptime).to_have_text(re.compile(r"^2 h \d+ min$"))
+    said = watch_writes(page, "[data-session-head] [data-uptime]")
+    page.clock.run_for(10_000)  # ten ticks
+    assert_each_write_changes(said())

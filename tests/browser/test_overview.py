@@ -1,5 +1,6 @@
 """The overview at desktop and phone widths, updating by its light poll; a page whose service call is slow
-shows its frame at once and the data after; a part that failed comes back with Retry."""
+shows its frame at once and the data after; a part that failed comes back with Retry. Polled parts ask once
+per poll (the wall's badges)."""
 
 import re
 import secrets
@@ -7,7 +8,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import watch_errors
+from tests.browser.conftest import settle, watch_errors
 
 pytestmark = pytest.mark.browser
 
@@ -119,3 +120,72 @@ def test_it_retries_a_part_that_failed(team, browser_page):
     page.get_by_role("link", name="Retry").click()
     expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=10_000)
     expect(page.locator("#pool-detail.deferred-failed")).to_have_count(0)
+
+
+# Each answer the wall's badges part gets, counted on <body> once htmx has it, before it is swapped in or left
+# out as the same as before (an init script: it listens before htmx runs).
+COUNT_BADGE_ANSWERS = """document.addEventListener('htmx:beforeSwap', event => {
+  if (event.detail.target.id !== 'wall-badges') return;
+  document.body.dataset.badgeAnswers = String(Number(document.body.dataset.badgeAnswers || 0) + 1);
+});"""
+
+
+def test_it_asks_for_the_wall_s_badges_once_drawn_then_once_a_poll(team, browser_page):
+    # The badges part was drawn to load once; the part as answered asked again as soon as it was swapped in,
+    # in a loop (every tile's telemetry, about six times a second, while the wall was open).
+    page = browser_page
+    errors = watch_errors(page)
+    asked = []
+    page.on("request", lambda request: "/wall/badges/" in request.url and asked.append(request.url))
+    page.add_init_script(COUNT_BADGE_ANSWERS)
+    page.clock.install()  # the polls wait for the test's clock (time still flows)
+    team.log_in(page)
+    page.goto(team.url("browsers/wall/"))
+    body = page.locator("body")
+    expect(body).to_have_attribute("data-badge-answers", re.compile(r"^[1-9]"))
+    settle(page)  # the part swapped in (with the answer, in the same task) has asked whatever it asks at once
+    assert len(asked) == 1, asked
+
+    page.clock.run_for(16_000)  # BADGE_SECONDS (15) and pools.js's tick
+    expect(body).to_have_attribute("data-badge-answers", re.compile(r"^([2-9]|\d\d)"))
+    settle(page)
+    assert len(asked) == 2, asked
+    assert errors == []
+
+
+def test_it_swaps_a_polled_card_only_when_its_answer_changed(team, browser_page):
+    # Every card was swapped at every poll (every 10 s), the same as it was: each swap laid the page out and
+    # drew the card again.
+    page = browser_page
+    errors = watch_errors(page)
+    page.clock.install()  # the polls wait for the test's clock (time still flows)
+    team.log_in(page)
+    page.goto(team.url())
+    expect(page.locator(".deferred-loading")).to_have_count(0)
+    running = page.locator('[data-figure="running-sessions"]')
+    before = int(running.inner_text().rstrip("+"))
+    cards = page.evaluate(
+        """() => {
+            window.shownCards = [...document.querySelectorAll('.overview > [data-poll][id]')];
+            window.answers = 0;
+            document.addEventListener('htmx:beforeSwap', event => {
+                if (event.detail.requestConfig.elt.hasAttribute('data-poll')) window.answers += 1;
+            });
+            return window.shownCards.map(card => card.id);
+        }"""
+    )
+    assert len(cards) >= 7, cards
+    replaced = "() => window.shownCards.filter(card => !document.body.contains(card)).map(card => card.id)"
+
+    page.clock.run_for(11_000)  # one poll of each card: nothing changed
+    page.wait_for_function(f"() => window.answers >= {len(cards)}")
+    settle(page)
+    assert page.evaluate(replaced) == []
+
+    team.call("POST", "/browsers", {"name": f"overview-{secrets.token_hex(3)}"})
+    page.clock.run_for(10_000)  # the next poll: a session more
+    expect(running).to_have_text(str(before + 1))
+    page.wait_for_function(f"() => window.answers >= {2 * len(cards)}")
+    settle(page)
+    assert "card-sessions" in page.evaluate(replaced)
+    assert errors == []

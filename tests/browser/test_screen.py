@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import running_console, watch_errors
+from tests.browser.conftest import assert_each_write_changes, running_console, watch_errors, watch_writes
 from tests.sandbox_fixtures import new_tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.chromium]
@@ -266,7 +266,9 @@ def test_it_shows_screenshots_through_the_console_without_a_relayable_screen(tea
     assert errors == []
 
 
-def test_it_leaves_the_held_first_frame_out_of_the_latency(real_team, sessions, browser, browser_page):
+def test_it_leaves_the_held_first_frame_out_of_the_latency_and_writes_the_stats_only_on_a_change(
+    real_team, sessions, browser, browser_page
+):
     """A viewer joining a screen gets the frame the relay holds, captured whenever the page last changed:
     it counted as minutes of latency on a still page. Here the second viewer's clock runs five minutes
     ahead, so that held frame looks five minutes old to it."""
@@ -282,6 +284,12 @@ def test_it_leaves_the_held_first_frame_out_of_the_latency(real_team, sessions, 
         pane = open_screen(late, team, sid)
         stats = pane.locator("[data-screen-stats]")
         expect(stats).to_have_text(re.compile(r"^\d+ fps · — ms$"))
+
+        # The stats are written only when they change: on a still page the same line, written again twice a
+        # second, laid the page out each time. Every write the stats get from now on changes what they say.
+        said = watch_writes(late, "#screen-pane [data-screen-stats]")
+        late.clock.run_for(5_000)  # ten of the stats' ticks
+        assert_each_write_changes(said())
     finally:
         context.close()
 
