@@ -27,10 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 # ephemeral range (32768 up), where bind(0) and every outgoing connection take theirs, a block per xdist
 # worker, handed out in turn. A port bind(0) found free could be taken before the server bound it, by another
 # worker's server or a client's connection: the test then talked to another worker's sandbox. Each process
-# starts at its own place in its block (its pid's), so two runs side by side (two worktrees, a helper beside
-# the lead) do not reach for the same ports at the same moment.
+# starts at its own place in its block, set by its pid and far from the place of the next pid (a run beside
+# it is often started right after), so two runs side by side (two worktrees, a helper beside the lead) do
+# not reach for the same ports at the same moment.
 PORTS_FROM, PORTS_PER_WORKER, WORKER_BLOCKS = 20_000, 1_000, 12
-_ports = itertools.count(os.getpid() % PORTS_PER_WORKER)
+PORTS_SPREAD = 389  # prime to PORTS_PER_WORKER: pids one apart start 389 ports apart
+
+
+def first_place(pid: int) -> int:
+    return pid * PORTS_SPREAD % PORTS_PER_WORKER
+
+
+_ports = itertools.count(first_place(os.getpid()))
 
 
 def free_port() -> int:
