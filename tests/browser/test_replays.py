@@ -88,6 +88,8 @@ def test_it_records_a_replay_and_seeks_to_a_clicked_event(team, session, browser
 
     # The player: the video loads through the console and the window's events are beside it.
     expect(page).to_have_url(re.compile(r"/replays/rep[^/]+/$"))
+    # The address changes when the player's document starts to come, before its video is parsed.
+    expect(page.locator("#replay-video")).to_be_attached()
     loaded = "() => { const v = document.querySelector('#replay-video'); "
     loaded += "return v.readyState >= 1 && v.duration > 1; }"
     page.wait_for_function(loaded, timeout=20_000)

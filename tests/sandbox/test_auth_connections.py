@@ -685,6 +685,28 @@ def test_it_seeds_connections_in_every_state(demo_tenant):
     )
 
 
+def test_it_seeds_connections_that_hold_still_for_ten_minutes(demo_tenant):
+    """A demo tenant's connections change nothing an operator sees in their first ten minutes: a page a
+    test (or an operator) opens on it shows the same at every poll. The seed once left a health check that
+    found a login expired (and the reauth it started) a few seconds after seeding, and two more a minute
+    after: each a second of NEEDS_AUTH, enough for an overview card polled then to change."""
+
+    def changes():
+        seen = {}
+        for record in demo_tenant.call("GET", "/auth/connections").json():
+            timeline = demo_tenant.call("GET", f"/auth/connections/{record['id']}/timeline").json()
+            seen[record["profile_name"]] = [
+                (entry["type"], entry["status"], entry["timestamp"])
+                for entry in timeline
+                if entry["type"] != "health_check" or entry["status"] != entry.get("previous_status")
+            ]
+        return seen
+
+    seeded = changes()
+    demo_tenant.advance(600)
+    assert changes() == seeded
+
+
 def test_it_records_nothing_of_a_login_without_a_real_browser(tenant):
     """The simulated engine runs no browser for a login: no session, no replay, nothing drawn instead."""
     record = logged_in(tenant, record_session=True)

@@ -1130,6 +1130,10 @@ def seed(tenant: Tenant) -> None:
     now = tenant.now()
     project = tenant.default_project_id
     day = timedelta(days=1)
+    # Logins a whole number of days before ``now`` less half an hour: a site's 24-hour login ends, and a
+    # health check finds it and reauths, half an hour before the seed, not in the minutes after it. A page
+    # opened on a fresh demo shows the same at every poll (tests/sandbox/test_auth_connections.py).
+    early = timedelta(minutes=30)
 
     github = _demo(
         tenant,
@@ -1141,24 +1145,26 @@ def seed(tenant: Tenant) -> None:
         login_url="https://github.com/login",
         record_session=True,
     )
-    start_flow(tenant, github, now - 3 * day, flow_type="LOGIN")
+    start_flow(tenant, github, now - 3 * day - early, flow_type="LOGIN")
     settle(tenant, github, now)
 
     shop = _demo(
         tenant,
         project,
-        now - 2 * day,
+        now - 2 * day - early,
         domain="admin.shop.example.com",
         profile_name="shop-ops",
         credential={"name": "shop-admin"},
         health_check_interval=7200,
         allowed_domains=["auth.shop.example.com"],
     )
-    start_flow(tenant, shop, now - 2 * day + timedelta(minutes=5), flow_type="LOGIN")
+    start_flow(tenant, shop, now - 2 * day - early + timedelta(minutes=5), flow_type="LOGIN")
     settle(tenant, shop, now)
 
-    support = _demo(tenant, project, now - 2 * day, domain="mfa.example.com", profile_name="support-team")
-    at = now - 2 * day + timedelta(minutes=2)
+    support = _demo(
+        tenant, project, now - 2 * day - early, domain="mfa.example.com", profile_name="support-team"
+    )
+    at = now - 2 * day - early + timedelta(minutes=2)
     start_flow(tenant, support, at, flow_type="LOGIN")
     at = _human(
         tenant,
@@ -1207,13 +1213,13 @@ def seed(tenant: Tenant) -> None:
     salesforce = _demo(
         tenant,
         project,
-        now - day,
+        now - day - early,
         domain="acme.my.salesforce.com",
         profile_name="sales-ops",
         credential={"provider": "1password-ops", "path": "Ops/Salesforce"},
         health_check_interval=14400,
     )
-    start_flow(tenant, salesforce, now - day + timedelta(minutes=1), flow_type="LOGIN")
+    start_flow(tenant, salesforce, now - day - early + timedelta(minutes=1), flow_type="LOGIN")
     settle(tenant, salesforce, now)
 
     checkout = next((p for p in tenant.table("projects").values() if p["name"] == "checkout-flows"), None)
@@ -1221,12 +1227,12 @@ def seed(tenant: Tenant) -> None:
         stripe = _demo(
             tenant,
             checkout["id"],
-            now - day,
+            now - day - early,
             domain="dashboard.stripe.com",
             profile_name="payments",
             credential={"name": "stripe-dashboard"},
         )
-        start_flow(tenant, stripe, now - day + timedelta(minutes=1), flow_type="LOGIN")
+        start_flow(tenant, stripe, now - day - early + timedelta(minutes=1), flow_type="LOGIN")
         settle(tenant, stripe, now)
 
 
