@@ -60,6 +60,10 @@ FIRST_PAGE_SECONDS = 10.0  # how long a browser with no page yet is asked for on
 FIRST_PAGE_POLL = 0.25
 REFRESH_AFTER = 1.0  # seconds after a tab changed to ask for the list again (a title Chromium did not say)
 UNTITLED_REFRESHES = 15  # more asks, a REFRESH_AFTER apart, while a tab has no title (and nothing changes)
+# Then slower, for a page that takes longer to load (a slow site, a busy machine): one ask every
+# UNTITLED_SLOW_GAP s, up to UNTITLED_ASKS asks in all (about seven minutes), then the strip keeps the URL.
+UNTITLED_SLOW_GAP = 10.0
+UNTITLED_ASKS = 60
 # A frame is passed to viewers as it came: base64 only, so nothing an upstream sends can end the SSE line.
 BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 FORMAT = "jpeg"  # what the relay asks for, and the only thing it passes on
@@ -494,9 +498,11 @@ class Screen:
             # machine: Chromium does not say when its title comes, and names a loading tab by a part of its
             # URL, "example.com/path" then "example.com"), at most UNTITLED_REFRESHES times.
             untitled = any(not tab["title"] or tab["title"] in tab["url"] for tab in listed)
-            if listed != before or (untitled and self.untitled_refreshes < UNTITLED_REFRESHES):
+            if listed != before or (untitled and self.untitled_refreshes < UNTITLED_ASKS):
                 self.untitled_refreshes += listed == before
-                self.refresh_at = asyncio.get_running_loop().time() + REFRESH_AFTER
+                slow = self.untitled_refreshes > UNTITLED_REFRESHES
+                gap = UNTITLED_SLOW_GAP if slow else REFRESH_AFTER
+                self.refresh_at = asyncio.get_running_loop().time() + gap
             if self.shown not in self.tabs.tabs and (self.want is None or self.want[0] not in self.tabs.tabs):
                 self._after(Tab(self.shown, "", ""))
             self._publish()

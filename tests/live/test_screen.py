@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gc
 import json
 
 import pytest
@@ -497,14 +498,20 @@ async def test_it_holds_one_frame_whatever_an_upstream_floods_it_with(cdp):
     try:
         await send(cdp, message)
         await until(lambda: viewer.screen.frames_in == 1)
+        # What is held, not what the collector has yet to free.
+        gc.collect()
         before = tracemalloc.get_traced_memory()[0]
         for number in range(2, 41):
             await send(cdp, message)
             await until(lambda n=number: viewer.screen.frames_in == n)
+        gc.collect()
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert after - before < 2 * len(message)  # 39 more frames read: one kept, the rest let go
+    # 39 more frames read: one kept, the rest let go. The fake upstream runs in this process: under load
+    # its socket's write buffer may still hold the last frame's bytes (a CI run measured 2.006 frames
+    # more), so three frames' worth is the bound; keeping the frames read would be 39.
+    assert after - before < 3 * len(message)
     assert viewer.screen.frames_bad == 0 and viewer.screen.frame is None  # none checked: nobody took one
     frames = [e for e in events(await relay.next_chunk([viewer], wake, 1)) if e["event"] == ["frame"]]
     assert base64.b64decode(frames[0]["data"][1]) == big

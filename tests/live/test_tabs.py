@@ -176,6 +176,40 @@ async def test_it_asks_again_for_a_title_chromium_does_not_announce(browser, mon
     viewer.screen.task.cancel()
 
 
+async def test_it_keeps_asking_more_slowly_for_the_title_of_a_page_slow_to_load(browser, monkeypatch):
+    """A page that takes longer than the quick asks to load (a slow site, a busy machine) still gets its
+    title in the strip: the relay goes on asking, every UNTITLED_SLOW_GAP, up to UNTITLED_ASKS in all. It
+    gave up after the quick asks, and such a tab kept its URL for a name (a CI run saw it)."""
+    monkeypatch.setattr(relay, "REFRESH_AFTER", 0.01)
+    monkeypatch.setattr(relay, "UNTITLED_REFRESHES", 3)
+    monkeypatch.setattr(relay, "UNTITLED_SLOW_GAP", 0.05)
+    monkeypatch.setattr(relay, "UNTITLED_ASKS", 8)
+    viewer, _ = await watch(browser)
+    await browser.open_tab("C1", "two.test/path", "https://two.test/path")
+    await until(lambda: len(viewer.screen.tabs_body["tabs"]) == 2)
+    asked = browser.methods().count("Target.getTargets")
+    await until(lambda: browser.methods().count("Target.getTargets") >= asked + 5)  # past the quick asks
+    browser.targets["C1"]["title"] = "Loaded at last"
+    await until(lambda: viewer.screen.tabs_body["tabs"][1]["title"] == "Loaded at last")
+    viewer.screen.task.cancel()
+
+
+async def test_it_stops_asking_for_a_title_that_never_comes(browser, monkeypatch):
+    """A page with no title at all: the relay asks UNTITLED_ASKS times, then never again."""
+    monkeypatch.setattr(relay, "REFRESH_AFTER", 0.01)
+    monkeypatch.setattr(relay, "UNTITLED_REFRESHES", 2)
+    monkeypatch.setattr(relay, "UNTITLED_SLOW_GAP", 0.02)
+    monkeypatch.setattr(relay, "UNTITLED_ASKS", 5)
+    viewer, _ = await watch(browser)
+    asked = browser.methods().count("Target.getTargets")
+    await browser.open_tab("C1", "two.test/path", "https://two.test/path")
+    await until(lambda: viewer.screen.untitled_refreshes == 5)
+    await until(lambda: viewer.screen.refresh_at is None)  # no ask planned any more
+    assert browser.methods().count("Target.getTargets") - asked <= 5 + 2  # while it changed, then five
+    assert viewer.screen.tabs_body["tabs"][1]["title"] == "two.test/path"  # the strip keeps the URL
+    viewer.screen.task.cancel()
+
+
 async def test_it_waits_a_moment_for_the_page_of_a_browser_that_has_none_yet(browser, monkeypatch):
     """A browser just started or woken takes connections before it lists its page: the relay asks again
     (every FIRST_PAGE_POLL, for FIRST_PAGE_SECONDS) rather than say at once there is nothing to show."""

@@ -217,6 +217,23 @@ def test_it_screenshots_the_page_at_the_viewport_size(real):
     assert pixel(response.content, 10, 10) == (0x1E, 0x90, 0xFF)
 
 
+def test_it_starts_a_headful_browser_while_the_last_one_of_its_size_closes(real):
+    """The shared headful process of a size closes when its last session ends; a session of that size
+    created meanwhile gets a new process on a display of its own. The close used to stop the display it
+    found under the size once its browser had closed, the new one's: the new browser found no X server
+    (a CI run's login flow never started its browser)."""
+    viewport = {"width": 655, "height": 433}  # a size no other test uses: its shared process is this test's
+    first = create(real, start_url="https://lab.example.com/?color=1e90ff", viewport=viewport, headless=False)
+    assert real.call("DELETE", f"/browsers/{first['session_id']}", timeout=60).status_code in (200, 204)
+    second = create(
+        real, start_url="https://lab.example.com/?color=1e90ff", viewport=viewport, headless=False
+    )
+    shot = real.call("POST", f"/browsers/{second['session_id']}/computer/screenshot", json={}, timeout=60)
+    assert shot.status_code == 200, shot.text
+    assert png_size(shot.content) == (655, 433)
+    assert pixel(shot.content, 300, 200) == (0x1E, 0x90, 0xFF)
+
+
 def test_it_resizes_the_page_when_the_viewport_changes(real):
     sid = create(real, start_url="https://lab.example.com/")["session_id"]
     patch = {"viewport": {"width": 800, "height": 600}}

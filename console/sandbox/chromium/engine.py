@@ -1039,11 +1039,16 @@ class Engine:
 
     async def _close_shared_now(self, keys=None) -> None:
         for key in list(self._shared if keys is None else keys):
+            # The browser and its display are taken together, before the close's wait: a launch for the
+            # same key meanwhile starts a display of its own, which this close must not stop (it did: the
+            # new browser found no X server).
             browser = self._shared.pop(key, None)
+            display = self._displays.pop(key, None)
             if browser is not None:
                 with contextlib.suppress(Exception):
                     await browser.close()
-            await self._stop_display(key)
+            if display is not None:
+                await display.stop()
 
     def _maybe_linger(self) -> None:
         """Close the shared browser once no session has used it for the linger time."""
