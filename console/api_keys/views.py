@@ -18,7 +18,7 @@ from console.service.contract import API_KEY_STATUSES
 from console.web import deferred
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, searchable_list, submit
+from console.web.pages import confirmed, form_page, get_or_404, org_reverse, posted, searchable_list
 from console.web.render import render
 
 
@@ -83,9 +83,7 @@ async def api_key_rename(request, key_id: str):
         messages.success(request, f"Renamed to “{renamed.label}”.")
         return org_reverse(request, "api_keys:list")
 
-    if response := await submit(request, form, rename):
-        return response
-    return render(request, "api_keys/rename.html", {"key": key, "form": form})
+    return await form_page(request, form, rename, "api_keys/rename.html", {"key": key})
 
 
 @require_http_methods(["GET", "POST"])

@@ -18,11 +18,13 @@ from console.service import Conflict, Invalid
 from console.service import audit_log_export_destinations as destinations
 from console.web.decorators import org_view
 from console.web.forms import apply_service_errors, show_refusal
-from console.web.pages import confirmed_delete, get_or_404, org_reverse, posted, submit
+from console.web.pages import confirmed_delete, form_page, get_or_404, org_reverse, posted
 from console.web.render import done, render
 
 LIST_LIMIT = 100
 FIELDS = ("bucket", "prefix", "region", "role_arn", "kms_key_id")
+# A create refused with 409 (the organization's limit of destinations) is said on the form, not on a field.
+REFUSE_CREATE = functools.partial(show_refusal, conflict_field=None)
 
 
 def _detail_url(request, export_destination_id: str) -> str:
@@ -59,9 +61,8 @@ async def destination_create(request):
         messages.success(request, "Destination created, paused: test it, then resume delivery.")
         return _detail_url(request, made.id)
 
-    if response := await submit(request, form, create, functools.partial(show_refusal, conflict_field=None)):
-        return response
-    return render(request, "audit_log_export_destinations/create.html", {"form": form})
+    template = "audit_log_export_destinations/create.html"
+    return await form_page(request, form, create, template, refuse=REFUSE_CREATE)
 
 
 def _refuse_edit(form, error: Invalid | Conflict) -> None:
@@ -92,10 +93,9 @@ async def destination_detail(request, export_destination_id: str):
         messages.success(request, "Destination saved.")
         return _detail_url(request, destination.id)
 
-    if response := await submit(request, form, save, _refuse_edit):
-        return response
-    context = {"destination": destination, "form": form, "probe": None}
-    return render(request, "audit_log_export_destinations/detail.html", context)
+    context = {"destination": destination, "probe": None}
+    template = "audit_log_export_destinations/detail.html"
+    return await form_page(request, form, save, template, context, refuse=_refuse_edit)
 
 
 @require_http_methods(["POST"])

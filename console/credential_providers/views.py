@@ -19,6 +19,7 @@ from console.service import credential_providers as providers
 from console.web.decorators import org_view, require_role
 from console.web.pages import (
     confirmed_delete,
+    form_page,
     get_or_404,
     org_reverse,
     posted,
@@ -60,9 +61,7 @@ async def provider_create(request):
         messages.success(request, f"Credential provider “{made.label}” added.")
         return _detail_url(request, made.id)
 
-    if response := await submit(request, form, create):
-        return response
-    return render(request, "credential_providers/create.html", {"form": form})
+    return await form_page(request, form, create, "credential_providers/create.html")
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from console.web.charts import bar
+
 HOURS = 24
 WIDTH = 240
 HEIGHT = 48
@@ -45,23 +47,10 @@ def bars(starts: list[datetime], values: list[int], noun: str, *, highlight: lis
     step = WIDTH / len(values) if values else WIDTH
     drawn = []
     for index, (start, value) in enumerate(zip(starts, values, strict=True)):
-        height = round(HEIGHT * value / top, 1) if top else 0
         marked = highlight[index] if highlight else 0
-        marked_height = round(HEIGHT * marked / top, 1) if top else 0
-        drawn.append(
-            {
-                "x": round(index * step, 1),
-                "width": round(step - GAP, 1),
-                "y": round(HEIGHT - height, 1),
-                "height": height,
-                "marked_y": round(HEIGHT - marked_height, 1),
-                "marked_height": marked_height,
-                "value": value,
-                "marked": marked,
-                "label": f"{start:%H:%M}-{start + timedelta(hours=1):%H:%M} UTC: {value} {noun}"
-                + (f", {marked} failed" if marked else ""),
-            }
-        )
+        label = f"{start:%H:%M}-{start + timedelta(hours=1):%H:%M} UTC: {value} {noun}"
+        label += f", {marked} failed" if marked else ""
+        drawn.append({**bar(index, step, value, marked, top, height=HEIGHT, gap=GAP), "label": label})
     return {
         "bars": drawn,
         "peak": top,

@@ -17,11 +17,11 @@ from console.web.decorators import org_view
 from console.web.forms import show_refusal
 from console.web.pages import (
     confirmed_delete,
+    form_page,
     get_or_404,
     org_reverse,
     posted,
     searchable_list,
-    submit,
 )
 from console.web.render import done, render
 
@@ -69,10 +69,9 @@ async def profile_rename(request, profile_id: str):
         messages.success(request, f"Renamed to “{renamed.label}”.")
         return org_reverse(request, "profiles:list")
 
-    if response := await submit(request, form, rename):
-        return response
-    context = {"profile": profile, "form": form}
-    return render(request, "profiles/rename.html", context, partial="profile-rename")
+    return await form_page(
+        request, form, rename, "profiles/rename.html", {"profile": profile}, partial="profile-rename"
+    )
 
 
 @require_http_methods(["GET", "POST"])

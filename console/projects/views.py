@@ -15,7 +15,7 @@ from console.service import Invalid, NotFound, projects
 from console.web import deferred
 from console.web.decorators import org_view, require_role
 from console.web.forms import apply_service_errors
-from console.web.pages import confirmed, get_or_404, org_reverse, posted, submit
+from console.web.pages import confirmed, form_page, get_or_404, org_reverse, posted
 from console.web.paging import pager, paging
 from console.web.render import done, render, safe_next
 
@@ -55,9 +55,7 @@ async def project_create(request):
         messages.success(request, f"Project “{project.name}” created.")
         return _detail_url(request, project.id)
 
-    if response := await submit(request, form, create):
-        return response
-    return render(request, "projects/new.html", {"form": form}, partial="project-create")
+    return await form_page(request, form, create, "projects/new.html", partial="project-create")
 
 
 @require_http_methods(["GET"])
@@ -155,10 +153,9 @@ async def project_rename(request, project_id: str):
         messages.success(request, f"Renamed to “{renamed.name}”.")
         return _detail_url(request, project_id)
 
-    if response := await submit(request, form, rename):
-        return response
-    context = {"project": project, "form": form}
-    return render(request, "projects/rename.html", context, partial="project-rename")
+    return await form_page(
+        request, form, rename, "projects/rename.html", {"project": project}, partial="project-rename"
+    )
 
 
 @require_http_methods(["POST"])

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from console.service.collection import BrowserPart
 from console.service.errors import ServiceError
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, request
 
 __all__ = [
     "action",
@@ -33,8 +34,7 @@ __all__ = [
 _FAILED = re.compile(r"^actions\[(\d+)\]")
 
 
-def _path(session_id: str, tail: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/computer/{tail}"
+COMPUTER = BrowserPart("computer")
 
 
 def _clean(fields: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def _clean(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _post(svc: Service, session_id: str, tail: str, body: dict[str, Any]) -> None:
-    await request(svc, "POST", _path(session_id, tail), json=_clean(body), expect="none")
+    await request(svc, "POST", COMPUTER.at(session_id, tail), json=_clean(body), expect="none")
 
 
 async def move_mouse(svc: Service, session_id: str, x: int, y: int, *, smooth: bool | None = None) -> None:
@@ -99,7 +99,7 @@ async def drag_mouse(
 
 
 async def set_cursor(svc: Service, session_id: str, *, hidden: bool) -> None:
-    await request(svc, "POST", _path(session_id, "cursor"), json={"hidden": hidden}, expect="none")
+    await request(svc, "POST", COMPUTER.at(session_id, "cursor"), json={"hidden": hidden}, expect="none")
 
 
 def action(kind: str, **fields: Any) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def action(kind: str, **fields: Any) -> dict[str, Any]:
 
 async def batch(svc: Service, session_id: str, actions: list[dict[str, Any]]) -> None:
     """Run the actions in order; on a refusal ``failed_action(error)`` says which one failed."""
-    await request(svc, "POST", _path(session_id, "batch"), json={"actions": actions}, expect="none")
+    await request(svc, "POST", COMPUTER.at(session_id, "batch"), json={"actions": actions}, expect="none")
 
 
 def failed_action(error: ServiceError) -> tuple[int, str] | None:
@@ -127,7 +127,7 @@ async def screenshot(svc: Service, session_id: str, *, region: dict[str, int] | 
     reply = await request(
         svc,
         "POST",
-        _path(session_id, "screenshot"),
+        COMPUTER.at(session_id, "screenshot"),
         json=body,
         headers={"Accept": "image/png"},
         expect="bytes",
@@ -136,17 +136,17 @@ async def screenshot(svc: Service, session_id: str, *, region: dict[str, int] | 
 
 
 async def mouse_position(svc: Service, session_id: str) -> tuple[int, int] | None:
-    reply = await request(svc, "POST", _path(session_id, "get_mouse_position"), retry=True)
+    reply = await request(svc, "POST", COMPUTER.at(session_id, "get_mouse_position"), retry=True)
     data = reply.data if isinstance(reply.data, dict) else {}
     x, y = data.get("x"), data.get("y")
     return (x, y) if isinstance(x, int) and isinstance(y, int) else None
 
 
 async def read_clipboard(svc: Service, session_id: str) -> str:
-    reply = await request(svc, "POST", _path(session_id, "clipboard/read"), retry=True)
+    reply = await request(svc, "POST", COMPUTER.at(session_id, "clipboard/read"), retry=True)
     text = (reply.data or {}).get("text") if isinstance(reply.data, dict) else None
     return text if isinstance(text, str) else ""
 
 
 async def write_clipboard(svc: Service, session_id: str, text: str) -> None:
-    await request(svc, "POST", _path(session_id, "clipboard/write"), json={"text": text}, expect="none")
+    await request(svc, "POST", COMPUTER.at(session_id, "clipboard/write"), json={"text": text}, expect="none")

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import IO, Any
 
+from console.service.collection import BrowserPart
 from console.service.http import Reply, Service, list_max_bytes, path_segment, request, stream_bytes
 from console.service.records import Count, Record
 from console.service.sse import ServerEvent, events
@@ -60,8 +61,7 @@ class WatchEvent(Record):
     is_dir: bool | None = None
 
 
-def _path(session_id: str, tail: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/fs/{tail}"
+FS = BrowserPart("fs")
 
 
 async def list_files(svc: Service, session_id: str, path: str) -> list[FileInfo]:
@@ -69,7 +69,7 @@ async def list_files(svc: Service, session_id: str, path: str) -> list[FileInfo]
     reply = await request(
         svc,
         "GET",
-        _path(session_id, "list_files"),
+        FS.at(session_id, "list_files"),
         params={"path": path},
         max_bytes=list_max_bytes(),
         max_items=LIST_MAX_ENTRIES,
@@ -78,7 +78,7 @@ async def list_files(svc: Service, session_id: str, path: str) -> list[FileInfo]
 
 
 async def file_info(svc: Service, session_id: str, path: str) -> FileInfo:
-    reply = await request(svc, "GET", _path(session_id, "file_info"), params={"path": path})
+    reply = await request(svc, "GET", FS.at(session_id, "file_info"), params={"path": path})
     return FileInfo.from_json(reply.data)
 
 
@@ -89,7 +89,7 @@ async def read_file(
     """``async with read_file(svc, sid, path) as (reply, chunks):`` the file's bytes, streamed."""
     headers = {"Accept": "application/octet-stream"}
     async with stream_bytes(
-        svc, "GET", _path(session_id, "read_file"), params={"path": path}, headers=headers
+        svc, "GET", FS.at(session_id, "read_file"), params={"path": path}, headers=headers
     ) as pair:
         yield pair
 
@@ -100,7 +100,7 @@ async def download_dir_zip(
 ) -> AsyncIterator[tuple[Reply, AsyncIterator[bytes]]]:
     """``async with download_dir_zip(svc, sid, path) as (reply, chunks):`` the directory as a zip."""
     headers = {"Accept": "application/zip"}
-    url = _path(session_id, "download_dir_zip")
+    url = FS.at(session_id, "download_dir_zip")
     async with stream_bytes(svc, "GET", url, params={"path": path}, headers=headers) as pair:
         yield pair
 
@@ -113,7 +113,7 @@ async def write_file(
     await request(
         svc,
         "PUT",
-        _path(session_id, "write_file"),
+        FS.at(session_id, "write_file"),
         params=params,
         content=content,
         headers=headers,
@@ -125,7 +125,7 @@ async def upload(svc: Service, session_id: str, files: Iterable[tuple[str, str, 
     """Upload ``(dest_path, filename, file object)`` items in one multipart request, indexed as SDK 0.131
     sends them (``files[0][dest_path]`` + ``files[0][file]``; docs/service-changes.md §4)."""
     parts = ("files[{i}][dest_path]", "files[{i}][file]")
-    await upload_indexed(svc, _path(session_id, "upload"), files, parts, "application/octet-stream")
+    await upload_indexed(svc, FS.at(session_id, "upload"), files, parts, "application/octet-stream")
 
 
 async def upload_zip(
@@ -134,7 +134,7 @@ async def upload_zip(
     """Send a zip and have it extracted into ``dest_path`` (multipart ``zip_file`` + ``dest_path``)."""
     await upload_file(
         svc,
-        _path(session_id, "upload_zip"),
+        FS.at(session_id, "upload_zip"),
         field="zip_file",
         source=source,
         filename=filename or "upload.zip",
@@ -149,20 +149,20 @@ async def create_directory(svc: Service, session_id: str, path: str, *, mode: st
     body: dict[str, Any] = {"path": path}
     if mode:
         body["mode"] = mode
-    await request(svc, "PUT", _path(session_id, "create_directory"), json=body, expect="none")
+    await request(svc, "PUT", FS.at(session_id, "create_directory"), json=body, expect="none")
 
 
 async def delete_directory(svc: Service, session_id: str, path: str) -> None:
-    await request(svc, "PUT", _path(session_id, "delete_directory"), json={"path": path}, expect="none")
+    await request(svc, "PUT", FS.at(session_id, "delete_directory"), json={"path": path}, expect="none")
 
 
 async def delete_file(svc: Service, session_id: str, path: str) -> None:
-    await request(svc, "PUT", _path(session_id, "delete_file"), json={"path": path}, expect="none")
+    await request(svc, "PUT", FS.at(session_id, "delete_file"), json={"path": path}, expect="none")
 
 
 async def move(svc: Service, session_id: str, src_path: str, dest_path: str) -> None:
     body = {"src_path": src_path, "dest_path": dest_path}
-    await request(svc, "PUT", _path(session_id, "move"), json=body, expect="none")
+    await request(svc, "PUT", FS.at(session_id, "move"), json=body, expect="none")
 
 
 async def set_permissions(
@@ -170,24 +170,24 @@ async def set_permissions(
 ) -> None:
     body = {"path": path, "mode": mode, "owner": owner, "group": group}
     body = {key: value for key, value in body.items() if value is not None}
-    await request(svc, "PUT", _path(session_id, "set_file_permissions"), json=body, expect="none")
+    await request(svc, "PUT", FS.at(session_id, "set_file_permissions"), json=body, expect="none")
 
 
 async def watch(svc: Service, session_id: str, path: str, *, recursive: bool = False) -> str | None:
     """Start watching a directory; returns the watch id (POST is not retried: a retry would start two)."""
     reply = await request(
-        svc, "POST", _path(session_id, "watch"), json={"path": path, "recursive": recursive}
+        svc, "POST", FS.at(session_id, "watch"), json={"path": path, "recursive": recursive}
     )
     watch_id = (reply.data or {}).get("watch_id") if isinstance(reply.data, dict) else None
     return watch_id if isinstance(watch_id, str) and watch_id else None
 
 
 def watch_events_path(session_id: str, watch_id: str) -> str:
-    return _path(session_id, f"watch/{path_segment(watch_id)}/events")
+    return FS.at(session_id, f"watch/{path_segment(watch_id)}/events")
 
 
 async def stop_watch(svc: Service, session_id: str, watch_id: str) -> None:
-    await request(svc, "DELETE", _path(session_id, f"watch/{path_segment(watch_id)}"), expect="none")
+    await request(svc, "DELETE", FS.at(session_id, f"watch/{path_segment(watch_id)}"), expect="none")
 
 
 def watch_event_from_event(event: ServerEvent) -> WatchEvent | None:

@@ -9,6 +9,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from console.service.collection import BrowserPart
 from console.service.http import Service, path_segment, request
 from console.service.records import Record, Text
 
@@ -43,8 +44,7 @@ class Executor(Record):
     url: str | None = None
 
 
-def _path(session_id: str, tail: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/playwright/{tail}"
+PLAYWRIGHT = BrowserPart("playwright")
 
 
 async def execute(
@@ -53,15 +53,14 @@ async def execute(
     body: dict[str, Any] = {"code": code, "timeout_sec": timeout_sec}
     if executor != DEFAULT_EXECUTOR:
         body["executor"] = executor
-    reply = await request(
-        svc, "POST", _path(session_id, "execute"), json=body, retry=False, timeout=timeout_sec + ANSWER_MARGIN
-    )
+    path, wait = PLAYWRIGHT.at(session_id, "execute"), timeout_sec + ANSWER_MARGIN
+    reply = await request(svc, "POST", path, json=body, retry=False, timeout=wait)
     data = reply.data if isinstance(reply.data, dict) else {}
     return dataclasses.replace(ExecuteResult.from_json(data), returned="result" in data)
 
 
 async def executors(svc: Service, session_id: str) -> list[Executor]:
-    reply = await request(svc, "GET", _path(session_id, "executors"))
+    reply = await request(svc, "GET", PLAYWRIGHT.at(session_id, "executors"))
     data = reply.data if isinstance(reply.data, dict) else {}
     return Executor.list_from_json(data.get("executors") or [])
 
@@ -70,7 +69,7 @@ async def delete_executor(svc: Service, session_id: str, name: str, *, close_tab
     await request(
         svc,
         "DELETE",
-        _path(session_id, f"executors/{path_segment(name)}"),
+        PLAYWRIGHT.at(session_id, f"executors/{path_segment(name)}"),
         params={"close_tab": "true" if close_tab else "false"},
         expect="none",
     )

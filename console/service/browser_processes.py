@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
+from console.service.collection import BrowserPart
 from console.service.http import Service, path_segment, request
 from console.service.records import Count, Millis, Record, Text
 from console.service.sse import ServerEvent, events
@@ -87,12 +88,11 @@ class Output(Record):
         return self.event == "exit"
 
 
-def _path(session_id: str, tail: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/process/{tail}"
+PROCESS = BrowserPart("process")
 
 
 def stream_path(session_id: str, process_id: str) -> str:
-    return _path(session_id, f"{path_segment(process_id)}/stdout/stream")
+    return PROCESS.at(session_id, f"{path_segment(process_id)}/stdout/stream")
 
 
 def _command(command: str, args: list[str] | None, **options: Any) -> dict[str, Any]:
@@ -119,7 +119,7 @@ async def exec_command(
     )
     wait = (timeout_sec or 30) + 15  # the read must outlast the command
     return ExecResult.from_json(
-        (await request(svc, "POST", _path(session_id, "exec"), json=body, timeout=wait)).data
+        (await request(svc, "POST", PROCESS.at(session_id, "exec"), json=body, timeout=wait)).data
     )
 
 
@@ -147,29 +147,29 @@ async def spawn(
         cols=cols,
         rows=rows,
     )
-    return Spawned.from_json((await request(svc, "POST", _path(session_id, "spawn"), json=body)).data)
+    return Spawned.from_json((await request(svc, "POST", PROCESS.at(session_id, "spawn"), json=body)).data)
 
 
 async def status(svc: Service, session_id: str, process_id: str) -> ProcessStatus:
-    path = _path(session_id, f"{path_segment(process_id)}/status")
+    path = PROCESS.at(session_id, f"{path_segment(process_id)}/status")
     return ProcessStatus.from_json((await request(svc, "GET", path)).data)
 
 
 async def kill(svc: Service, session_id: str, process_id: str, signal: str = "TERM") -> None:
-    path = _path(session_id, f"{path_segment(process_id)}/kill")
+    path = PROCESS.at(session_id, f"{path_segment(process_id)}/kill")
     await request(svc, "POST", path, json={"signal": signal}, expect="none")
 
 
 async def write_stdin(svc: Service, session_id: str, process_id: str, data: bytes) -> int | None:
     """Write bytes to the process's standard input; returns the bytes written (when the service says)."""
-    path = _path(session_id, f"{path_segment(process_id)}/stdin")
+    path = PROCESS.at(session_id, f"{path_segment(process_id)}/stdin")
     reply = await request(svc, "POST", path, json={"data_b64": base64.b64encode(data).decode()})
     written = (reply.data or {}).get("written_bytes") if isinstance(reply.data, dict) else None
     return written if isinstance(written, int) else None
 
 
 async def resize(svc: Service, session_id: str, process_id: str, *, cols: int, rows: int) -> None:
-    path = _path(session_id, f"{path_segment(process_id)}/resize")
+    path = PROCESS.at(session_id, f"{path_segment(process_id)}/resize")
     await request(svc, "POST", path, json={"cols": cols, "rows": rows}, expect="none")
 
 

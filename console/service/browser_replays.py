@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from console.service import errors
+from console.service.collection import BrowserPart
 from console.service.contract import REPLAY_VIDEO_TYPES
 from console.service.http import Service, list_max_bytes, path_segment, request, stream_bytes
 from console.service.records import Record
@@ -70,13 +71,12 @@ class Video:
 START_TIMEOUT = 150.0
 
 
-def _path(session_id: str, tail: str = "") -> str:
-    return f"/browsers/{path_segment(session_id)}/replays{tail}"
+REPLAYS = BrowserPart("replays")
 
 
 async def list_replays(svc: Service, session_id: str) -> list[Replay]:
     return Replay.list_from_json(
-        (await request(svc, "GET", _path(session_id), max_bytes=list_max_bytes())).data
+        (await request(svc, "GET", REPLAYS.at(session_id), max_bytes=list_max_bytes())).data
     )
 
 
@@ -97,13 +97,13 @@ async def start(
         "record_audio": record_audio,
     }
     body = {key: value for key, value in body.items() if value is not None}
-    reply = await request(svc, "POST", _path(session_id), json=body, timeout=START_TIMEOUT)
+    reply = await request(svc, "POST", REPLAYS.at(session_id), json=body, timeout=START_TIMEOUT)
     return Replay.from_json(reply.data)
 
 
 async def stop(svc: Service, session_id: str, replay_id: str) -> None:
     """Stop and persist; the service answers once the video is kept (encoding may take a while)."""
-    path = _path(session_id, f"/{path_segment(replay_id)}/stop")
+    path = REPLAYS.at(session_id, path_segment(replay_id), "stop")
     await request(svc, "POST", path, expect="none", timeout=120)
 
 
@@ -126,7 +126,7 @@ async def download(
     headers = {"Accept": ", ".join(REPLAY_VIDEO_TYPES)}
     if byte_range:
         headers["Range"] = byte_range
-    path = _path(session_id, f"/{path_segment(replay_id)}")
+    path = REPLAYS.at(session_id, path_segment(replay_id))
     async with stream_bytes(svc, "GET", path, headers=headers) as (reply, chunks):
         content_type = (reply.headers.get("content-type") or "").split(";")[0].strip().lower()
         if content_type not in REPLAY_VIDEO_TYPES:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import IO, Any
 
-from console.service.http import Service, path_segment, request
+from console.service.collection import browser_path
+from console.service.http import Service, request
 from console.service.records import Millis, Record, Text
 from console.service.uploads import upload_indexed
 
@@ -20,10 +21,6 @@ class CurlResult(Record):
     headers: dict[str, list[str]] | None = None
     body: Text | None = None  # the page's body, whatever its size (within the answer's bound)
     duration_ms: Millis | None = None
-
-
-def _path(session_id: str, tail: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/{tail}"
 
 
 async def curl(
@@ -44,7 +41,9 @@ async def curl(
         payload["body"] = body
     if timeout_ms is not None:
         payload["timeout_ms"] = timeout_ms
-    return CurlResult.from_json((await request(svc, "POST", _path(session_id, "curl"), json=payload)).data)
+    return CurlResult.from_json(
+        (await request(svc, "POST", browser_path(session_id, "curl"), json=payload)).data
+    )
 
 
 async def load_extensions(
@@ -52,9 +51,9 @@ async def load_extensions(
 ) -> None:
     """Load ``(name, filename, zip file)`` items; each goes to ``/home/kernel/extensions/<name>``."""
     parts = ("extensions[{i}][name]", "extensions[{i}][zip_file]")
-    await upload_indexed(svc, _path(session_id, "extensions"), extensions, parts, "application/zip")
+    await upload_indexed(svc, browser_path(session_id, "extensions"), extensions, parts, "application/zip")
 
 
 def logs_stream_path(session_id: str) -> str:
     """``GET`` with ``source=supervisor&supervisor_process=…`` or ``source=path&path=…``, ``follow``."""
-    return _path(session_id, "logs/stream")
+    return browser_path(session_id, "logs/stream")

@@ -10,8 +10,9 @@ from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from console.service.collection import browser_path
 from console.service.contract import CAPTURE_CATEGORIES
-from console.service.http import Service, path_segment, request
+from console.service.http import Service, request
 from console.service.pagination import Page, fetch_page
 from console.service.records import Count, Millis, Pixels, Record, Seconds, obj
 
@@ -141,10 +142,6 @@ class Session(Record):
         return self.proxy_id or ""
 
 
-def _path(id_or_name: str) -> str:
-    return f"/browsers/{path_segment(id_or_name)}"
-
-
 def tag_params(tags: dict[str, str] | None) -> dict[str, str]:
     """``{"team": "checkout"}`` → ``{"tags[team]": "checkout"}`` (deepObject; pairs are ANDed)."""
     return {f"tags[{key}]": value for key, value in (tags or {}).items()}
@@ -166,7 +163,7 @@ async def list_sessions(
 
 async def get_session(svc: Service, id_or_name: str, *, include_deleted: bool = False) -> Session:
     params = {"include_deleted": True} if include_deleted else None
-    return Session.from_json((await request(svc, "GET", _path(id_or_name), params=params)).data)
+    return Session.from_json((await request(svc, "GET", browser_path(id_or_name), params=params)).data)
 
 
 async def create_session(svc: Service, **body: Any) -> Session:
@@ -176,9 +173,9 @@ async def create_session(svc: Service, **body: Any) -> Session:
 
 async def update_session(svc: Service, id_or_name: str, **body: Any) -> Session:
     """PATCH: name (``""`` clears), tags (replace the whole set), telemetry, proxy, profile, viewport."""
-    return Session.from_json((await request(svc, "PATCH", _path(id_or_name), json=body)).data)
+    return Session.from_json((await request(svc, "PATCH", browser_path(id_or_name), json=body)).data)
 
 
 async def delete_session(svc: Service, id_or_name: str) -> None:
     """Ends the session (soft delete: it keeps ``deleted_at``); its streams close."""
-    await request(svc, "DELETE", _path(id_or_name), expect="none")
+    await request(svc, "DELETE", browser_path(id_or_name), expect="none")

@@ -60,6 +60,23 @@ class Collection(Generic[T]):
 R = TypeVar("R", bound=Record)
 
 
+def browser_path(session_id: str, *tail: str) -> str:
+    """The path of a browser session, ``/browsers/{id}``, and of what is below it: ``browser_path(id,
+    "telemetry", "events")`` is ``/browsers/{id}/telemetry/events`` (the parts of ``tail``, joined by
+    ``/``, are escaped already)."""
+    return "/".join(("/browsers", path_segment(session_id), *tail))
+
+
+class BrowserPart:
+    """One part of every browser session (``/browsers/{id}/fs``, ``…/process``): the paths of its calls."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def at(self, session_id: str, *tail: str) -> str:
+        return browser_path(session_id, self.name, *tail)
+
+
 async def fetch_one(svc: Service, record: type[R], method: str, path: str, **kw: Any) -> R:
     """A call that answers with one record (of the collection's kind or another: a probe's result, a
     created key)."""

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from console.service.collection import Collection, fetch_list, fetch_one, given
 from console.service.http import Service
-from console.service.records import Record
+from console.service.records import Named, Record
 
 __all__ = [
     "Item",
@@ -25,18 +25,12 @@ __all__ = [
 ]
 
 
-class Provider(Record):
-    id: str
-    name: str | None = None
+class Provider(Named):
     provider_type: str | None = None
     enabled: bool | None = None
     priority: int | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
 
 class Item(Record):

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import redaction
-from console.service.http import Service, path_segment
+from console.service.collection import browser_path
+from console.service.http import Service
 from console.service.pagination import Page, fetch_page
 from console.service.records import Record
 from console.service.sse import ServerEvent, events
@@ -76,11 +77,11 @@ class Envelope(Record):
 
 
 def _events_path(session_id: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/telemetry/events"
+    return browser_path(session_id, "telemetry", "events")
 
 
 def stream_path(session_id: str) -> str:
-    return f"/browsers/{path_segment(session_id)}/telemetry/stream"
+    return browser_path(session_id, "telemetry", "stream")
 
 
 async def list_events(

@@ -9,26 +9,20 @@ from datetime import datetime
 
 from console.service.collection import Collection, filled, given
 from console.service.http import Service
-from console.service.records import Record
+from console.service.records import Named
 
 __all__ = ["ProviderConfig", "create_config", "delete_config", "get_config", "list_configs", "update_config"]
 
 PROVIDERS = ("link", "agentcard")
 
 
-class ProviderConfig(Record):
-    id: str
-    name: str | None = None
+class ProviderConfig(Named):
     provider: str | None = None
     client_id: str | None = None
     publishable_key: str | None = None
     test_mode: bool | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
 
 CONFIGS = Collection("/vault-provider-configs", ProviderConfig, filters=())

@@ -13,7 +13,7 @@ from typing import Any
 
 from console.service.collection import Collection, fetch_list, fetch_one
 from console.service.http import Service, path_segment, request
-from console.service.records import LinkName, Record, obj, string
+from console.service.records import LinkName, Named, Record, obj, string
 
 __all__ = [
     "Field",
@@ -33,15 +33,9 @@ __all__ = [
 ]
 
 
-class Vault(Record):
-    id: str
-    name: str | None = None
+class Vault(Named):
     created_at: datetime | None = None
     updated_at: datetime | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,15 @@ from console.web.decorators import org_view, require_role
 from console.web.forms import show_refusal
 from console.web.pages import (
     confirmed_delete,
+    form_page,
     get_or_404,
     org_reverse,
     posted,
     searchable_list,
-    submit,
 )
-from console.web.render import render
+
+# The service's 409 is said on the form, not on a field.
+REFUSE = functools.partial(show_refusal, conflict_field=None)
 
 
 def _detail_url(request, destination_id: str) -> str:
@@ -64,9 +66,7 @@ async def destination_create(request):
         messages.success(request, f"Destination “{made.label}” created.")
         return _detail_url(request, made.id)
 
-    if response := await submit(request, form, create):
-        return response
-    return render(request, "telemetry_destinations/create.html", {"form": form})
+    return await form_page(request, form, create, "telemetry_destinations/create.html")
 
 
 def _edit_form(destination, data=None) -> EditForm:
@@ -113,9 +113,8 @@ async def destination_detail(request, destination_id: str):
         messages.success(request, "Destination saved.")
         return _detail_url(request, destination.id)
 
-    if response := await submit(request, form, save, functools.partial(show_refusal, conflict_field=None)):
-        return response
-    return render(request, "telemetry_destinations/detail.html", {"destination": destination, "form": form})
+    context = {"destination": destination}
+    return await form_page(request, form, save, "telemetry_destinations/detail.html", context, refuse=REFUSE)
 
 
 @require_http_methods(["GET", "POST"])

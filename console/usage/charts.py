@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from console.web.charts import bar
+
 WIDTH = 600
 HEIGHT = 80
 GAP = 1
@@ -35,9 +37,7 @@ def chart(
     step = WIDTH / len(values) if values else WIDTH
     bars = []
     for index, (start, value) in enumerate(zip(starts, values, strict=True)):
-        height = round(HEIGHT * value / top, 1) if top else 0
         marked = highlight[index] if highlight else 0
-        marked_height = round(HEIGHT * marked / top, 1) if top else 0
         capped = line[index] if line else None
         words = f"{label(start, size)} UTC: {value:g}{unit} {noun}"
         if highlight:
@@ -46,15 +46,8 @@ def chart(
             words += f" (cap {capped})"
         bars.append(
             {
-                "x": round(index * step, 1),
-                "width": round(max(step - GAP, 0.5), 1),
-                "y": round(HEIGHT - height, 1),
-                "height": height,
-                "marked_y": round(HEIGHT - marked_height, 1),
-                "marked_height": marked_height,
+                **bar(index, step, value, marked, top, height=HEIGHT, gap=GAP),
                 "line_y": round(HEIGHT - HEIGHT * capped / top, 1) if capped is not None and top else None,
-                "value": value,
-                "marked": marked,
                 "cap": capped,
                 "label": words,
                 "when": label(start, size),

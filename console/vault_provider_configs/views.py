@@ -15,7 +15,7 @@ from console.service import vault_provider_configs as configs
 from console.vault_provider_configs.forms import ConfigForm, EditForm
 from console.web.decorators import org_view, require_role
 from console.web.forms import show_refusal
-from console.web.pages import confirmed_delete, get_or_404, org_reverse, posted, submit
+from console.web.pages import confirmed_delete, form_page, get_or_404, org_reverse, posted
 from console.web.render import render
 
 LIST_LIMIT = 100
@@ -56,9 +56,7 @@ async def config_create(request):
         messages.success(request, f"Provider config “{made.label}” created.")
         return _detail_url(request, made.id)
 
-    if response := await submit(request, form, create, REFUSE):
-        return response
-    return render(request, "vault_provider_configs/create.html", {"form": form})
+    return await form_page(request, form, create, "vault_provider_configs/create.html", refuse=REFUSE)
 
 
 @require_http_methods(["GET", "POST"])
@@ -95,9 +93,9 @@ async def config_detail(request, config_id: str):
         messages.success(request, "Provider config saved.")
         return _detail_url(request, config.id)
 
-    if response := await submit(request, form, save, REFUSE):
-        return response
-    return render(request, "vault_provider_configs/detail.html", {"config": config, "form": form})
+    return await form_page(
+        request, form, save, "vault_provider_configs/detail.html", {"config": config}, refuse=REFUSE
+    )
 
 
 @require_http_methods(["GET", "POST"])

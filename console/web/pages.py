@@ -69,6 +69,23 @@ async def submit(request, form, save: Callable[[dict], Awaitable[str]], refuse=s
     return done(request, url)
 
 
+async def form_page(
+    request,
+    form,
+    save: Callable[[dict], Awaitable[str]],
+    template: str,
+    context: dict | None = None,
+    *,
+    refuse=show_refusal,
+    partial=None,
+):
+    """A form page: a GET shows ``template`` with ``form`` (and ``context``); a POST goes through ``submit``
+    and, unless it goes on, shows the form again with its errors."""
+    if response := await submit(request, form, save, refuse):
+        return response
+    return render(request, template, {**(context or {}), "form": form}, partial=partial)
+
+
 async def confirmed(
     request, template: str, context: dict, act: Callable[[], Awaitable], next_url: str, *, partial=None
 ):

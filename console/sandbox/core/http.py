@@ -342,6 +342,17 @@ def find(request: Request, table: str, id_or_name: str, kind: str) -> dict:
     raise not_found(kind, id_or_name)
 
 
+def record_of(
+    tenant: Tenant, table: str, key: str, kind: str, *, gone: Callable[[dict], bool] | None = None
+) -> dict:
+    """The tenant's record ``key`` of ``table``: a 404 naming ``kind`` when there is none, or when
+    ``gone(record)`` says it no longer counts (deleted, expired, another project's)."""
+    record = tenant.table(table).get(key)
+    if record is None or (gone is not None and gone(record)):
+        raise not_found(kind, key)
+    return record
+
+
 # Lists -------------------------------------------------------------------------------------------
 
 

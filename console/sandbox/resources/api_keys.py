@@ -24,9 +24,9 @@ from datetime import timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import conflict, invalid, not_found
+from console.sandbox.core.errors import conflict, invalid
 from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
-from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json, record_of
 from console.sandbox.core.state import Tenant, key_digest, new_id, parse_time, registry, rfc3339
 
 TABLE = "api_keys"
@@ -163,11 +163,8 @@ def issue(
 
 
 def _get(request: Request, *, include_deleted: bool = False) -> dict:
-    key_id = request.path_params["id"]
-    record = request.state.tenant.table(TABLE).get(key_id)
-    if record is None or (record.get("deleted_at") and not include_deleted):
-        raise not_found("api key", key_id)
-    return record
+    deleted = None if include_deleted else (lambda record: bool(record.get("deleted_at")))
+    return record_of(request.state.tenant, TABLE, request.path_params["id"], "api key", gone=deleted)
 
 
 @endpoint

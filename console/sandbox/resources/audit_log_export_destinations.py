@@ -28,8 +28,8 @@ from datetime import timedelta
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import conflict, invalid, not_found
-from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json, record_of
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "audit_export_destinations"
@@ -47,10 +47,7 @@ def render(record: dict) -> dict:
 
 
 def _find(tenant: Tenant, wanted: str) -> dict:
-    record = tenant.table(TABLE).get(wanted)
-    if record is None:
-        raise not_found("audit log export destination", wanted)
-    return record
+    return record_of(tenant, TABLE, wanted, "audit log export destination")
 
 
 def _check(body: dict, errors: dict, *, creating: bool) -> dict:

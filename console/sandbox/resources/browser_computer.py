@@ -582,19 +582,12 @@ BATCH_ACTIONS = {
 }
 
 
-def _session(request: Request, *, activity: bool = True) -> dict:
-    record = sessions.get_session(request, request.path_params["id"])
-    if activity:
-        sessions.touch(request.state.tenant, record)
-    return record
-
-
 def single(operation: str, action):
     """An endpoint for one action: its field errors are details named after the field."""
 
     @endpoint
     async def handler(request: Request):
-        record = _session(request)
+        record = sessions.of_path(request)
         body = await read_json(request)
         try:
             events = await action(request, record, body)
@@ -609,7 +602,7 @@ def single(operation: str, action):
 
 @endpoint
 async def batch(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     body = await read_json(request)
     actions = body.get("actions")
     if not isinstance(actions, list) or not actions:
@@ -660,13 +653,13 @@ def _batch_action(action) -> tuple[str, dict]:
 
 @endpoint
 async def get_mouse_position(request: Request):
-    screen = screen_of(_session(request, activity=False))
+    screen = screen_of(sessions.of_path(request, activity=False))
     return ok({"x": screen.x, "y": screen.y})
 
 
 @endpoint
 async def set_cursor(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     try:
         await act_set_cursor(request, record, await read_json(request))
     except ActionError as exc:
@@ -676,12 +669,12 @@ async def set_cursor(request: Request):
 
 @endpoint
 async def clipboard_read(request: Request):
-    return ok({"text": screen_of(_session(request)).clipboard})
+    return ok({"text": screen_of(sessions.of_path(request)).clipboard})
 
 
 @endpoint
 async def clipboard_write(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     body = await read_json(request)
     text = body.get("text")
     if not isinstance(text, str):
@@ -777,7 +770,7 @@ def screenshot(record: dict, region: tuple[int, int, int, int] | None = None) ->
 
 @endpoint
 async def take_screenshot(request: Request):
-    record = _session(request, activity=False)
+    record = sessions.of_path(request, activity=False)
     body = await read_json(request)
     region = body.get("region")
     box = None

@@ -332,14 +332,6 @@ def file_info(path: str, st: os.stat_result) -> dict:
     }
 
 
-def _session(request: Request, *, activity: bool = True) -> dict:
-    """The session of the path; a call that drives it counts as activity, a read does not."""
-    record = sessions.get_session(request, request.path_params["id"])
-    if activity:
-        sessions.touch(request.state.tenant, record)
-    return record
-
-
 def _require_path(request: Request, name: str = "path") -> str:
     raw = request.query_params.get(name)
     if not raw:
@@ -352,7 +344,7 @@ def _require_path(request: Request, name: str = "path") -> str:
 
 def _read_target(request: Request) -> tuple[dict, str, list[str]]:
     """What a read names: the session (reading is no activity), the ``path`` query and that path's parts."""
-    record = _session(request, activity=False)
+    record = sessions.of_path(request, activity=False)
     raw = _require_path(request)
     return record, raw, _parts(raw)
 
@@ -500,7 +492,7 @@ def _too_large(field: str) -> ApiError:
 
 @endpoint
 async def write_file(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     raw = _require_path(request)
     parts = _check_writable(record, raw, "path")
     mode = _mode(request.query_params.get("mode"), default="644")
@@ -559,7 +551,7 @@ async def _upload_chunks(upload: UploadFile):
 async def upload_files(request: Request):
     """Multipart ``files[i][dest_path]`` + ``files[i][file]`` (SDK 0.131), or the ``files[][…]`` pairs
     matched by order (SDK 0.93, notes §4). Every destination is checked before anything is written."""
-    record = _session(request)
+    record = sessions.of_path(request)
     form = await _form(request, max_files=100, field="files")
     try:
         entries = multipart_array(form, "files", ("dest_path", "file"))
@@ -696,7 +688,7 @@ def _remove(top: int, written: list[tuple[str, ...]]) -> None:
 
 @endpoint
 async def upload_zip(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     form = await _form(request, max_files=1, field="zip_file")
     try:
         dest_raw = form.get("dest_path")
@@ -806,7 +798,7 @@ async def download_dir_zip(request: Request):
 async def _json_target(request: Request) -> tuple[dict, dict, str, list[str]]:
     """What a change sent as JSON names: the session (a change is activity), the body, its ``path`` and
     that path's parts."""
-    record = _session(request)
+    record = sessions.of_path(request)
     body = await read_json(request)
     raw = body.get("path")
     return record, body, raw, _parts(raw)
@@ -858,7 +850,7 @@ async def delete_file(request: Request):
 
 @endpoint
 async def move(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     body = await read_json(request)
     src_raw, dest_raw = body.get("src_path"), body.get("dest_path")
     src_parts = _parts(src_raw, "src_path")
@@ -1148,7 +1140,7 @@ async def watch_events(request: Request):
 
 @endpoint
 async def delete_watch(request: Request):
-    record = _session(request)
+    record = sessions.of_path(request)
     watch = _watch(request, record)
     watch.close()
     watches_of(record).pop(watch.id, None)

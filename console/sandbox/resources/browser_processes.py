@@ -214,14 +214,6 @@ def processes_of(record: dict) -> dict[str, Proc]:
     return record.setdefault("_processes", {})
 
 
-def _session(request: Request, *, activity: bool = True) -> dict:
-    """The session of the path; a call that drives it counts as activity, a read does not."""
-    record = sessions.get_session(request, request.path_params["id"])
-    if activity:
-        sessions.touch(request.state.tenant, record)
-    return record
-
-
 def _proc(request: Request, record: dict) -> Proc:
     proc = processes_of(record).get(request.path_params["process_id"])
     if proc is None:
@@ -456,7 +448,7 @@ async def _collect(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]
 @endpoint
 async def exec_command(request: Request):
     tenant = request.state.tenant
-    record = _session(request)
+    record = sessions.of_path(request)
     await require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=False)
     env = _environment(record, spec["env"], tty=False)
@@ -568,7 +560,7 @@ async def _run(tenant: Tenant, record: dict, proc: Proc, pumps: list, deadline: 
 @endpoint
 async def spawn(request: Request):
     tenant = request.state.tenant
-    record = _session(request)
+    record = sessions.of_path(request)
     await require_exec(tenant)
     spec = _command(record, await read_json(request), spawn=True)
     processes = processes_of(record)
@@ -640,7 +632,7 @@ def _usage(pid: int) -> tuple[float, int] | None:
 
 @endpoint
 async def status(request: Request):
-    record = _session(request, activity=False)
+    record = sessions.of_path(request, activity=False)
     proc = _proc(request, record)
     if not proc.running:
         return ok({"state": "exited", "exit_code": proc.exit_code})
@@ -672,7 +664,7 @@ def _exited(proc: Proc) -> ApiError:
 
 @endpoint
 async def kill(request: Request):
-    proc = _proc(request, _session(request))
+    proc = _proc(request, sessions.of_path(request))
     body = await read_json(request)
     name = body.get("signal")
     if name not in SIGNALS:
@@ -685,7 +677,7 @@ async def kill(request: Request):
 
 @endpoint
 async def stdin(request: Request):
-    proc = _proc(request, _session(request))
+    proc = _proc(request, sessions.of_path(request))
     body = await read_json(request)
     raw = body.get("data_b64")
     try:
@@ -713,7 +705,7 @@ async def stdin(request: Request):
 
 @endpoint
 async def resize(request: Request):
-    proc = _proc(request, _session(request))
+    proc = _proc(request, sessions.of_path(request))
     body = await read_json(request)
     errors = {}
     for key in ("cols", "rows"):

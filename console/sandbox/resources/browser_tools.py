@@ -51,13 +51,6 @@ READ_LIMIT = 1024 * 1024
 MAX_LOG_LINES = 2000
 
 
-def _session(request: Request, *, activity: bool = True) -> dict:
-    record = sessions.get_session(request, request.path_params["id"])
-    if activity:
-        sessions.touch(request.state.tenant, record)
-    return record
-
-
 def log(tenant: Tenant, record: dict, process: str, message: str) -> None:
     """Append a line to a supervisor process's log of the session and wake its followers."""
     lines = record.setdefault("_supervisor_logs", [])
@@ -154,7 +147,7 @@ def _answer(tenant: Tenant, record: dict, spec: dict) -> tuple[int, bytes, dict[
 @endpoint
 async def curl(request: Request):
     tenant = request.state.tenant
-    record = _session(request)
+    record = sessions.of_path(request)
     spec = _curl_body(await read_json(request))
     started = time.monotonic()
     status, content, answered = _answer(tenant, record, spec)
@@ -173,7 +166,7 @@ RAW_SKIPPED = ("host", "content-length", "authorization", "connection", "accept-
 @endpoint
 async def curl_raw(request: Request):
     tenant = request.state.tenant
-    record = _session(request)
+    record = sessions.of_path(request)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in RAW_SKIPPED}
     spec = _curl_body({"url": request.query_params.get("url"), "method": request.method, "headers": headers})
     status, content, answered = _answer(tenant, record, spec)
@@ -186,7 +179,7 @@ async def curl_raw(request: Request):
 @endpoint
 async def load_extensions(request: Request):
     tenant = request.state.tenant
-    record = _session(request)
+    record = sessions.of_path(request)
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid(
             "send multipart/form-data", extensions="extensions[0][name] and extensions[0][zip_file]"
@@ -242,7 +235,7 @@ async def load_extensions(request: Request):
 @endpoint
 async def logs_stream(request: Request):
     tenant: Tenant = request.state.tenant
-    record = _session(request, activity=False)
+    record = sessions.of_path(request, activity=False)
     params = request.query_params
     source = params.get("source")
     follow = (params.get("follow") or "").lower() == "true"

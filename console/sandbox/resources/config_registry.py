@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import conflict, invalid, not_found
-from console.sandbox.core.http import endpoint, ok, paginate, read_json
+from console.sandbox.core.errors import conflict, invalid
+from console.sandbox.core.http import endpoint, ok, paginate, read_json, record_of
 from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "config_registry_analyses"
@@ -286,10 +286,7 @@ async def list_analyses(request: Request):
 
 
 def _find(tenant: Tenant, analysis_id: str) -> dict:
-    analysis = tenant.table(TABLE).get(analysis_id)
-    if analysis is None:
-        raise not_found("analysis", analysis_id)
-    return analysis
+    return record_of(tenant, TABLE, analysis_id, "analysis")
 
 
 @endpoint

@@ -19,9 +19,9 @@ import re
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import ApiError, conflict, not_found
+from console.sandbox.core.errors import ApiError, conflict
 from console.sandbox.core.fields import Bad, Body, Context, Field, required_name
-from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, read_json, record_of
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 
 TABLE = "credential_providers"
@@ -138,10 +138,9 @@ def create(tenant: Tenant, body: dict) -> dict:
 
 def _get(request: Request) -> dict:
     key = request.path_params["id"]
-    record = request.state.tenant.table(TABLE).get(key)
-    if record is None or record.get("_deleted"):
-        raise not_found("credential provider", key)
-    return record
+    return record_of(
+        request.state.tenant, TABLE, key, "credential provider", gone=lambda r: r.get("_deleted")
+    )
 
 
 def find(tenant: Tenant, id_or_name: str) -> dict | None:

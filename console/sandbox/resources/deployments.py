@@ -41,7 +41,7 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
+from console.sandbox.core.errors import ApiError, conflict, invalid
 from console.sandbox.core.http import (
     MAX_DEPTH,
     endpoint,
@@ -49,6 +49,7 @@ from console.sandbox.core.http import (
     ok,
     paginate,
     project_of,
+    record_of,
     scoped,
     sse_response,
     too_deep,
@@ -376,10 +377,8 @@ def stop(tenant: Tenant, record: dict, reason: str) -> bool:
 
 
 def _get(request: Request, deployment_id: str) -> dict:
-    record = request.state.tenant.table(TABLE).get(deployment_id)
-    if record is None or record["_project"] != project_of(request):
-        raise not_found("deployment", deployment_id)
-    return record
+    tenant, project = request.state.tenant, project_of(request)
+    return record_of(tenant, TABLE, deployment_id, "deployment", gone=lambda r: r["_project"] != project)
 
 
 # Endpoints ---------------------------------------------------------------------------------------

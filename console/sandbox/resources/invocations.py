@@ -41,7 +41,7 @@ from starlette.routing import Route
 
 from console.sandbox.core.errors import ApiError, conflict, invalid, not_found
 from console.sandbox.core.fields import Bad, Body, Context, Field, boolean
-from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json
+from console.sandbox.core.http import endpoint, no_content, ok, paginate, project_of, read_json, record_of
 from console.sandbox.core.state import Tenant, new_id, rfc3339
 from console.sandbox.resources import browsers, caps, deployments, sessions
 from console.sandbox.resources.deployments import (
@@ -243,10 +243,8 @@ def _in_flight(tenant: Tenant, project: str) -> int:
 
 
 def _get(request: Request, invocation_id: str) -> dict:
-    record = request.state.tenant.table(TABLE).get(invocation_id)
-    if record is None or record["_scope"] != project_of(request):
-        raise not_found("invocation", invocation_id)
-    return record
+    tenant, project = request.state.tenant, project_of(request)
+    return record_of(tenant, TABLE, invocation_id, "invocation", gone=lambda r: r["_scope"] != project)
 
 
 def _served(request: Request, app_name: str, version: str) -> dict:

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.routing import Route
 
-from console.sandbox.core.errors import invalid, not_found
-from console.sandbox.core.http import endpoint, ok, read_json
+from console.sandbox.core.errors import invalid
+from console.sandbox.core.http import endpoint, ok, read_json, record_of
 from console.sandbox.core.state import Tenant, new_id, parse_time, rfc3339
 
 TABLE = "searches"
@@ -210,10 +210,8 @@ def _render(record: dict) -> dict:
 
 
 def _find(tenant: Tenant, search_id: str) -> dict:
-    record = tenant.table(TABLE).get(search_id)
-    if record is None or tenant.now() >= parse_time(record["expires_at"]):
-        raise not_found("search", search_id)
-    return record
+    now = tenant.now()
+    return record_of(tenant, TABLE, search_id, "search", gone=lambda r: now >= parse_time(r["expires_at"]))
 
 
 @endpoint

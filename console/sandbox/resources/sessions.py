@@ -95,3 +95,11 @@ def get_session(request: Request, id_or_name: str, *, include_deleted: bool = Fa
             if record.get("name") == id_or_name:
                 return record
     raise not_found("browser session", id_or_name)
+
+
+def of_path(request: Request, *, activity: bool = True) -> dict:
+    """The session of the path (``{id}``); a call that drives it counts as activity, a read does not."""
+    record = get_session(request, request.path_params["id"])
+    if activity:
+        touch(request.state.tenant, record)
+    return record
