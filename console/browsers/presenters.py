@@ -6,13 +6,13 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from html import escape as _escape
 from typing import Any, NamedTuple
 
 from django.utils.safestring import SafeString
 
-from console.service.telemetry import Envelope
+from console.service.telemetry import Envelope, moment
 from console.web import images
 
 
@@ -111,7 +111,7 @@ class Row(NamedTuple):
     for every live event."""
 
     seq: int | None
-    time: Any
+    ts: int | None  # the event's time, Unix microseconds (``time`` is it as a datetime)
     type: str
     category: str
     severity: str  # info | warn | error
@@ -126,6 +126,10 @@ class Row(NamedTuple):
     target: str = ""  # the CDP target (browser tab) the event came from, when the service says
 
     @property
+    def time(self) -> datetime | None:
+        return moment(self.ts)
+
+    @property
     def html(self) -> SafeString:
         """The row's markup: built here rather than by the template engine because the live pane renders
         every event (the relay renders each one once, at up to thousands per second); the page's history
@@ -137,11 +141,8 @@ class Row(NamedTuple):
         """``html`` as a plain string (what the relay encodes: no copy into a SafeString)."""
         seq = "" if self.seq is None else str(self.seq)  # a number: nothing in it to escape
         opening, attrs, labels = _labels(self.severity, self.category, self.type, self.level)
-        if self.time is not None:
-            iso = self.time.isoformat()
-            time = f'<time datetime="{iso}">{_clock(iso)}</time>'
-        else:
-            time = "<time></time>"
+        iso = _iso(self.ts)
+        time = f'<time datetime="{iso}">{_clock(iso)}</time>' if iso else "<time></time>"
         # data-target (with data-level): what the page's tab filter matches (static/js/telemetry.js).
         target = f' data-target="{_name(self.target)[0]}"' if self.target else ""
         badge = ' <span class="badge">truncated</span>' if self.truncated else ""
@@ -172,7 +173,7 @@ class Row(NamedTuple):
                 lines.extend(f"    {t(str(frame))}\n" for frame in frames)
             parts.append(f'<pre class="trow__stack">{"".join(lines)}</pre>')
         if self.screenshot:
-            when = self.time.strftime("%H:%M:%S") if self.time is not None else ""
+            when = _clock(_iso(self.ts))[:8]
             parts.append(
                 f'<img class="trow__shot" alt="Screenshot at {when}"'
                 f' src="data:image/png;base64,{_escape(self.screenshot)}">'
@@ -182,12 +183,35 @@ class Row(NamedTuple):
     @property
     def clock(self) -> str:
         """``14:03:07.123`` (UTC), to the millisecond: events come many per second."""
-        return "" if self.time is None else _clock(self.time.isoformat())
+        return _clock(_iso(self.ts))
 
 
 def _clock(iso: str) -> str:
     """``14:03:07.123`` from ``2026-01-02T14:03:07.123456+00:00`` (a whole second has no fraction there)."""
-    return iso[11:19] + (iso[19:23] if iso[19:20] == "." else ".000")
+    return iso[11:19] + (iso[19:23] if iso[19:20] == "." else ".000") if iso else ""
+
+
+def _iso(ts: int | None) -> str:
+    """``moment(ts).isoformat()`` ("" for None), without a datetime for every event: the date and time of
+    each whole second are remembered (a stream's events come many to a second; a datetime and its
+    isoformat cost as much as the rest of a row's time). Only where ``moment``'s float of seconds holds every
+    microsecond (to the year 2106); elsewhere through ``moment`` itself."""
+    if type(ts) is not int or not 0 <= ts < _EXACT:
+        found = moment(ts)
+        return "" if found is None else found.isoformat()
+    seconds, micros = divmod(ts, 1_000_000)
+    second = _SECONDS.get(seconds)
+    if second is None:
+        if len(_SECONDS) >= 1024:
+            _SECONDS.clear()
+        second = _SECONDS[seconds] = datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:19]
+    return f"{second}.{micros:06d}+00:00" if micros else f"{second}+00:00"
+
+
+# Below 2**32 s, a double's seconds are exact to within 0.24 µs: rounded to the microsecond, as
+# datetime.fromtimestamp rounds them, they are the integer's own microseconds.
+_EXACT = 2**32 * 1_000_000
+_SECONDS: dict[int, str] = {}
 
 
 def raw(envelope: Envelope) -> dict:
@@ -384,7 +408,7 @@ def row(envelope: Envelope) -> Row:
     trace, target = data.get("stack_trace"), data.get("target_id")
     return Row(
         envelope.seq,
-        event.time if event else None,
+        event.ts if event else None,
         kind,
         category,
         _severity(kind, data),

@@ -26,6 +26,7 @@ __all__ = [
     "TelemetryEvent",
     "envelope_from_event",
     "list_events",
+    "moment",
     "stream",
     "stream_path",
 ]
@@ -48,13 +49,18 @@ class TelemetryEvent(Record):
 
     @property
     def time(self) -> datetime | None:
-        if not isinstance(self.ts, int | float):
-            return None
-        return datetime.fromtimestamp(self.ts / 1_000_000, tz=UTC)
+        return moment(self.ts)
 
     @property
     def fields(self) -> dict[str, Any]:
         return self.data if isinstance(self.data, dict) else {}
+
+
+def moment(ts: Any) -> datetime | None:
+    """An event's ``ts`` (Unix microseconds) as an aware datetime (None when it has none)."""
+    if not isinstance(ts, int | float):
+        return None
+    return datetime.fromtimestamp(ts / 1_000_000, tz=UTC)
 
 
 class Envelope(Record):

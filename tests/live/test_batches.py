@@ -209,6 +209,26 @@ def test_a_rows_clock_reads_to_the_millisecond_whole_seconds_included():
         assert _clock(moment.isoformat()) == expected
 
 
+def test_a_rows_time_is_the_isoformat_of_its_datetime_whatever_the_timestamp():
+    """A row's time is written from its seconds remembered and its microseconds (console.browsers.presenters
+    ._iso), not from a datetime per event: it must say what the event's datetime says, microsecond for
+    microsecond, at the edges of a second and of the range where it is worked out so."""
+    import random
+
+    from console.browsers.presenters import _EXACT, _iso
+    from console.service.telemetry import moment
+
+    rng = random.Random(28)
+    seconds = [0, 1, 59, 86_399, 1_795_811_216, 2**31, 2**32 - 1]
+    seconds += [rng.randrange(2**32) for _ in range(2000)]
+    micros = [0, 1, 499_999, 500_000, 500_001, 999_998, 999_999] + [rng.randrange(10**6) for _ in range(5)]
+    stamps = [s * 10**6 + m for s in seconds for m in micros]
+    stamps += [_EXACT, _EXACT + 1, 2**53, -1, -(2**53), 1.5, True]
+    for ts in stamps:
+        assert _iso(ts) == moment(ts).isoformat(), ts
+    assert _iso(None) == "" and moment(None) is None
+
+
 def test_a_frame_of_ascii_with_a_control_character_still_shows_it_as_a_symbol():
     from console.live.hub import encode
 
