@@ -344,7 +344,8 @@ class Record:
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         """The body before it is checked (a record that redacts what it reads overrides this: it returns a
-        dict of its own, which the record then keeps rather than copies)."""
+        dict of its own, which the record then keeps rather than copies, or the body itself when nothing in
+        it changed, which the record copies as it copies any body)."""
         return data
 
     @classmethod
