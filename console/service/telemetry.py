@@ -69,8 +69,9 @@ class Envelope(Record):
 
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # The event redacts itself; fields the service adds are shown raw too, so they are redacted here.
-        return {k: (v if k == "event" else redaction.walk(v)) for k, v in data.items()}
+        # The event redacts itself; fields the service adds are shown raw too, so they are redacted here (a
+        # number, the seq, holds nothing to redact).
+        return {k: (v if k == "event" or type(v) is int else redaction.walk(v)) for k, v in data.items()}
 
     @property
     def kind(self) -> str:
