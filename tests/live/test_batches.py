@@ -215,7 +215,7 @@ def test_a_rows_time_is_the_isoformat_of_its_datetime_whatever_the_timestamp():
     microsecond, at the edges of a second and of the range where it is worked out so."""
     import random
 
-    from console.browsers.presenters import _EXACT, _iso
+    from console.browsers.presenters import _EXACT, _clock, _iso, _time
     from console.service.telemetry import moment
 
     rng = random.Random(28)
@@ -225,8 +225,10 @@ def test_a_rows_time_is_the_isoformat_of_its_datetime_whatever_the_timestamp():
     stamps = [s * 10**6 + m for s in seconds for m in micros]
     stamps += [_EXACT, _EXACT + 1, 2**53, -1, -(2**53), 1.5, True]
     for ts in stamps:
-        assert _iso(ts) == moment(ts).isoformat(), ts
-    assert _iso(None) == "" and moment(None) is None
+        iso = moment(ts).isoformat()
+        assert _iso(ts) == iso, ts
+        assert _time(ts) == f'<time datetime="{iso}">{_clock(iso)}</time>', ts
+    assert _iso(None) == "" and moment(None) is None and _time(None) == "<time></time>"
 
 
 def test_a_frame_of_ascii_with_a_control_character_still_shows_it_as_a_symbol():
