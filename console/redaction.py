@@ -164,7 +164,7 @@ def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
 
 def event(value: dict) -> dict:
     """One telemetry event: its ``data`` (and anything else it carries) by the rules above."""
-    result = walk(value)
+    result = _fields(value) if type(value) is dict else walk(value)
     data = result.get("data")
     if value.get("type") == "interaction_key" and isinstance(data, dict):
         key, where = data.get("key"), f"{data.get('selector') or ''} {data.get('target_selector') or ''}"
