@@ -40,12 +40,10 @@ class TelemetryEvent(Record):
     data: dict[str, Any] | None = None
     truncated: bool = False
 
-    @classmethod
-    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
-        # credentials included, and every pane, stream frame and card is built from this record (an
-        # envelope's event too: nested records are built through here).
-        return redaction.event(data)
+    # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
+    # credentials included, and every pane, stream frame and card is built from this record (an envelope's
+    # event too: nested records are built through here). The function itself, not a method calling it.
+    _prepare = staticmethod(redaction.event)
 
     @property
     def time(self) -> datetime | None:
