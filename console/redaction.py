@@ -237,6 +237,7 @@ def _other(key: Any, item: Any, value: dict) -> Any:
 
 
 def _items(value: list) -> list:
+    """A list by ``walk``'s rules: the list itself when nothing in it changed."""
     items = [walk(item) for item in value]
     return value if all(map(operator.is_, items, value)) else items
 
@@ -257,6 +258,8 @@ _BODY, _OPAQUE, _HEADERS, _PLAIN = "body", "opaque", "headers", "plain"
 
 
 class _Rules(dict):
+    """Each key's rule, worked out the first time the key is looked up."""
+
     def __missing__(self, key: Any) -> str:
         lower = key.lower() if isinstance(key, str) else ""
         if lower in BODY_KEYS:

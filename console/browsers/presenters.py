@@ -28,7 +28,7 @@ def escape_text(value: Any) -> str:
 
 def _text(value: str) -> str:
     """``html.escape(value, False)``, without its three passes over a string with nothing to escape (most
-    rows' JSON and summary): three tests for a character cost a fifth of them."""
+    rows' JSON and summary): three tests for a character cost a sixth of them."""
     if "&" in value or "<" in value or ">" in value:
         return _escape(value, False)
     return value
@@ -204,9 +204,9 @@ def _clock(iso: str) -> str:
 
 def _iso(ts: int | None) -> str:
     """``moment(ts).isoformat()`` ("" for None), without a datetime for every event: the date and time of
-    each whole second are remembered (a stream's events come many to a second; a datetime and its
-    isoformat cost as much as the rest of a row's time). Only where ``moment``'s float of seconds holds every
-    microsecond (to the year 2106); elsewhere through ``moment`` itself."""
+    each whole second are remembered (a stream's events come many to a second, and a datetime and its
+    isoformat cost more than the rest of a row's markup). Only where ``moment``'s float of seconds holds
+    every microsecond (to the year 2106); elsewhere through ``moment`` itself."""
     if type(ts) is not int or not 0 <= ts < _EXACT:
         found = moment(ts)
         return "" if found is None else found.isoformat()
@@ -434,8 +434,8 @@ def row(envelope: Envelope) -> Row:
         level = text = ""
         url = str(data.get("url") or "")
     trace, target = data.get("stack_trace"), data.get("target_id")
-    # tuple.__new__ itself, with every field in order: a named tuple's __new__ is a Python function of its
-    # fourteen arguments, a fifth of building a live event's row.
+    # tuple.__new__ itself, with every field in order: a named tuple's __new__ is a Python call of fourteen
+    # arguments, for every live event.
     return tuple.__new__(
         Row,
         (
