@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import operator
 import re
 from typing import Any
 from urllib.parse import unquote_plus
@@ -163,56 +164,82 @@ def text(value: str, *, names: re.Pattern = _TEXT_NAME) -> str:
 
 def event(value: dict) -> dict:
     """One telemetry event: its ``data`` (and anything else it carries) by the rules above."""
-    result = walk(value)
+    result = _fields(value) if type(value) is dict else walk(value)
     data = result.get("data")
     if value.get("type") == "interaction_key" and isinstance(data, dict):
         key, where = data.get("key"), f"{data.get('selector') or ''} {data.get('target_selector') or ''}"
         if isinstance(key, str) and len(key) == 1 and SECRET_NAME.search(where):
-            result["data"] = {**data, "key": MASKED_KEY}
+            result = {**result, "data": {**data, "key": MASKED_KEY}}
     return result
 
 
 def walk(value: Any) -> Any:
     """Any value of an event or envelope: headers and bodies by their rules wherever they are nested, every
-    other string as free text."""
+    other string as free text. What holds nothing to redact is returned as it is (the same object): a dict
+    or list is copied only when something in it changed."""
     if isinstance(value, str):
         return text(value)
     if isinstance(value, dict):
         return _fields(value)
     if isinstance(value, list):
-        return [walk(item) for item in value]
+        return _items(value)
     return value
 
 
 def _fields(value: dict) -> dict:
-    # Scalars are handled inline: this runs on every field of every event the relay renders (hence the
-    # exact-type tests first, as JSON gives them, and each key's rule looked up rather than worked out).
-    result = {}
+    # This runs on every field of every event the relay renders: the exact types JSON gives are tested
+    # first, each key's rule is looked up rather than worked out, and an unchanged field costs no copy.
+    changed = None
     for key, item in value.items():
         kind = type(item)
-        if kind in _SCALARS:
-            result[key] = item
-        elif kind is str or isinstance(item, str):
-            rule = _rules.get(key) or _rule(key)
+        if kind is str:
+            rule = _rules[key]
             if rule is _BODY:
-                result[key] = _body(item, value)
+                new = _body(item, value)
             elif rule is _OPAQUE or ("=" not in item and ":" not in item and "eyJ" not in item):
-                result[key] = item  # (the first test of text(), without the call)
+                continue  # (the first test of text(), without the call)
             else:
-                result[key] = text(item)
-        elif kind is dict or isinstance(item, dict):
-            rule = _rules.get(key) or _rule(key)
-            result[key] = headers(item) if rule is _HEADERS else _fields(item)
-        elif kind is list or isinstance(item, list):
-            result[key] = [walk(v) for v in item]
+                new = text(item)
+        elif kind in _SCALARS:
+            continue
+        elif kind is dict:
+            new = headers(item) if _rules[key] is _HEADERS else _fields(item)
+        elif kind is list:
+            new = _items(item)
         else:
-            result[key] = item
+            new = _other(key, item, value)
+        if new is not item:
+            if changed is None:
+                changed = dict(value)
+            changed[key] = new
     if "value" in value:
         # {name, value} pairs (cookies, header lists): the value goes with a secret name, whatever it is.
         name = value.get("name")
         if isinstance(name, str) and secret_name(name):
-            result["value"] = REDACTED
-    return result
+            if changed is None:
+                changed = dict(value)
+            changed["value"] = REDACTED
+    return value if changed is None else changed
+
+
+def _other(key: Any, item: Any, value: dict) -> Any:
+    """A field of a subclass of str, dict or list (JSON gives none) by the same rules; anything else kept."""
+    if isinstance(item, str):
+        rule = _rules[key]
+        if rule is _BODY:
+            return _body(item, value)
+        return item if rule is _OPAQUE else text(item)
+    if isinstance(item, dict):
+        return headers(item) if _rules[key] is _HEADERS else _fields(item)
+    if isinstance(item, list):
+        return _items(item)
+    return item
+
+
+def _items(value: list) -> list:
+    """A list by ``walk``'s rules: the list itself when nothing in it changed."""
+    items = [walk(item) for item in value]
+    return value if all(map(operator.is_, items, value)) else items
 
 
 def _body(body: str, value: dict) -> str:
@@ -228,23 +255,28 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 # What a key means for its value: a body (a string), an opaque value (a string), headers (an object), or
 # nothing special. Keys repeat from event to event: each is judged once (bounded: keys come from the service).
 _BODY, _OPAQUE, _HEADERS, _PLAIN = "body", "opaque", "headers", "plain"
-_rules: dict[Any, str] = {}
 
 
-def _rule(key: Any) -> str:
-    lower = key.lower() if isinstance(key, str) else ""
-    if lower in BODY_KEYS:
-        rule = _BODY
-    elif lower in OPAQUE_KEYS:
-        rule = _OPAQUE
-    elif lower.endswith("headers"):
-        rule = _HEADERS
-    else:
-        rule = _PLAIN
-    if len(_rules) >= 4096:
-        _rules.clear()
-    _rules[key] = rule
-    return rule
+class _Rules(dict):
+    """Each key's rule, worked out the first time the key is looked up."""
+
+    def __missing__(self, key: Any) -> str:
+        lower = key.lower() if isinstance(key, str) else ""
+        if lower in BODY_KEYS:
+            rule = _BODY
+        elif lower in OPAQUE_KEYS:
+            rule = _OPAQUE
+        elif lower.endswith("headers"):
+            rule = _HEADERS
+        else:
+            rule = _PLAIN
+        if len(self) >= 4096:
+            self.clear()
+        self[key] = rule
+        return rule
+
+
+_rules = _Rules()
 
 
 def _json(value: Any) -> Any:

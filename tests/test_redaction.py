@@ -156,3 +156,32 @@ def test_it_leaves_a_screenshot_alone():
     png = "iVBORw0KGgo" + "A" * 1000 + "token=abc"
     event = {"type": "monitor_screenshot", "data": {"png": png}}
     assert redaction.event(event)["data"]["png"] == png
+
+
+def test_it_copies_only_what_it_changes_and_never_its_input():
+    """The relay redacts every event (issue 28): one with nothing to redact comes back as it is, one with a
+    secret in a field comes back as a copy along the way to that field, the rest shared, its input intact."""
+    plain = {
+        "type": "console_log",
+        "source": {"kind": "cdp", "metadata": {"target_type": "page"}},
+        "data": {"level": "log", "text": "burst event 7", "items": ["a", 1]},
+    }
+    assert redaction.event(plain) is plain
+    secret = {
+        "type": "network_request",
+        "source": {"kind": "cdp", "metadata": {"target_type": "page"}},
+        "data": {
+            "url": "https://shop.example.com/?token=abc",
+            "cookies": [{"name": "session", "value": "abc"}],
+        },
+    }
+    result = redaction.event(secret)
+    assert result["data"] == {
+        "url": f"https://shop.example.com/?token={E}",
+        "cookies": [{"name": "session", "value": R}],
+    }
+    assert result is not secret and result["data"] is not secret["data"]
+    assert result["source"] is secret["source"]
+    assert secret["data"]["url"].endswith("token=abc") and secret["data"]["cookies"][0]["value"] == "abc"
+    typed = {"type": "interaction_key", "data": {"key": "x", "selector": "input#password"}}
+    assert redaction.event(typed)["data"]["key"] == redaction.MASKED_KEY and typed["data"]["key"] == "x"

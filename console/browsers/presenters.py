@@ -6,13 +6,13 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from html import escape as _escape
 from typing import Any, NamedTuple
 
 from django.utils.safestring import SafeString
 
-from console.service.telemetry import Envelope
+from console.service.telemetry import Envelope, moment
 from console.web import images
 
 
@@ -24,6 +24,14 @@ def escape(value: Any) -> str:
 def escape_text(value: Any) -> str:
     """For element content: quotes need no escaping there (and JSON is full of them)."""
     return html.escape("" if value is None else str(value), quote=False)
+
+
+def _text(value: str) -> str:
+    """``html.escape(value, False)``, without its three passes over a string with nothing to escape (most
+    rows' JSON and summary): three tests for a character cost a sixth of them."""
+    if "&" in value or "<" in value or ">" in value:
+        return _escape(value, False)
+    return value
 
 
 def _name(value: str) -> tuple[str, str]:
@@ -111,7 +119,7 @@ class Row(NamedTuple):
     for every live event."""
 
     seq: int | None
-    time: Any
+    ts: int | None  # the event's time, Unix microseconds (``time`` is it as a datetime)
     type: str
     category: str
     severity: str  # info | warn | error
@@ -126,6 +134,10 @@ class Row(NamedTuple):
     target: str = ""  # the CDP target (browser tab) the event came from, when the service says
 
     @property
+    def time(self) -> datetime | None:
+        return moment(self.ts)
+
+    @property
     def html(self) -> SafeString:
         """The row's markup: built here rather than by the template engine because the live pane renders
         every event (the relay renders each one once, at up to thousands per second); the page's history
@@ -137,20 +149,20 @@ class Row(NamedTuple):
         """``html`` as a plain string (what the relay encodes: no copy into a SafeString)."""
         seq = "" if self.seq is None else str(self.seq)  # a number: nothing in it to escape
         opening, attrs, labels = _labels(self.severity, self.category, self.type, self.level)
-        if self.time is not None:
-            iso = self.time.isoformat()
-            time = f'<time datetime="{iso}">{_clock(iso)}</time>'
-        else:
-            time = "<time></time>"
+        time = _time(self.ts)
         # data-target (with data-level): what the page's tab filter matches (static/js/telemetry.js).
         target = f' data-target="{_name(self.target)[0]}"' if self.target else ""
         badge = ' <span class="badge">truncated</span>' if self.truncated else ""
-        body = self._body() if self.text or self.url or self.stack or self.screenshot else ""
+        body = (
+            self._body()
+            if self.url or self.stack or self.screenshot or (self.text and self.text != self.summary)
+            else ""
+        )
         return (
             f'{opening}{seq}{attrs}{target}><details><summary>{time}{labels} <span class="trow__summary">'
-            f'{_escape(self.summary, False)}</span>{badge}</summary><div class="trow__body">{body}'
+            f'{_text(self.summary)}</span>{badge}</summary><div class="trow__body">{body}'
             '<div class="trow__json"><button type="button" class="small" data-copy>Copy JSON</button>'
-            f' <span class="muted">seq {seq}</span><pre data-json>{_escape(self.json, False)}</pre></div>'
+            f' <span class="muted">seq {seq}</span><pre data-json>{_text(self.json)}</pre></div>'
             "</div></details></li>"
         )
 
@@ -159,9 +171,9 @@ class Row(NamedTuple):
         screenshot (each when it has one)."""
         parts = []
         if self.text and self.text != self.summary:
-            parts.append(f'<p class="trow__text">{_escape(self.text, False)}</p>')
+            parts.append(f'<p class="trow__text">{_text(self.text)}</p>')
         if self.url:
-            url = _escape(self.url, False)
+            url = _text(self.url)
             parts.append(f'<p class="trow__url"><span class="muted">URL</span> <code>{url}</code></p>')
         if self.stack:
             t = escape_text
@@ -172,7 +184,7 @@ class Row(NamedTuple):
                 lines.extend(f"    {t(str(frame))}\n" for frame in frames)
             parts.append(f'<pre class="trow__stack">{"".join(lines)}</pre>')
         if self.screenshot:
-            when = self.time.strftime("%H:%M:%S") if self.time is not None else ""
+            when = _clock(_iso(self.ts))[:8]
             parts.append(
                 f'<img class="trow__shot" alt="Screenshot at {when}"'
                 f' src="data:image/png;base64,{_escape(self.screenshot)}">'
@@ -182,12 +194,52 @@ class Row(NamedTuple):
     @property
     def clock(self) -> str:
         """``14:03:07.123`` (UTC), to the millisecond: events come many per second."""
-        return "" if self.time is None else _clock(self.time.isoformat())
+        return _clock(_iso(self.ts))
 
 
 def _clock(iso: str) -> str:
     """``14:03:07.123`` from ``2026-01-02T14:03:07.123456+00:00`` (a whole second has no fraction there)."""
-    return iso[11:19] + (iso[19:23] if iso[19:20] == "." else ".000")
+    return iso[11:19] + (iso[19:23] if iso[19:20] == "." else ".000") if iso else ""
+
+
+def _iso(ts: int | None) -> str:
+    """``moment(ts).isoformat()`` ("" for None), without a datetime for every event: the date and time of
+    each whole second are remembered (a stream's events come many to a second, and a datetime and its
+    isoformat cost more than the rest of a row's markup). Only where ``moment``'s float of seconds holds
+    every microsecond (to the year 2106); elsewhere through ``moment`` itself."""
+    if type(ts) is not int or not 0 <= ts < _EXACT:
+        found = moment(ts)
+        return "" if found is None else found.isoformat()
+    seconds, micros = divmod(ts, 1_000_000)
+    second = _SECONDS.get(seconds) or _second(seconds)
+    return f"{second}.{micros:06d}+00:00" if micros else f"{second}+00:00"
+
+
+def _time(ts: int | None) -> str:
+    """A row's ``<time>``: ``_iso(ts)`` and ``_clock`` of it, from the same remembered second."""
+    if type(ts) is not int or not 0 <= ts < _EXACT:
+        iso = _iso(ts)
+        return f'<time datetime="{iso}">{_clock(iso)}</time>' if iso else "<time></time>"
+    seconds, micros = divmod(ts, 1_000_000)
+    second = _SECONDS.get(seconds) or _second(seconds)
+    if not micros:
+        return f'<time datetime="{second}+00:00">{second[11:]}.000</time>'
+    fraction = str(1_000_000 + micros)  # "1" and the six digits: cheaper than a format spec
+    return f'<time datetime="{second}.{fraction[1:]}+00:00">{second[11:]}.{fraction[1:4]}</time>'
+
+
+def _second(seconds: int) -> str:
+    """``2026-01-02T14:03:07``: the date and time of a whole second since the epoch, remembered."""
+    if len(_SECONDS) >= 1024:
+        _SECONDS.clear()
+    second = _SECONDS[seconds] = datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:19]
+    return second
+
+
+# Below 2**32 s, a double's seconds are exact to within 0.24 µs: rounded to the microsecond, as
+# datetime.fromtimestamp rounds them, they are the integer's own microseconds.
+_EXACT = 2**32 * 1_000_000
+_SECONDS: dict[int, str] = {}
 
 
 def raw(envelope: Envelope) -> dict:
@@ -382,21 +434,26 @@ def row(envelope: Envelope) -> Row:
         level = text = ""
         url = str(data.get("url") or "")
     trace, target = data.get("stack_trace"), data.get("target_id")
-    return Row(
-        envelope.seq,
-        event.time if event else None,
-        kind,
-        category,
-        _severity(kind, data),
-        _summary(kind, data),
-        level,
-        text,
-        url,
-        _stack(trace) if trace is not None else (),
-        _screenshot(data) if kind == "monitor_screenshot" else "",
-        bool(event.truncated) if event else False,
-        _pretty(envelope),
-        target if isinstance(target, str) else "",
+    # tuple.__new__ itself, with every field in order: a named tuple's __new__ is a Python call of fourteen
+    # arguments, for every live event.
+    return tuple.__new__(
+        Row,
+        (
+            envelope.seq,
+            event.ts if event else None,
+            kind,
+            category,
+            _severity(kind, data),
+            _summary(kind, data),
+            level,
+            text,
+            url,
+            _stack(trace) if trace is not None else (),
+            _screenshot(data) if kind == "monitor_screenshot" else "",
+            bool(event.truncated) if event else False,
+            _pretty(envelope),
+            target if isinstance(target, str) else "",
+        ),
     )
 
 

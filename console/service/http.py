@@ -162,7 +162,8 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     stopping as soon as it holds more than ``max_items`` (``TooMuchJSON``). Anything that is not JSON raises
     ``ValueError`` or ``RecursionError``. In a worker thread when the body is large (``parse_json``)."""
     text = body if isinstance(body, str) else body.decode(jsonlib.detect_encoding(body))
-    if max_items is None and len(text) <= INLINE_PARSE_BYTES and _brackets(text) <= JSON_MAX_DEPTH:
+    small = max_items is None and len(text) <= INLINE_PARSE_BYTES
+    if small and text.count("{") + text.count("[") <= JSON_MAX_DEPTH:
         # A small body with no more brackets than the depth bound cannot pass either bound (every object
         # opens with one): the C parser alone, without a Python call per object (an event of a live stream).
         # Its scanner first, without json.loads' calls around it, for a body that is one value from its
@@ -209,10 +210,6 @@ def decode_json(body: bytes | str, max_items: int | None = None) -> Any:
     if _deeper_than(value, JSON_MAX_DEPTH):
         raise TooMuchJSON(f"JSON nested deeper than {JSON_MAX_DEPTH} levels")
     return value
-
-
-def _brackets(text: str) -> int:
-    return text.count("{") + text.count("[")
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

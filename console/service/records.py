@@ -251,7 +251,7 @@ def _checker(hint: Any, bounds: Bounds | None = None, *, nullable: bool = True) 
     if hint is datetime:
         return _moment
     if isinstance(hint, type) and issubclass(hint, Record):
-        return hint._nested
+        return hint._build
     origin = typing.get_origin(hint) or hint
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
@@ -306,7 +306,7 @@ class Record:
         super().__init_subclass__(**kwargs)
         cls._fields = cls._table = None
         dataclasses.dataclass(frozen=True, kw_only=True)(cls)
-        # A record with a __post_init__ is made by the dataclass's __init__ (``_made`` would skip it).
+        # A record with a __post_init__ is made by the dataclass's __init__ (``_build`` would skip it).
         cls._plain = not hasattr(cls, "__post_init__")
 
     @classmethod
@@ -344,7 +344,8 @@ class Record:
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         """The body before it is checked (a record that redacts what it reads overrides this: it returns a
-        dict of its own, which the record then keeps rather than copies)."""
+        dict of its own, which the record then keeps rather than copies, or the body itself when nothing in
+        it changed, which the record copies as it copies any body)."""
         return data
 
     @classmethod
@@ -371,22 +372,14 @@ class Record:
                 values[name] = check(value)
             except _Wrong as wrong:
                 raise wrong.within(name) from None
-        return cls._made(values)
-
-    @classmethod
-    def _made(cls, values: dict[str, Any]) -> Self:
-        """The record holding ``values`` (every field, ``extra`` included), as the dataclass's ``__init__``
-        would make it but without its call per field (a frozen dataclass sets each through
-        ``object.__setattr__``: a third of building a telemetry event, which the relay does for every one)."""
         if not cls._plain:
             return cls(**values)
+        # The record holding ``values`` (every field, ``extra`` included), as the dataclass's ``__init__``
+        # would make it but without its call per field (a frozen dataclass sets each through
+        # ``object.__setattr__``: a third of building a telemetry event, which the relay does for every one).
         record = object.__new__(cls)
         object.__setattr__(record, "__dict__", values)
         return record
-
-    @classmethod
-    def _nested(cls, value: Any) -> Self:
-        return cls._build(value)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Self:

@@ -74,7 +74,8 @@ async def to_event(frame: Any) -> ServerEvent | None:
 
 def _event(frame: Any, data: Any) -> ServerEvent:
     event = frame.event if frame.event and frame.event != "message" else None
-    return ServerEvent(frame.id or None, event, data, frame.retry)
+    # tuple.__new__ itself, every field given: a named tuple's __new__ is a Python call, made for every event.
+    return tuple.__new__(ServerEvent, (frame.id or None, event, data, frame.retry))
 
 
 async def events(

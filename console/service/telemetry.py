@@ -27,6 +27,7 @@ __all__ = [
     "TelemetryEvent",
     "envelope_from_event",
     "list_events",
+    "moment",
     "stream",
     "stream_path",
 ]
@@ -40,22 +41,25 @@ class TelemetryEvent(Record):
     data: dict[str, Any] | None = None
     truncated: bool = False
 
-    @classmethod
-    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
-        # credentials included, and every pane, stream frame and card is built from this record (an
-        # envelope's event too: nested records are built through here).
-        return redaction.event(data)
+    # Redacted as it is read (console.redaction): the service may send what a page posted or was sent,
+    # credentials included, and every pane, stream frame and card is built from this record (an envelope's
+    # event too: nested records are built through here). The function itself, not a method calling it.
+    _prepare = staticmethod(redaction.event)
 
     @property
     def time(self) -> datetime | None:
-        if not isinstance(self.ts, int | float):
-            return None
-        return datetime.fromtimestamp(self.ts / 1_000_000, tz=UTC)
+        return moment(self.ts)
 
     @property
     def fields(self) -> dict[str, Any]:
         return self.data if isinstance(self.data, dict) else {}
+
+
+def moment(ts: Any) -> datetime | None:
+    """An event's ``ts`` (Unix microseconds) as an aware datetime (None when it has none)."""
+    if not isinstance(ts, int | float):
+        return None
+    return datetime.fromtimestamp(ts / 1_000_000, tz=UTC)
 
 
 class Envelope(Record):
@@ -64,8 +68,12 @@ class Envelope(Record):
 
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # The event redacts itself; fields the service adds are shown raw too, so they are redacted here.
-        return {k: (v if k == "event" else redaction.walk(v)) for k, v in data.items()}
+        # The event redacts itself; fields the service adds are shown raw too, so they are redacted here (a
+        # number, the seq, holds nothing to redact).
+        prepared = {}  # (a loop: a comprehension is a function made and called, for two fields)
+        for key, value in data.items():
+            prepared[key] = value if key == "event" or type(value) is int else redaction.walk(value)
+        return prepared
 
     @property
     def kind(self) -> str:
