@@ -1044,11 +1044,13 @@ class Engine:
             # new browser found no X server).
             browser = self._shared.pop(key, None)
             display = self._displays.pop(key, None)
-            if browser is not None:
-                with contextlib.suppress(Exception):
-                    await browser.close()
-            if display is not None:
-                await display.stop()
+            try:
+                if browser is not None:
+                    with contextlib.suppress(Exception):
+                        await browser.close()
+            finally:  # even cut short (the sandbox exiting): no Xvfb or Xauthority of it is left
+                if display is not None:
+                    await display.stop()
 
     def _maybe_linger(self) -> None:
         """Close the shared browser once no session has used it for the linger time."""
