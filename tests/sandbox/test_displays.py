@@ -38,7 +38,9 @@ def unix_sockets(pid: int) -> list[str]:
     found = []
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()
-        if len(fields) >= 8 and fields[6] in inodes:
+        # Listening only (__SO_ACCEPTCON in the flags): a connection the server accepted carries the same
+        # path, and Display.start's own probe may still be one when this looks (a full run saw it twice).
+        if len(fields) >= 8 and fields[6] in inodes and int(fields[3], 16) & 0x10000:
             found.append(fields[7])
     return found
 

@@ -702,6 +702,8 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self.close(live.record)
         await self._close_shared()
+        # Closings the ones above started (a session's close lingers its shared browser), to their end.
+        await asyncio.gather(*list(self._cleanups), return_exceptions=True)
         for key in list(self._displays):  # a display whose browser went without it
             await self._stop_display(key)
         if self._playwright is not None:
@@ -1039,17 +1041,20 @@ class Engine:
 
     async def _close_shared_now(self, keys=None) -> None:
         for key in list(self._shared if keys is None else keys):
-            # The browser and its display are taken together, before the close's wait: a launch for the
-            # same key meanwhile starts a display of its own, which this close must not stop (it did: the
-            # new browser found no X server).
+            # The browser's display is known before the close's wait: a launch for the same key meanwhile
+            # starts a display of its own, which this close must not stop (it did: the new browser found no
+            # X server). It stays listed until stopped, so that ``shutdown`` stops it even if this close is
+            # still on its way then.
             browser = self._shared.pop(key, None)
-            display = self._displays.pop(key, None)
+            display = self._displays.get(key)
             try:
                 if browser is not None:
                     with contextlib.suppress(Exception):
                         await browser.close()
-            finally:  # even cut short (the sandbox exiting): no Xvfb or Xauthority of it is left
+            finally:
                 if display is not None:
+                    if self._displays.get(key) is display:
+                        del self._displays[key]
                     await display.stop()
 
     def _maybe_linger(self) -> None:
