@@ -348,6 +348,16 @@
   phone.addEventListener("change", closePhoneSidebar);
   document.addEventListener("DOMContentLoaded", syncMenuToggle);
 
+  // allauth's security-key and passkey buttons are served disabled (templates/allauth/elements/button.html):
+  // its onload script wires them at DOMContentLoaded, in a listener registered while the page was parsed, so
+  // before this one. Enabled once wired, and only if its script loaded.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!(window.allauth && window.allauth.webauthn)) return;
+    document.querySelectorAll("button[data-wired-by-script]").forEach(function (button) {
+      button.disabled = false;
+    });
+  });
+
   // Section groups: each remembers whether it is open; the group of the current page always opens.
   function closedGroups() {
     try { return JSON.parse(stored("console.navClosed") || "[]"); } catch (e) { return []; }

@@ -306,6 +306,26 @@ def settle(page) -> None:
     page.unroute(f"**{marker}")
 
 
+class Held:
+    """The page's requests to ``pattern``, held from now until ``release``: the page is looked at meanwhile,
+    while what those requests bring is surely not there yet."""
+
+    def __init__(self, page, pattern):
+        self.page, self.pattern, self.routes = page, pattern, []
+        page.route(pattern, lambda route: self.routes.append(route))
+
+    def release(self, count: int = 1) -> None:
+        """Lets the held requests go on once ``count`` of them were made; fails if more were."""
+        for _ in range(150):  # Playwright hands a request over when its loop next runs
+            if len(self.routes) >= count:
+                break
+            self.page.wait_for_timeout(100)
+        assert len(self.routes) == count, f"{self.pattern} was asked for {len(self.routes)} times"
+        for route in self.routes:
+            route.continue_()
+        self.page.unroute(self.pattern)  # after: unrouting lets a held request go on by itself
+
+
 def wait_for_telemetry(team: Team, sid: str, event_type: str, seconds: float = 30, **data) -> dict:
     """Polls the session's telemetry until an event of ``event_type`` whose data holds ``data`` is there."""
     deadline = time.monotonic() + seconds

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import watch_errors
+from tests.browser.conftest import Held, watch_errors
 
 pytestmark = pytest.mark.browser
 
@@ -86,22 +86,14 @@ def test_it_keeps_what_the_operator_typed_when_the_stream_brings_the_step_shown(
         page.wait_for_timeout(100)
     assert record["flow_step"] == "AWAITING_INPUT"
 
-    held = []
-    events = re.compile(rf"/auth/{connection_id}/events/")
-    page.route(events, lambda route: held.append(route))
+    stream = Held(page, re.compile(rf"/auth/{connection_id}/events/"))
     page.goto(team.url(f"auth/{connection_id}/flow/"))
     page.get_by_label("Email or username").fill("ops@acme.example")
     page.evaluate(
         """() => { window.__stateMessages = 0;
         document.addEventListener("htmx:sseBeforeMessage", () => { window.__stateMessages += 1; }); }"""
     )
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(100)
-    assert held, "the page did not open its stream"
-    held[0].continue_()  # the stream opens now, and brings the flow's state: the step shown
+    stream.release()  # the stream opens now, and brings the flow's state: the step shown
     page.wait_for_function("() => window.__stateMessages >= 1", timeout=15_000)
     expect(page.locator("#auth-flow-live-status .live-status")).to_have_attribute("data-state", "live")
     expect(page.get_by_label("Email or username")).to_have_value("ops@acme.example")
-    page.unroute(events)

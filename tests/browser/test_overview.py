@@ -8,7 +8,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import settle, watch_errors
+from tests.browser.conftest import Held, settle, watch_errors
 
 pytestmark = pytest.mark.browser
 
@@ -16,24 +16,12 @@ DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 400, "height": 860}
 
 
-class HeldPart:
-    """The page's request for its deferred part ``part_id``, held until ``release``: the frame is looked at
-    meanwhile, while the part is surely still loading (with the service's slowness alone, a frame that came
-    late on a loaded machine could find the part already swapped in)."""
+class HeldPart(Held):
+    """The page's request for its deferred part ``part_id``, held until ``release`` (with the service's
+    slowness alone, a frame that came late on a loaded machine could find the part already swapped in)."""
 
     def __init__(self, page, part_id: str):
-        self.page, self.part_id, self.routes = page, part_id, []
-        self.pattern = re.compile(rf"\?part={part_id}$")
-        page.route(self.pattern, lambda route: self.routes.append(route))
-
-    def release(self) -> None:
-        for _ in range(150):  # Playwright hands the request over when its loop next runs
-            if self.routes:
-                break
-            self.page.wait_for_timeout(100)
-        assert len(self.routes) == 1, f"{self.part_id} was asked for {len(self.routes)} times"
-        self.routes[0].continue_()
-        self.page.unroute(self.pattern)  # after: unrouting lets a held request go on by itself
+        super().__init__(page, re.compile(rf"\?part={part_id}$"))
 
 
 def test_it_shows_live_figures_and_updates_them_after_the_poll(team, browser_page):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD, watch_errors
+from tests.browser.conftest import DEMO_PASSWORD, Held, watch_errors
 
 
 def virtual_key(page) -> None:
@@ -45,10 +45,17 @@ def test_it_adds_a_security_key_and_asks_for_it_at_the_next_sign_in(console_serv
     expect(page).to_have_url(
         f"{base}/account/reauthenticate/?next=%2Faccount%2Ftwo-factor%2Fwebauthn%2Fadd%2F"
     )
+    # allauth's script wires the Add button at DOMContentLoaded; until then a click did nothing (a CI run lost
+    # its click so). Hold that script back: the button shows, disabled, and is enabled once the script ran.
+    script = Held(page, "**/account/js/onload.js")
     page.get_by_label("Password").fill(DEMO_PASSWORD)
     page.get_by_role("button", name="Confirm").click()
     expect(page.get_by_role("heading", name="Add Security Key")).to_be_visible()
-    page.get_by_role("button", name="Add", exact=True).click()
+    add = page.get_by_role("button", name="Add", exact=True)
+    expect(add).to_be_disabled()
+    script.release()
+    expect(add).to_be_enabled()
+    add.click()
     expect(page).not_to_have_url(f"{base}/account/two-factor/webauthn/add/")
     page.goto(f"{base}/account/two-factor/")
     expect(page.locator("main")).to_contain_text("You have added 1 security key.")

@@ -20,6 +20,25 @@ def words(value) -> str:
     return str(value or "").replace("_", " ").lower()
 
 
+# allauth's buttons that do nothing (or post an empty credential) until its onload script has wired them
+# (allauth/static/account/js/onload.js, at DOMContentLoaded). They are served disabled; console.js enables
+# them once that script has run, so a click that comes too early waits instead of being lost.
+SCRIPT_WIRED_BUTTONS = frozenset(
+    {
+        "mfa_webauthn_add",
+        "mfa_webauthn_signup",
+        "mfa_webauthn_authenticate",
+        "mfa_webauthn_reauthenticate",
+        "passkey_login",
+    }
+)
+
+
+@register.filter
+def wired_by_script(button_id) -> bool:
+    return button_id in SCRIPT_WIRED_BUTTONS
+
+
 @register.simple_tag(name="status")
 def status_badge(kind: str, value, title: str = ""):
     """A service status as one badge, in words and a colour (console/web/status.py): ``{% status "deployment"
