@@ -82,6 +82,18 @@ def test_it_shows_a_screenful_of_sessions_one_line_each(team, browser_page):
     assert max(heights) <= 40, heights  # one line each
     assert bottom15 <= 900, bottom15  # the fifteenth row is on the first screen
     assert overflow <= 0, overflow  # and the whole row, to its actions, without scrolling sideways
+    # The same whatever the "Created" column says: the server's exact minute (until console.js has made it
+    # relative, which a loaded machine showed for a moment) or the widest relative forms.
+    for created in ["2026-11-28 08:00", "29 days ago", "59 min ago"]:
+        overflow = page.evaluate(
+            """created => {
+              document.querySelectorAll('#browsers-table tbody time').forEach(t => { t.textContent = created; });
+              const scroll = document.querySelector('#browsers-table .table-scroll');
+              return scroll.scrollWidth - scroll.clientWidth;
+            }""",
+            created,
+        )
+        assert overflow <= 0, (created, overflow)
     # An unnamed session's link is its id, coloured as a link, not a grey "unnamed".
     expect(page.locator("#browsers-table tbody .session-cell a code")).to_have_count(8)
     assert "unnamed" not in page.locator("#browsers-table").inner_text()
