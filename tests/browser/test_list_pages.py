@@ -87,7 +87,8 @@ def test_it_shows_a_screenful_of_sessions_one_line_each(team, browser_page):
     for created in ["2026-11-28 08:00", "29 days ago", "59 min ago"]:
         overflow = page.evaluate(
             """created => {
-              document.querySelectorAll('#browsers-table tbody time').forEach(t => { t.textContent = created; });
+              const times = document.querySelectorAll('#browsers-table tbody time');
+              times.forEach(t => { t.textContent = created; });
               const scroll = document.querySelector('#browsers-table .table-scroll');
               return scroll.scrollWidth - scroll.clientWidth;
             }""",
