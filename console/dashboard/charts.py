@@ -17,8 +17,11 @@ GAP = 1
 
 
 def hours(now: datetime) -> list[datetime]:
-    """The start of each of the last 24 one-hour buckets, oldest first (the last one ends now)."""
-    return [now - timedelta(hours=HOURS - i) for i in range(HOURS)]
+    """The start of each of the last 24 one-hour buckets, oldest first: whole hours, the last one holding
+    now (the usage page's edges for its 24 hours). A bar says the same until its data or the hour changes,
+    so a poll's answer does too."""
+    current = now.replace(minute=0, second=0, microsecond=0)
+    return [current - timedelta(hours=HOURS - 1 - i) for i in range(HOURS)]
 
 
 def alive_during(sessions, start: datetime) -> int:

@@ -1,11 +1,15 @@
 """The overview: live figures per card, each card its own deferred part with its own errors, links to the
 filtered lists, 24-hour charts."""
 
+import itertools
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from console.accounts.models import AuditLog
+from console.dashboard import charts
+from console.usage.views import RangeForm, window
 
 URL = "/o/acme/"
 NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
@@ -79,6 +83,23 @@ async def test_it_draws_the_last_day_as_svg_bars(viewer_client, tenant):
     assert html.count('class="ov-bars"') == 2
     assert "style=" not in html  # the CSP allows no inline styles
     assert re.search(r'class="ov-bar" [^>]*data-value="1"', html)
+
+
+def test_it_buckets_the_last_day_on_whole_hours_as_the_usage_page_does():
+    # The buckets rolled with the clock: every bar's tooltip ("07:33-08:33 UTC") changed each minute, so each
+    # poll's answer did, and the card was swapped and drawn again though nothing had happened.
+    now = datetime(2026, 11, 28, 8, 33, 12, tzinfo=UTC)
+    starts = charts.hours(now)
+    assert len(starts) == 24
+    assert starts[-1] == datetime(2026, 11, 28, 8, tzinfo=UTC)  # the last bucket holds now
+    assert starts[0] == datetime(2026, 11, 27, 9, tzinfo=UTC)
+    assert all(b - a == timedelta(hours=1) for a, b in itertools.pairwise(starts))
+    form = RangeForm({"range": "24h"})
+    assert window(form, now).starts() == starts
+    moments = (now, now.replace(minute=59, second=59))
+    drawn = [charts.bars(charts.hours(moment), [0] * 24, "sessions") for moment in moments]
+    assert drawn[0] == drawn[1]
+    assert drawn[0]["bars"][-1]["label"] == "08:00-09:00 UTC: 0 sessions"
 
 
 async def test_it_shows_one_failing_card_with_a_retry_and_leaves_the_others(viewer_client, tenant, settings):
