@@ -1,6 +1,7 @@
 """Real browsers, configured for real: the jail and user of the browser process, managed policies,
 headful and kiosk windows, and the session's proxy (console/sandbox/chromium/engine.py, browser_jail.py,
 forward_proxy.py). One Chromium sandbox serves them (``chromium_sandbox``); each test deletes its sessions.
+The display tests have their own, whose shared browsers close with their last session (``closing_sandbox``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,25 @@ from tests.sandbox_fixtures import (
 def real(chromium_sandbox):
     url, _ = chromium_sandbox
     tenant = new_tenant(url)
+    yield tenant
+    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
+        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+@pytest.fixture(scope="module")
+def closing_sandbox():
+    """A Chromium sandbox whose shared browsers close with their last session (no linger): the display
+    tests watch displays and their cookies end with their browsers. (url, owner marker)"""
+    owner = "sandbox-test-closing-" + os.urandom(6).hex()
+    settings = {"SANDBOX_BROWSER_LINGER_SECONDS": "0", "SANDBOX_BROWSER_OWNER": owner}
+    with running_sandbox(SANDBOX_ENGINE="chromium", SANDBOX_MAX_BROWSERS="2", **settings) as url:
+        yield url, owner
+
+
+@pytest.fixture
+def closing(closing_sandbox):
+    """A tenant of ``closing_sandbox``, its sessions deleted after the test."""
+    tenant = new_tenant(closing_sandbox[0])
     yield tenant
     for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
         tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
@@ -275,39 +295,39 @@ def shot_size(tenant, session) -> tuple[int, int]:
 
 @pytest.mark.chromium
 def test_it_runs_headful_sessions_in_a_real_window_and_kiosk_ones_without_browser_chrome(
-    real, chromium_sandbox
+    closing, closing_sandbox
 ):
-    assert httpx.get(chromium_sandbox[0] + "/").json()["browsers"]["display"] == "Xvfb"
+    assert httpx.get(closing_sandbox[0] + "/").json()["browsers"]["display"] == "Xvfb"
     viewport = {"width": 800, "height": 600}
     seen = {}
-    # The worker's sandbox is shared with the tests before this one: only the displays made here count.
-    before = set(displays(chromium_sandbox[1]))
+    # The module's sandbox is shared with the tests before this one: only the displays made here count.
+    before = set(displays(closing_sandbox[1]))
 
     def made() -> list[int]:
-        return [pid for pid in displays(chromium_sandbox[1]) if pid not in before]
+        return [pid for pid in displays(closing_sandbox[1]) if pid not in before]
 
     for name, options in {
         "headful": {"headless": False},
         "kiosk": {"headless": False, "kiosk_mode": True},
         "headless": {"headless": True},
     }.items():
-        session = create(real, start_url="https://lab.example.com/", viewport=viewport, **options)
+        session = create(closing, start_url="https://lab.example.com/", viewport=viewport, **options)
         assert "window" not in session["sandbox"]
         # The screenshot is of the viewport: first from the shared process (kiosk has its own), then
         # from the process of its own a CDP client moves the session to.
-        shared = shot_size(real, session)
+        shared = shot_size(closing, session)
         window = window_of(session)
-        seen[name] = {"shared": shared, "window": window, "own": shot_size(real, session)}
+        seen[name] = {"shared": shared, "window": window, "own": shot_size(closing, session)}
         if name != "headless":
             assert made()
             assert all(0 not in uids(pid) for pid in made())
         if name == "headful":
             # A new viewport keeps the page area equal to it.
             larger = {"width": 1024, "height": 700}
-            patched = real.call("PATCH", f"/browsers/{session['session_id']}", json={"viewport": larger})
+            patched = closing.call("PATCH", f"/browsers/{session['session_id']}", json={"viewport": larger})
             assert patched.status_code == 200, patched.text
-            seen["patched"] = {"own": shot_size(real, session), "window": window_of(session)}
-        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+            seen["patched"] = {"own": shot_size(closing, session), "window": window_of(session)}
+        closing.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
         deadline = time.monotonic() + 10
         while made() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -334,14 +354,14 @@ def authority_of(xvfb: int) -> Path:
 
 
 @pytest.mark.chromium
-def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_sandbox):
-    owner = chromium_sandbox[1]
+def test_it_lets_only_the_sessions_own_browser_onto_its_display(closing, closing_sandbox):
+    owner = closing_sandbox[1]
     viewport = {"width": 800, "height": 600}
-    before = set(displays(owner))  # the worker's sandbox is shared with the tests before this one
+    before = set(displays(owner))  # the module's sandbox is shared with the test before this one
     kiosk = create(
-        real, start_url="https://lab.example.com/", headless=False, kiosk_mode=True, viewport=viewport
+        closing, start_url="https://lab.example.com/", headless=False, kiosk_mode=True, viewport=viewport
     )
-    headful = create(real, start_url="https://lab.example.com/", headless=False, viewport=viewport)
+    headful = create(closing, start_url="https://lab.example.com/", headless=False, viewport=viewport)
     servers = [pid for pid in displays(owner) if pid not in before]
     assert len(servers) == 2  # the kiosk's process and the shared headful one, each on a display of its own
     authorities = [authority_of(xvfb) for xvfb in servers]
@@ -374,7 +394,7 @@ def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_s
     windowed = [entry for entry in environments if any(item.startswith(b"DISPLAY=") for item in entry)]
     assert windowed and all(b"XAUTHORITY=/tmp/.Xauthority" in entry for entry in windowed)
     shots = [
-        real.call("POST", f"/browsers/{s['session_id']}/computer/screenshot", json={})
+        closing.call("POST", f"/browsers/{s['session_id']}/computer/screenshot", json={})
         for s in (headful, kiosk)
     ]
     for shot in shots:
@@ -382,7 +402,7 @@ def test_it_lets_only_the_sessions_own_browser_onto_its_display(real, chromium_s
         # Not blank: the page's grey button on its white page.
         assert pixel(shot.content, 100, 30) != pixel(shot.content, 400, 300)
     for session in (headful, kiosk):
-        real.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+        closing.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
 
     # The cookies go with the displays: their folder is removed once the server has exited, a moment after
     # its process is gone.
