@@ -84,6 +84,27 @@ from console.sandbox.sites import demo_sites
 log = logging.getLogger("console.sandbox.engine")
 
 ENGINES = ("auto", "chromium", "simulated")
+# Chromium keeps only the last ``--disable-features`` it is given, and Playwright gives its own first: ours
+# must name Playwright's as well (its chromiumSwitches, playwright==1.65.2), or they are on again. Among
+# them HttpsUpgrades: with it on, a page sent to http://lab.example.com/ landed on https://. Ours adds
+# Translate (no translate bar over a foreign page in the live view). tests/sandbox/test_chromium_flags.py
+# compares this list with the pinned Playwright's.
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+)
+DISABLED_FEATURES = (*PLAYWRIGHT_DISABLED_FEATURES, "Translate")
 FLAGS = [
     "--disable-gpu",
     "--disable-quic",
@@ -92,7 +113,7 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--disable-features=Translate,OptimizationHints,MediaRouter",
+    "--disable-features=" + ",".join(DISABLED_FEATURES),
     # Every request that escapes the context's routes meets a closed port (loopback included).
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
