@@ -6,10 +6,12 @@ queries on another thread, which must see the committed rows.
 """
 
 import time
+from importlib import import_module
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.test import AsyncClient
 
 from console.accounts.models import Membership, Organization, Role
@@ -18,6 +20,7 @@ from tests import server_logs
 pytest_plugins = ["tests.sandbox_fixtures", "tests.database"]
 
 PASSWORD = "a-long-test-password-42"
+BACKEND = "console.accounts.backends.UsernameOrEmailBackend"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,8 +29,21 @@ def make_user(username: str):
 
 
 def make_client(user) -> AsyncClient:
+    """A client signed in as ``user``: the session ``force_login`` would leave, written directly. Its
+    ``login()`` also sends ``user_logged_in``, whose receivers (django-axes' bookkeeping of attempts, the
+    user's ``last_login``) cost some 25 ms of CPU a client in a dozen queries, and the suite makes thousands
+    of clients. Signing in itself is tested through the login form (tests/accounts/test_login.py,
+    tests/browser/test_auth_flow.py), lockouts included."""
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
+    session[SESSION_KEY] = user._meta.pk.value_to_string(user)
+    session[BACKEND_SESSION_KEY] = BACKEND
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
     client = AsyncClient()
-    client.force_login(user, backend="console.accounts.backends.UsernameOrEmailBackend")
+    client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
+    secure = settings.SESSION_COOKIE_SECURE or None
+    cookie = {"max-age": None, "path": "/", "domain": settings.SESSION_COOKIE_DOMAIN, "secure": secure}
+    client.cookies[settings.SESSION_COOKIE_NAME].update({**cookie, "expires": None})
     return client
 
 
@@ -110,8 +126,6 @@ def pytest_configure(config):
 
     The console under test in a subprocess (browser tests) keeps its real hashers; the test that checks
     Argon2 is the console's hasher brings it back for itself (tests/accounts/test_login.py)."""
-    from django.conf import settings
-
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # A page gives up on a read after SERVICE_READ_TIMEOUT (5 s): on a loaded machine running four workers the
     # sandbox can take that long, and a test about something else then sees "did not answer". The tests of
