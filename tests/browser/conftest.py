@@ -34,6 +34,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from console.sandbox.chromium.engine import DISABLED_FEATURES
 from tests import server_logs
 from tests.sandbox_fixtures import TEST_DEMO_KEY, TLS, SandboxTenant, free_port, new_tenant
 
@@ -46,6 +47,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
     "--disable-sync",
+    # Playwright's own disabled features and the omnibox's WebUI popups, as the sandbox's browsers have them
+    # (console/sandbox/chromium/engine.py): each context's window loaded two chrome:// pages in a renderer
+    # of its own, a third of these browsers' CPU in tests/browser/test_telemetry.py.
+    "--disable-features=" + ",".join(DISABLED_FEATURES),
 ]
 DEMO_PASSWORD = "demo-browser-pass"
 # expect() waits for a state; its default 5 s is short for a page whose parts load after the frame on a loaded

@@ -1,10 +1,12 @@
 """What the sandbox's browsers start with (console/sandbox/chromium/engine.py ``FLAGS``, confine.py
 ``browser_jail``): the features Playwright turns off stay off under the sandbox's own ``--disable-features``,
-and each browser reads the system's font cache instead of scanning the fonts into a cache of its own.
+no window loads the address bar's WebUI popups, and each browser reads the system's font cache instead of
+scanning the fonts into a cache of its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import playwright
 import pytest
 from playwright.sync_api import sync_playwright
+from websockets.sync.client import connect
 
 from console.sandbox.chromium.engine import DISABLED_FEATURES, PLAYWRIGHT_DISABLED_FEATURES
 from tests.sandbox.test_chromium import create
@@ -83,3 +86,16 @@ def test_it_gives_its_browsers_the_systems_font_cache(real, chromium_sandbox):
         assert cache_seen and own_cache == [], (pid, cache_seen, own_cache)
         checked += 1
     assert checked
+
+
+@pytest.mark.chromium
+def test_it_loads_no_webui_popup_for_the_address_bar(real):
+    """Every window loaded the omnibox's two WebUI popups (chrome://omnibox-popup.top-chrome/) in a
+    renderer of their own, about 0.7 s of a core a window that nobody sees."""
+    session = create(real, start_url="https://lab.example.com/")
+    with connect(session["cdp_ws_url"], open_timeout=60, max_size=None) as socket:
+        socket.send(json.dumps({"id": 1, "method": "Target.getTargets"}))
+        reply = json.loads(socket.recv(timeout=30))
+    urls = [target["url"] for target in reply["result"]["targetInfos"]]
+    assert any(url.startswith("https://lab.example.com/") for url in urls), urls
+    assert not [url for url in urls if url.startswith("chrome://")], urls

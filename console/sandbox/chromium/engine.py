@@ -87,8 +87,10 @@ ENGINES = ("auto", "chromium", "simulated")
 # Chromium keeps only the last ``--disable-features`` it is given, and Playwright gives its own first: ours
 # must name Playwright's as well (its chromiumSwitches, playwright==1.65.2), or they are on again. Among
 # them HttpsUpgrades: with it on, a page sent to http://lab.example.com/ landed on https://. Ours adds
-# Translate (no translate bar over a foreign page in the live view). tests/sandbox/test_chromium_flags.py
-# compares this list with the pinned Playwright's.
+# Translate (no translate bar over a foreign page in the live view) and the WebUI omnibox popups: every
+# window (a context is one) loaded two chrome:// pages for its address bar's popups in a renderer of their
+# own, about 0.7 s of a core a window, shown to nobody (a headful window's address bar then uses the
+# native popup). tests/sandbox/test_chromium_flags.py compares this list with the pinned Playwright's.
 PLAYWRIGHT_DISABLED_FEATURES = (
     "AvoidUnnecessaryBeforeUnloadCheckSync",
     "DestroyProfileOnBrowserClose",
@@ -104,7 +106,7 @@ PLAYWRIGHT_DISABLED_FEATURES = (
     "AimEnabled",
     "PreconnectToSearch",
 )
-DISABLED_FEATURES = (*PLAYWRIGHT_DISABLED_FEATURES, "Translate")
+DISABLED_FEATURES = (*PLAYWRIGHT_DISABLED_FEATURES, "Translate", "WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
 FLAGS = [
     "--disable-gpu",
     "--disable-quic",
