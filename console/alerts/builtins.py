@@ -17,10 +17,12 @@ SERVICE_RULE_NAME = "Service unreachable or refusing the key"
 SERVICE_RULE_FOR_SECONDS = 60
 
 
-def console_channel(org) -> Channel:
-    channel = Channel.objects.filter(org=org, kind=Channel.Kind.CONSOLE).first()
-    if channel is not None:
-        return channel
+def console_channel(org, *, new: bool = False) -> Channel:
+    """The organization's console channel, made if missing (``new``: see ``ensure``)."""
+    if not new:
+        channel = Channel.objects.filter(org=org, kind=Channel.Kind.CONSOLE).first()
+        if channel is not None:
+            return channel
     try:
         with transaction.atomic():
             return Channel.objects.create(org=org, kind=Channel.Kind.CONSOLE, name=CONSOLE_CHANNEL_NAME)
@@ -28,12 +30,15 @@ def console_channel(org) -> Channel:
         return Channel.objects.get(org=org, kind=Channel.Kind.CONSOLE)
 
 
-def ensure(org) -> Rule:
-    """The organization's console channel and built-in rule (made if missing); the rule."""
-    channel = console_channel(org)
-    rule = Rule.objects.filter(org=org, builtin=True).first()
-    if rule is not None:
-        return rule
+def ensure(org, *, new: bool = False) -> Rule:
+    """The organization's console channel and built-in rule (made if missing); the rule. ``new``: the
+    organization has just been created, so neither can exist yet and the two lookups are skipped (a
+    concurrent maker still ends on the unique constraints, as it does without it)."""
+    channel = console_channel(org, new=new)
+    if not new:
+        rule = Rule.objects.filter(org=org, builtin=True).first()
+        if rule is not None:
+            return rule
     try:
         with transaction.atomic():
             rule = Rule.objects.create(

@@ -9,7 +9,7 @@ from console.alerts import builtins, demo
 @receiver(post_save, sender=Organization, dispatch_uid="alerts-builtins")
 def give_builtins(sender, instance, created, raw=False, **kwargs):
     if created and not raw:
-        builtins.ensure(instance)
+        builtins.ensure(instance, new=True)
 
 
 @receiver(demo_ready, dispatch_uid="alerts-demo")

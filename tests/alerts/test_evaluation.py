@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from console.alerts import kinds
-from console.alerts.models import Alert, EvaluationRound, Notification, Rule
+from console.accounts.models import Organization
+from console.alerts import builtins, kinds
+from console.alerts.models import Alert, Channel, EvaluationRound, Notification, Rule
 from tests.alerts.conftest import at_mfa_code, finish_login, make_rule, run_round
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,6 +65,23 @@ def test_it_waits_for_the_pending_time_before_firing(org, tenant):
 def test_every_organization_has_the_service_rule(org):
     rule = Rule.objects.get(org=org, builtin=True)
     assert rule.kind == kinds.SERVICE
+
+
+def test_a_new_organization_gets_its_channel_and_rule_without_looking_for_them(transactional_db):
+    # Its insert, then the channel, the rule and the rule's channel: no lookups for what cannot exist yet.
+    # (An organization saved again is looked at by every evaluation round's ensure(), which makes either.)
+    org = Organization(name="Initech", slug="initech", service_base_url="http://127.0.0.1:9")
+    org.set_api_key("a-key")
+    with CaptureQueriesContext(connection) as queries:
+        org.save()
+    statements = [query["sql"].split(None, 1)[0].upper() for query in queries]
+    assert [verb for verb in statements if verb not in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")] == [
+        "INSERT"
+    ] * 4
+    rule = Rule.objects.get(org=org, builtin=True)
+    assert list(rule.channels.values_list("kind", flat=True)) == [Channel.Kind.CONSOLE]
+    assert builtins.ensure(org) == rule  # a second call finds them and makes nothing
+    assert Channel.objects.filter(org=org).count() == 1
 
 
 def test_it_fires_when_the_service_refuses_the_key(org, tenant):
