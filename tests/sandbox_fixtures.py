@@ -301,6 +301,25 @@ def tenant(sandbox_url) -> SandboxTenant:
     return new_tenant(sandbox_url)
 
 
+@contextlib.contextmanager
+def tenant_of(url: str):
+    """A fresh tenant of the sandbox at ``url`` whose sessions are deleted when the block ends: a real-browser
+    sandbox has few browsers, and a test leaves none of them running."""
+    tenant = new_tenant(url)
+    try:
+        yield tenant
+    finally:
+        for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
+            tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+
+
+@pytest.fixture
+def chromium_tenant(chromium_sandbox):
+    """A fresh tenant of the real-browser sandbox (``chromium_sandbox``), its sessions deleted after."""
+    with tenant_of(chromium_sandbox[0]) as tenant:
+        yield tenant
+
+
 @pytest.fixture
 def demo_tenant(sandbox_url) -> SandboxTenant:
     return new_tenant(sandbox_url, demo=True)

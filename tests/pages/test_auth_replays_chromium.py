@@ -7,18 +7,14 @@ import time
 import pytest
 
 from tests.pages.test_auth_replays import log_in, url
-from tests.sandbox_fixtures import new_tenant
 
 pytestmark = pytest.mark.chromium
 
 
 @pytest.fixture
-def tenant(chromium_sandbox):
+def tenant(chromium_tenant):
     """The organization's tenant lives on the sandbox whose sessions run Chromium."""
-    tenant = new_tenant(chromium_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    return chromium_tenant
 
 
 async def test_it_links_the_last_login_attempt_to_its_real_replay(viewer_client, tenant):

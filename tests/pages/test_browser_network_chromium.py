@@ -8,7 +8,6 @@ import time
 import pytest
 
 from tests.har import errors as har_errors
-from tests.sandbox_fixtures import new_tenant
 
 pytestmark = pytest.mark.chromium
 
@@ -17,12 +16,9 @@ QUOTE = "https://shop.example.com/api/checkout/quote"
 
 
 @pytest.fixture
-def tenant(chromium_sandbox):
+def tenant(chromium_tenant):
     """The organization's tenant lives on the sandbox whose sessions run Chromium."""
-    tenant = new_tenant(chromium_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    return chromium_tenant
 
 
 async def wait_for_event(tenant, sid, kind, seconds=30.0, **data) -> dict:

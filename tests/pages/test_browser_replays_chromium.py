@@ -9,7 +9,6 @@ import pytest
 
 from console.accounts.models import AuditLog
 from console.browsers.panes import replays as replays_pane
-from tests.sandbox_fixtures import new_tenant
 
 pytestmark = pytest.mark.chromium
 
@@ -24,12 +23,9 @@ LOGIN = [
 
 
 @pytest.fixture
-def tenant(chromium_sandbox):
+def tenant(chromium_tenant):
     """The organization's tenant lives on the sandbox whose sessions run Chromium."""
-    tenant = new_tenant(chromium_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    return chromium_tenant
 
 
 @pytest.fixture

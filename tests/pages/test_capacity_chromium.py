@@ -4,18 +4,15 @@ puts one to sleep, and the pages say so, still counting it."""
 import pytest
 
 from tests.pages.test_capacity import HTMX, page, text
-from tests.sandbox_fixtures import new_tenant, wait_until
+from tests.sandbox_fixtures import wait_until
 
 pytestmark = pytest.mark.chromium
 
 
 @pytest.fixture
-def tenant(chromium_sandbox):
+def tenant(chromium_tenant):
     """The organization's tenant lives on the sandbox whose sessions run Chromium (two at once at most)."""
-    tenant = new_tenant(chromium_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    return chromium_tenant
 
 
 def states(tenant) -> list[str]:

@@ -120,12 +120,9 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 
 @pytest.fixture
-def real(chromium_sandbox):
-    url, _ = chromium_sandbox
-    tenant = new_tenant(url)
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+def real(chromium_tenant):
+    """A fresh tenant of the real-browser sandbox, its sessions deleted after the test."""
+    return chromium_tenant
 
 
 def test_it_says_which_engine_it_runs(chromium_sandbox, sandbox_url, real):

@@ -18,18 +18,16 @@ from websockets.sync.client import connect
 
 from console.sandbox.chromium.engine import DISABLED_FEATURES, PLAYWRIGHT_DISABLED_FEATURES
 from tests.sandbox.test_chromium import create
-from tests.sandbox_fixtures import browser_processes, new_tenant
+from tests.sandbox_fixtures import browser_processes
 
 # Playwright's list also names features of Edge ("ms…") and of Windows, which Debian's Chromium has not.
 NOT_CHROMIUM_ON_LINUX = re.compile(r"^ms[A-Z]|Win$")
 
 
 @pytest.fixture
-def real(chromium_sandbox):
-    tenant = new_tenant(chromium_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+def real(chromium_tenant):
+    """A fresh tenant of the real-browser sandbox, its sessions deleted after the test."""
+    return chromium_tenant
 
 
 def playwrights_disabled_features() -> set[str]:

@@ -30,16 +30,14 @@ from tests.sandbox_fixtures import (
     new_tenant,
     running_sandbox,
     socket_inodes,
+    tenant_of,
 )
 
 
 @pytest.fixture
-def real(chromium_sandbox):
-    url, _ = chromium_sandbox
-    tenant = new_tenant(url)
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+def real(chromium_tenant):
+    """A fresh tenant of the real-browser sandbox, its sessions deleted after the test."""
+    return chromium_tenant
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +53,8 @@ def closing_sandbox():
 @pytest.fixture
 def closing(closing_sandbox):
     """A tenant of ``closing_sandbox``, its sessions deleted after the test."""
-    tenant = new_tenant(closing_sandbox[0])
-    yield tenant
-    for session in tenant.call("GET", "/browsers", params={"limit": 100}).json():
-        tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)
+    with tenant_of(closing_sandbox[0]) as tenant:
+        yield tenant
 
 
 def uids(pid: int) -> list[int]:
