@@ -145,7 +145,7 @@ def chromium_sandbox():
 
     Two running browsers at most, so the real-browser tests keep few Chromium processes on a 2-core machine.
     The shared process lingers as it does by default (60 s) after its last session, so the next test's
-    session opens a context in it rather than starting a browser: about 0.5 CPU-s less a session, a fifth
+    session opens a context in it rather than starting a browser: about 0.5 CPU-s less a session, 15 %
     of the CPU of the real-browser tests (docs/benchmarks.md, "test suite"). A test that watches shared
     browsers and displays end with their last session starts a sandbox without it (``closing_sandbox``).
     """
