@@ -158,6 +158,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     said = ", ".join(f"{number} {kind}" for kind, number in counts.items() if number or kind == "passed")
     seconds = round(time.monotonic() - config.stash[STARTED])
     line = f"{tier}: {said} in {seconds // 60} min {seconds % 60:02d} s ({exitstatus=})"
+    (ROOT / ".run").mkdir(exist_ok=True)  # a tier run by hand, without make's mkdir
     with open(ROOT / ".run" / "test-tiers", "a") as summary:
         summary.write(line + "\n")
 
