@@ -122,13 +122,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings, request):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
+def django_db_setup(django_db_setup, django_db_blocker):
     """Once the test database is made (migrated, its content types and permissions made by ``post_migrate``),
     the flush between tests keeps those (tests/db_backends), so their receivers stop for the rest of the run.
 
     At the end it closes the ORM thread's connection before pytest-django drops the test database: async
     views run their queries on asgiref's one process-wide thread (console/asgi.py), which keeps its
     persistent connection (CONN_MAX_AGE); PostgreSQL refuses to drop a database another session is using.
+    On PostgreSQL it then ends any other session on the test database (the cluster is the tests' own).
     """
     from django.contrib.auth.management import create_permissions
     from django.contrib.contenttypes.management import create_contenttypes
@@ -142,6 +143,15 @@ def django_db_setup(django_db_setup):
     from django.db import connections
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+    if using_postgres():
+        # Any other thread's connection too (a test's own thread, asyncio.to_thread): each kept one open and
+        # the drop failed with a warning ("being accessed by other users"), leaving the database behind.
+        with django_db_blocker.unblock(), connections["default"].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        connections.close_all()
 
 
 # What asks pytest-django for the database: a test that uses none of these never touches Django's database
