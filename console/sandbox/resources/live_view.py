@@ -135,6 +135,33 @@ connect();
 """
 
 
+async def _attach(tenant, record) -> tuple:
+    """The session's running ``Live``, attached, and a CDP session on its page for the screencast.
+
+    Attached from its wake on, with no await between: another session's wake cannot put it in standby
+    while the view is being set up. A page that went away under the attach (a CDP client closed it a
+    moment before, and the engine had not yet seen it closed; or the session moved) is woken and tried
+    once more, as ``engine.on_page`` does: the view shows the new page rather than refusing the viewer.
+    """
+    for attempt in (1, 2):
+        live = await engine.get().live(tenant, record)
+        live.attached += 1
+        page = live.page
+        try:
+            return live, await engine.guarded(live.context.new_cdp_session(page), "the live view")
+        except BaseException as error:
+            live.attached -= 1
+            went_away = page is None or page.is_closed() or live.page is not page or live.state != "running"
+            if not isinstance(error, ApiError) or attempt == 2 or not went_away:
+                raise
+            if live.state in ("crashed", "closed"):
+                raise
+            log.info(
+                "live view of %s: its page went away while attaching; asking its new page", live.session_id
+            )
+    raise AssertionError("the second attempt returns or raises")
+
+
 async def stream(websocket: WebSocket):
     session_id = websocket.path_params["session_id"]
     found = _session(session_id, websocket.query_params.get("jwt", ""))
@@ -144,19 +171,14 @@ async def stream(websocket: WebSocket):
     tenant, record, interactive = found
     interactive = interactive and websocket.query_params.get("readOnly") != "true"
     try:
-        live = await engine.get().live(tenant, record)
-    except ApiError:
-        await websocket.close(code=1013)
-        return
-    # Held from its wake on, with no await between: another session's wake cannot put it in standby
-    # while the view is being set up.
-    live.attached += 1
-    try:
-        cdp = await engine.guarded(live.context.new_cdp_session(live.page), "the live view")
-    except BaseException as error:
-        live.attached -= 1
-        if not isinstance(error, ApiError):
-            raise
+        live, cdp = await _attach(tenant, record)
+    except ApiError as error:
+        log.warning(
+            "live view of %s refused (1013, try again): %s %s",
+            session_id,
+            error.message,
+            error.inner_error or "",
+        )
         await websocket.close(code=1013)
         return
     try:
