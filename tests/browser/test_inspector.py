@@ -113,6 +113,9 @@ def checkout(team, sid):
 def open_session(page, team, sid, query=""):
     page.goto(team.url(f"browsers/{sid}/{query}"))
     expect(page.locator("#telemetry-pane")).to_be_visible(timeout=15_000)
+    # The page's deferred part settled: htmx gives the swapped-in #session-detail the placeholder's class (its
+    # padding and border) until the settle, so a box measured before it is 32 px narrower than the page's.
+    expect(page.locator(".deferred-loading")).to_have_count(0)
 
 
 def shoot(page, name: str) -> None:
@@ -227,6 +230,38 @@ def test_it_puts_screen_and_telemetry_side_by_side_remembers_the_split_and_stack
     phone = page.evaluate(boxes)
     assert phone["telemetry"][1] >= phone["screen"][3] - 1  # below it
     expect(gutter).to_be_hidden()
+    assert page.evaluate("document.documentElement.scrollWidth <= 400")
+
+
+def test_it_leaves_each_rows_summary_room_on_a_phone(team, browser_page):
+    # The row's time, category and type take their columns; what the event says must still show beside them
+    # (at 400 px the inspector's own column widths once left the summary nothing but its ellipsis; it now has
+    # a line of its own).
+    page = browser_page
+    team.log_in(page)
+    sid = new_session(team)
+    marker = f"phone-{uuid.uuid4().hex[:6]}"
+    emit(
+        team,
+        sid,
+        {"type": "console_log", "data": {"text": marker, "level": "log"}},
+        {
+            "type": "network_response",
+            "data": {"request_id": "r", "url": f"https://shop.example.com/{marker}", "status": 200},
+        },
+    )
+    page.set_viewport_size({"width": 400, "height": 900})
+    open_session(page, team, sid)
+    rows = page.locator("[data-telemetry-rows] .trow")
+    expect(rows).to_have_count(2)
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('[data-telemetry-rows] .trow')].map((row) => {
+            const line = row.querySelector('summary').getBoundingClientRect();
+            const said = row.querySelector('.trow__summary').getBoundingClientRect();
+            return {line: line.width, shown: Math.min(said.right, line.right) - said.left};
+        })"""
+    )
+    assert all(row["shown"] >= row["line"] / 2 for row in shown), shown
     assert page.evaluate("document.documentElement.scrollWidth <= 400")
 
 
