@@ -151,10 +151,11 @@ async def _attach(tenant, record) -> tuple:
             return live, await engine.guarded(live.context.new_cdp_session(page), "the live view")
         except BaseException as error:
             live.attached -= 1
-            went_away = page is None or page.is_closed() or live.page is not page or live.state != "running"
+            # Moved or closed under the attach; not a browser that crashed or a session that ended.
+            went_away = live.state in ("running", "standby") and (
+                page is None or page.is_closed() or live.page is not page or live.state == "standby"
+            )
             if not isinstance(error, ApiError) or attempt == 2 or not went_away:
-                raise
-            if live.state in ("crashed", "closed"):
                 raise
             log.info(
                 "live view of %s: its page went away while attaching; asking its new page", live.session_id
