@@ -179,5 +179,11 @@ async def search(request):
             hits.extend(found)
             if problem:
                 problems.append(problem)
-    context = {"query": query, "hits": hits, "problems": problems, "min_query": MIN_QUERY}
+    context = {
+        "query": query,
+        "hits": hits,
+        "problems": problems,
+        "min_query": MIN_QUERY,
+        "max_query": MAX_QUERY,
+    }
     return render(request, "web/search.html", context, partial="search-results")

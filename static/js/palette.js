@@ -1,6 +1,10 @@
 // The command palette: Ctrl+K (Cmd+K) or the search button opens it; typing asks /o/<org>/search/ for the
 // results partial (htmx, on the form in base.html); arrows move, Enter opens, Escape closes.
 //
+// Enter acts on the answer to what the input says: results drawn for an older query (the answer to the new one
+// not in yet, or a late answer to an old one) are never chosen from. Enter then asks again at once and opens
+// the first result when that answer arrives, unless the query changes or the palette closes first.
+//
 // Besides what the server finds (actions, pages, records), two kinds of action run here, in the page:
 // "Toggle theme", and the page's own actions: any element of the page marked
 // data-palette-action="<label>" (e.g. a session page's "Take control" button, drawn only for those who may
@@ -12,6 +16,20 @@
   if (!dialog) return;
   var input = document.getElementById("palette-input");
   var form = input.form;
+  var pendingEnter = false;
+  var picked = null; // the option the arrows moved to since these results came: chosen as seen, even if older
+
+  function results() {
+    return document.getElementById("search-results");
+  }
+  // The query as the server reads it (trimmed, cut to its maximum in characters).
+  function query() {
+    var max = Number(results().dataset.maxQuery) || Infinity;
+    return Array.from(input.value.trim()).slice(0, max).join("");
+  }
+  function answered() {
+    return results().dataset.query === query();
+  }
 
   function options() {
     return Array.prototype.slice.call(dialog.querySelectorAll("#search-results [role='option']"));
@@ -54,7 +72,7 @@
   }
   var running = [];
   function addClientActions(results) {
-    var needle = input.value.trim().toLowerCase();
+    var needle = (results.dataset.query || "").toLowerCase();
     running = clientActions().filter(function (a) {
       return !needle || (a.label + " " + a.words).toLowerCase().indexOf(needle) >= 0;
     });
@@ -79,6 +97,10 @@
     var action = running[Number(option.dataset.clientAction)];
     dialog.close();
     if (action) action.run();
+  }
+  function choose(option) {
+    if (option.dataset.clientAction !== undefined) runClientAction(option);
+    else window.location.assign(option.href);
   }
 
   document.addEventListener("keydown", function (event) {
@@ -109,22 +131,44 @@
       event.preventDefault();
       if (!all.length) return;
       var step = event.key === "ArrowDown" ? 1 : -1;
-      select(all[(index + step + all.length) % all.length]);
+      picked = all[(index + step + all.length) % all.length];
+      select(picked);
     } else if (event.key === "Enter") {
-      var option = selected();
-      if (option) {
-        event.preventDefault();
-        if (option.dataset.clientAction !== undefined) runClientAction(option);
-        else window.location.assign(option.href);
+      event.preventDefault(); // the form's own submit would only search again, and lose the Enter
+      if (!answered() && !(picked && picked === selected())) {
+        pendingEnter = true;
+        results().setAttribute("aria-busy", "true");
+        htmx.trigger(form, "submit"); // now, not after the typing delay
+        return;
       }
+      var option = selected();
+      if (option) choose(option);
     }
   });
+  function forgetEnter() {
+    pendingEnter = false;
+    results().removeAttribute("aria-busy");
+  }
+  input.addEventListener("input", function () {
+    forgetEnter(); // an Enter given for what the input said before
+    picked = null;
+  });
+  dialog.addEventListener("close", forgetEnter);
 
-  // New results: the first one is selected (the server marks it), the input points at it.
-  document.addEventListener("htmx:load", function (event) {
-    if (event.target.id === "search-results" && dialog.contains(event.target)) {
-      select(selected());
-      addClientActions(event.target);
+  // New results (on the swap, not the settle: no moment shows them without this page's actions): the first
+  // one is selected (the server marks it), the input points at it; a waiting Enter opens it if they answer.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var shown = event.target;
+    if (shown.id !== "search-results" || !dialog.contains(shown)) return;
+    picked = null;
+    select(selected());
+    addClientActions(shown);
+    if (pendingEnter && answered()) {
+      pendingEnter = false;
+      var option = selected();
+      if (option) choose(option);
+    } else if (pendingEnter) {
+      shown.setAttribute("aria-busy", "true");
     }
   });
 })();

@@ -6,6 +6,7 @@ import re
 import secrets
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from tests.browser.conftest import running_console, wait_for_telemetry
@@ -330,3 +331,52 @@ def test_it_runs_actions_from_the_palette(team, new_page):
     expect(page.locator("#palette [role='option']").first).to_contain_text("New session")
     page.keyboard.press("Enter")
     expect(page).to_have_url(team.url("browsers/new/"))
+
+
+def test_the_palettes_enter_waits_for_the_answer_to_what_was_typed(team, new_page):
+    # Results drawn for an older query are never chosen from: Enter asks again and opens the answer's first.
+    page = new_page(color_scheme="light")
+    log_in(page, team)
+    page.evaluate(
+        """() => {
+          const button = document.createElement("button");
+          button.dataset.paletteAction = "Take control";
+          button.addEventListener("click", () => { document.body.dataset.took = "yes"; });
+          document.querySelector("main").append(button);
+        }"""
+    )
+    page.keyboard.press("Control+k")
+    page.keyboard.type("take")
+    results = page.locator("#search-results")
+    expect(results).to_have_attribute("data-query", "take")
+    expect(results.locator("[aria-selected='true']")).to_contain_text("Take control")
+
+    theme = re.compile(r"/search/\?q=theme$")
+    held = []  # the answers to "theme", kept from the page until released
+    page.route(theme, lambda route: held.append(route))
+    with page.expect_request(theme):
+        page.keyboard.press("Control+a")
+        page.keyboard.type("theme")
+    with page.expect_request(theme):  # Enter asks again, at once
+        page.keyboard.press("Enter")  # "Take control" is still the one shown, and selected
+    expect(results).to_have_attribute("aria-busy", "true")
+    expect(page.locator("#palette")).to_be_visible()
+    assert page.locator("body").get_attribute("data-took") is None
+    assert page.locator("html").get_attribute("data-theme") == "light"
+
+    # The typing's, and the Enter's own (which replaced it: the page dropped the first). Playwright runs the
+    # route handler while the test waits on it.
+    for _ in range(500):
+        if len(held) == 2:
+            break
+        page.wait_for_timeout(10)
+    assert len(held) == 2
+    for route in held:
+        try:
+            route.continue_()
+        except PlaywrightError as error:  # the first, when the page's abort reached Playwright already
+            assert "already handled" in str(error)
+    page.unroute(theme)
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    expect(page.locator("#palette")).not_to_be_visible()
+    assert page.locator("body").get_attribute("data-took") is None
