@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -126,3 +129,80 @@ def test_the_computer_acts_on_the_tab_in_front_as_the_service_s_display_does(chr
     # Brought to front before the answer came: the next action is the first tab's.
     assert pixel(tenant, sid) == RED
     tenant.call("DELETE", f"/browsers/{sid}", timeout=30)
+
+
+def playwright_driver(owner: str) -> int:
+    """The sandbox's own Playwright driver (a Node.js process of its, ``run-driver``)."""
+    marker = f"SANDBOX_BROWSER_OWNER={owner}".encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            found = entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0")
+            if found and b"run-driver" in (entry / "cmdline").read_bytes().split(b"\0"):
+                return int(entry.name)
+        except OSError:
+            continue
+    pytest.fail("the sandbox's Playwright driver was not found")
+
+
+def next_message(socket, wanted) -> dict:
+    """The first message ``wanted(message)`` accepts (others are passed over)."""
+    while True:
+        message = json.loads(socket.recv(timeout=30))
+        if wanted(message):
+            return message
+
+
+@pytest.mark.timeout(180)
+def test_a_tab_a_page_opens_keeps_the_sandboxs_routes_when_a_client_resumes_it_first(chromium_sandbox):
+    """A client auto-attached to new tabs resumes one before the sandbox's own Playwright has set its routes
+    (that Playwright held here, as a loaded machine slows it): the tab still loads the demo site. Its first
+    request escaped the routes before, met the dead proxy, and the tab showed Chromium's error page, whose
+    title is the host."""
+    url, owner = chromium_sandbox
+    tenant = new_tenant(url)
+    session = create(tenant, start_url="https://lab.example.com/?color=ff0000")
+    with connect(session["cdp_ws_url"], open_timeout=60, max_size=None) as socket:
+        targets = command(socket, 1, "Target.getTargets")["result"]["targetInfos"]
+        first = next(t["targetId"] for t in targets if t["type"] == "page" and "ff0000" in t["url"])
+        page = command(socket, 2, "Target.attachToTarget", {"targetId": first, "flatten": True})
+        page_session = page["result"]["sessionId"]
+        auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+        assert "error" not in command(socket, 3, "Target.setAutoAttach", auto)
+        driver = playwright_driver(owner)
+        os.kill(driver, signal.SIGSTOP)
+        try:
+            code = "window.open('https://lab.example.com/?color=00c000'); 1"
+            socket.send(
+                json.dumps(
+                    {
+                        "id": 4,
+                        "method": "Runtime.evaluate",
+                        "params": {"expression": code},
+                        "sessionId": page_session,
+                    }
+                )
+            )
+            attached = next_message(
+                socket,
+                lambda m: (
+                    m.get("method") == "Target.attachedToTarget"
+                    and m["params"]["targetInfo"]["type"] == "page"
+                    and m["params"]["waitingForDebugger"]
+                ),
+            )["params"]
+            popup, popup_session = attached["targetInfo"]["targetId"], attached["sessionId"]
+            socket.send(
+                json.dumps({"id": 5, "method": "Runtime.runIfWaitingForDebugger", "sessionId": popup_session})
+            )
+            answer = next_message(socket, lambda m: m.get("id") == 5)
+            assert answer == {"id": 5, "result": {}, "sessionId": popup_session}
+        finally:
+            os.kill(driver, signal.SIGCONT)
+        numbers = iter(range(6, 10_000))
+
+        def title() -> str:
+            info = command(socket, next(numbers), "Target.getTargetInfo", {"targetId": popup})
+            return info["result"]["targetInfo"]["title"]
+
+        assert wait_until(lambda: title() == "Lab", seconds=30, what="the tab's demo page")
+    tenant.call("DELETE", f"/browsers/{session['session_id']}", timeout=30)

@@ -1009,6 +1009,18 @@ class Engine:
         live.attached += 1
         return live
 
+    async def context_id(self, live: Live) -> str | None:
+        """The CDP ``browserContextId`` of the session's context (None when its page cannot say): the CDP
+        proxy tells the tabs of the sandbox's own context from those a client made."""
+        if live.cdp is None:
+            return None
+        try:
+            info = await guarded(live.cdp.send("Target.getTargetInfo"), "the page")
+        except Exception:  # closed or crashed meanwhile
+            return None
+        found = info.get("targetInfo", {}).get("browserContextId")
+        return found if isinstance(found, str) else None
+
     async def on_page(self, tenant: Tenant, record: dict, operation, what: str = "the page"):
         """``operation(live)`` on the session's running page, with ``guarded``'s deadline. A session
         moved meanwhile (put in standby, or to a process of its own when a CDP client came: its page

@@ -24,6 +24,15 @@
   pages cannot reach it (their requests are routed, meet the dead proxy, or go to the session's proxy),
   nor can sessions' commands unless ``SANDBOX_EXEC_NETWORK=on``, but another local user of the machine
   could (docs/security.md).
+- A new tab of the session's own context (a page's ``window.open``, a link's target) waits for a debugger
+  (Playwright's auto-attach, the sandbox's and a client's alike) and goes on at the first
+  ``Runtime.runIfWaitingForDebugger`` Chromium gets from any of them. A client's came first when the
+  sandbox's Playwright was slower to set the tab's routes: the tab's first request escaped them, met the
+  dead proxy, and the tab showed Chromium's error page (a test run on a loaded machine: 3 in 12). So the
+  proxy answers a client's resume of such a tab itself (``{}``) and leaves the resume to the sandbox's
+  Playwright, which sends it once the routes are on; a client's tabs in a context of its own, and other
+  targets, go on at the client's word. (A client that does not ``flatten`` sends its resume inside
+  ``Target.sendMessageToTarget``, which passes as it is.)
 - A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
   ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
   session closes its browser, which ends the connection.
@@ -202,6 +211,56 @@ def _activated(text: str) -> str | None:
     return target if isinstance(target, str) and len(target) <= 128 else None
 
 
+RESUME = "Runtime.runIfWaitingForDebugger"
+MAX_WAITING = 256  # the client's sessions of waiting tabs remembered (a page opening tabs in a loop)
+
+
+class Waiting:
+    """The client's CDP sessions of new tabs of the session's own context, which wait for the sandbox's
+    Playwright to set their routes: the client's resume of one is answered here, not passed on."""
+
+    def __init__(self, context_id: str | None):
+        self.context_id = context_id
+        self.sessions: dict[str, None] = {}  # in the order they came, at most MAX_WAITING
+
+    def seen(self, message: str) -> None:
+        """A message from the browser: a tab of the session's context attached to the client, waiting."""
+        if self.context_id is None or '"Target.attachedToTarget"' not in message:
+            return
+        try:
+            event = json.loads(message)
+        except ValueError:
+            return
+        if not isinstance(event, dict) or event.get("method") != "Target.attachedToTarget":
+            return
+        params = event.get("params")
+        if not isinstance(params, dict):
+            return
+        info, session = params.get("targetInfo"), params.get("sessionId")
+        if (
+            params.get("waitingForDebugger") is True
+            and isinstance(info, dict)
+            and info.get("type") == "page"
+            and info.get("browserContextId") == self.context_id
+            and isinstance(session, str)
+        ):
+            self.sessions[session] = None
+            while len(self.sessions) > MAX_WAITING:
+                del self.sessions[next(iter(self.sessions))]
+
+    def answer(self, text: str) -> str | None:
+        """The answer to a client's resume of such a tab (the guard already judged the message), else None:
+        the message passes on."""
+        if not self.sessions or f'"{RESUME}"' not in text:
+            return None
+        message = json.loads(text)
+        session = message.get("sessionId")
+        if message.get("method") != RESUME or session not in self.sessions:
+            return None
+        del self.sessions[session]
+        return json.dumps({"id": message.get("id"), "result": {}, "sessionId": session})
+
+
 async def cdp(websocket: WebSocket):
     from websockets.asyncio.client import connect  # the relay's client, needed once a CDP client comes
 
@@ -218,6 +277,7 @@ async def cdp(websocket: WebSocket):
         return
     started, counted, reason = time.monotonic(), 0, "upstream_error"
     try:
+        waiting = Waiting(await browsers_engine.context_id(live))
         await websocket.accept()
     except BaseException:
         live.attached -= 1
@@ -250,6 +310,9 @@ async def cdp(websocket: WebSocket):
                     if refusal is not None:
                         await websocket.send_text(refusal)
                         continue
+                    if (answer := waiting.answer(text)) is not None:
+                        await websocket.send_text(answer)
+                        continue
                     if (front := _activated(text)) is not None:
                         # Before it is passed on: once the client has the answer, input goes to that tab.
                         await browsers_engine.bring_to_front(live, front)
@@ -257,7 +320,9 @@ async def cdp(websocket: WebSocket):
 
             async def from_browser() -> str:
                 async for message in upstream:
-                    await websocket.send_text(message if isinstance(message, str) else message.decode())
+                    text = message if isinstance(message, str) else message.decode()
+                    waiting.seen(text)  # before the client can answer it
+                    await websocket.send_text(text)
                 return "upstream_changed" if sessions.is_active(tenant, record) else "context_cancelled"
 
             tasks = [asyncio.create_task(from_client()), asyncio.create_task(from_browser())]
