@@ -13,7 +13,7 @@ import pytest
 from console.sandbox.control import MAX_CONTROL_BODY, MAX_FAULTS
 from console.sandbox.core.http import REQUEST_TEXT
 from console.sandbox.core.state import MATCH_BUDGET, MATCH_TIMEOUT
-from console.sandbox.resources.cdp_proxy import _refusal
+from console.sandbox.resources.cdp_proxy import MAX_WAITING, Waiting, _refusal
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
 from tests.sandbox_fixtures import new_tenant, running_sandbox
 
@@ -417,6 +417,47 @@ def test_it_passes_an_ordinary_cdp_message():
     assert json.loads(_refusal('{"id": 5, "method": "Browser.close"}'))["id"] == 5
     # A message refused for a repeated key is answered with its first id, as Chromium answers it.
     assert json.loads(_refusal('{"id": 6, "id": 7, "method": "Browser.getVersion"}'))["id"] == 6
+
+
+def attached(session: str, context: str = "ctx-own", kind: str = "page", waiting: bool = True) -> str:
+    info = {"targetId": "T" + session, "type": kind, "browserContextId": context, "url": ""}
+    params = {"sessionId": session, "targetInfo": info, "waitingForDebugger": waiting}
+    return json.dumps({"method": "Target.attachedToTarget", "params": params})
+
+
+def resume(number: int, session: str) -> str:
+    return json.dumps({"id": number, "method": "Runtime.runIfWaitingForDebugger", "sessionId": session})
+
+
+def test_it_answers_a_clients_resume_of_a_waiting_tab_of_the_sessions_context_only():
+    """The CDP proxy's ``Waiting`` (a new tab of the session's own context waits for the sandbox's
+    Playwright to set its routes): a client's resume of it is answered, once; anything else passes on."""
+    waiting = Waiting("ctx-own")
+    for message in (
+        attached("own"),
+        attached("other-context", context="ctx-client"),
+        attached("worker", kind="service_worker"),
+        attached("running", waiting=False),
+        "[1, 2]",
+        '{"method": "Target.attachedToTarget", "params": []}',
+        '{"method": "Runtime.consoleAPICalled", "params": {"note": "Target.attachedToTarget"}}',
+    ):
+        waiting.seen(message)
+    assert list(waiting.sessions) == ["own"]
+    assert json.loads(waiting.answer(resume(7, "own"))) == {"id": 7, "result": {}, "sessionId": "own"}
+    assert waiting.answer(resume(8, "own")) is None  # answered once; a second passes on (Chromium's no-op)
+    for session in ("other-context", "worker", "running", "unknown"):
+        assert waiting.answer(resume(9, session)) is None
+    # Without the session's context id (its page could not say), nothing is held back.
+    unknown = Waiting(None)
+    unknown.seen(attached("own"))
+    assert unknown.answer(resume(10, "own")) is None
+    # A page opening tabs in a loop: the oldest are forgotten (their resume passes on), the bound holds.
+    for number in range(MAX_WAITING + 5):
+        waiting.seen(attached(f"s{number}"))
+    assert len(waiting.sessions) == MAX_WAITING
+    assert waiting.answer(resume(11, "s0")) is None
+    assert waiting.answer(resume(12, f"s{MAX_WAITING + 4}")) is not None
 
 
 @pytest.mark.chromium
