@@ -419,8 +419,12 @@ def test_it_passes_an_ordinary_cdp_message():
     assert json.loads(_refusal('{"id": 6, "id": 7, "method": "Browser.getVersion"}'))["id"] == 6
 
 
-def attached(session: str, context: str = "ctx-own", kind: str = "page", waiting: bool = True) -> str:
+def attached(
+    session: str, context: str = "ctx-own", kind: str = "page", waiting: bool = True, opener: str | None = "T"
+) -> str:
     info = {"targetId": "T" + session, "type": kind, "browserContextId": context, "url": ""}
+    if opener is not None:
+        info["openerId"] = opener
     params = {"sessionId": session, "targetInfo": info, "waitingForDebugger": waiting}
     return json.dumps({"method": "Target.attachedToTarget", "params": params})
 
@@ -430,14 +434,16 @@ def resume(number: int, session: str) -> str:
 
 
 def test_it_answers_a_clients_resume_of_a_waiting_tab_of_the_sessions_context_only():
-    """The CDP proxy's ``Waiting`` (a new tab of the session's own context waits for the sandbox's
-    Playwright to set its routes): a client's resume of it is answered, once; anything else passes on."""
+    """The CDP proxy's ``Waiting`` (a tab a page of the session's own context opened waits for the
+    sandbox's Playwright to set its routes): a client's resume of it is answered, once; anything else
+    passes on."""
     waiting = Waiting("ctx-own")
     for message in (
         attached("own"),
         attached("other-context", context="ctx-client"),
         attached("worker", kind="service_worker"),
         attached("running", waiting=False),
+        attached("created", opener=None),  # a client's Target.createTarget: Chromium waits for its resume
         "[1, 2]",
         '{"method": "Target.attachedToTarget", "params": []}',
         '{"method": "Runtime.consoleAPICalled", "params": {"note": "Target.attachedToTarget"}}',
@@ -446,7 +452,7 @@ def test_it_answers_a_clients_resume_of_a_waiting_tab_of_the_sessions_context_on
     assert list(waiting.sessions) == ["own"]
     assert json.loads(waiting.answer(resume(7, "own"))) == {"id": 7, "result": {}, "sessionId": "own"}
     assert waiting.answer(resume(8, "own")) is None  # answered once; a second passes on (Chromium's no-op)
-    for session in ("other-context", "worker", "running", "unknown"):
+    for session in ("other-context", "worker", "running", "created", "unknown"):
         assert waiting.answer(resume(9, session)) is None
     # Without the session's context id (its page could not say), nothing is held back.
     unknown = Waiting(None)

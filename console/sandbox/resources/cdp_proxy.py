@@ -24,14 +24,16 @@
   pages cannot reach it (their requests are routed, meet the dead proxy, or go to the session's proxy),
   nor can sessions' commands unless ``SANDBOX_EXEC_NETWORK=on``, but another local user of the machine
   could (docs/security.md).
-- A new tab of the session's own context (a page's ``window.open``, a link's target) waits for a debugger
-  (Playwright's auto-attach, the sandbox's and a client's alike) and goes on at the first
-  ``Runtime.runIfWaitingForDebugger`` Chromium gets from any of them. A client's came first when the
-  sandbox's Playwright was slower to set the tab's routes: the tab's first request escaped them, met the
-  dead proxy, and the tab showed Chromium's error page (a test run on a loaded machine: 3 in 12). So the
-  proxy answers a client's resume of such a tab itself (``{}``) and leaves the resume to the sandbox's
-  Playwright, which sends it once the routes are on; a client's tabs in a context of its own, and other
-  targets, go on at the client's word. (A client that does not ``flatten`` sends its resume inside
+- A tab a page of the session's own context opens (``window.open``, a link's target: it has an
+  ``openerId``) waits for a debugger (Playwright's auto-attach, the sandbox's and a client's alike) and goes
+  on at the first ``Runtime.runIfWaitingForDebugger`` Chromium gets from any of them. A client's came
+  first when the sandbox's Playwright was slower to set the tab's routes: the tab's first request escaped
+  them, met the dead proxy, and the tab showed Chromium's error page (a test run on a loaded machine: 3 in
+  12). So the proxy answers a client's resume of such a tab itself (``{}``) and leaves the resume to the
+  sandbox's Playwright, which sends it once the routes are on. A tab a client creates
+  (``Target.createTarget``) is not held: Chromium waits for its creator's resume too (held, it never
+  loaded), and it has no request before its client navigates it. Tabs of a client's own context go on at
+  the client's word. (A client that does not ``flatten`` sends its resume inside
   ``Target.sendMessageToTarget``, which passes as it is.)
 - A connected client keeps the session running (never put in standby) and counts as activity. Telemetry:
   ``cdp_connect`` and ``cdp_disconnect`` (``duration_ms``, ``message_count``, ``reason``). Deleting the
@@ -241,6 +243,7 @@ class Waiting:
             params.get("waitingForDebugger") is True
             and isinstance(info, dict)
             and info.get("type") == "page"
+            and isinstance(info.get("openerId"), str)  # a page opened it: not a client's Target.createTarget
             and info.get("browserContextId") == self.context_id
             and isinstance(session, str)
         ):
