@@ -297,10 +297,11 @@ def test_it_switches_the_theme_from_the_user_menu_and_remembers_it(team, new_pag
     assert page.evaluate(background) == "rgb(246, 247, 249)"
 
 
-def test_it_runs_actions_from_the_palette(team, new_page):
+def palette_with_a_page_action(team, new_page):
+    """A signed-in page with an action of its own (as a session page marks its "Take control" button:
+    clicked, it marks the body ``data-took``), and the palette open on "take"."""
     page = new_page(color_scheme="light")
     log_in(page, team)
-    # A page's own action (as a session page marks its "Take control" button): offered, and clicked.
     page.evaluate(
         """() => {
           const button = document.createElement("button");
@@ -311,6 +312,12 @@ def test_it_runs_actions_from_the_palette(team, new_page):
     )
     page.keyboard.press("Control+k")
     page.keyboard.type("take")
+    return page
+
+
+def test_it_runs_actions_from_the_palette(team, new_page):
+    # A page's own action: offered, and clicked.
+    page = palette_with_a_page_action(team, new_page)
     option = page.locator("#palette [role='option']").first
     expect(option).to_contain_text("Take control")
     page.keyboard.press("Enter")
@@ -335,18 +342,7 @@ def test_it_runs_actions_from_the_palette(team, new_page):
 
 def test_the_palettes_enter_waits_for_the_answer_to_what_was_typed(team, new_page):
     # Results drawn for an older query are never chosen from: Enter asks again and opens the answer's first.
-    page = new_page(color_scheme="light")
-    log_in(page, team)
-    page.evaluate(
-        """() => {
-          const button = document.createElement("button");
-          button.dataset.paletteAction = "Take control";
-          button.addEventListener("click", () => { document.body.dataset.took = "yes"; });
-          document.querySelector("main").append(button);
-        }"""
-    )
-    page.keyboard.press("Control+k")
-    page.keyboard.type("take")
+    page = palette_with_a_page_action(team, new_page)
     results = page.locator("#search-results")
     expect(results).to_have_attribute("data-query", "take")
     expect(results.locator("[aria-selected='true']")).to_contain_text("Take control")
