@@ -13,7 +13,7 @@ import pytest
 from console.sandbox.control import MAX_CONTROL_BODY, MAX_FAULTS
 from console.sandbox.core.http import REQUEST_TEXT
 from console.sandbox.core.state import MATCH_BUDGET, MATCH_TIMEOUT
-from console.sandbox.resources.cdp_proxy import MAX_WAITING, Waiting, _refusal
+from console.sandbox.resources.cdp_proxy import MAX_EVENT_BYTES, MAX_WAITING, Waiting, _refusal
 from console.sandbox.resources.telemetry import MAX_BURST, MAX_EMIT_DATA, MAX_GENERATE
 from tests.sandbox_fixtures import new_tenant, running_sandbox
 
@@ -454,6 +454,12 @@ def test_it_answers_a_clients_resume_of_a_waiting_tab_of_the_sessions_context_on
     assert waiting.answer(resume(8, "own")) is None  # answered once; a second passes on (Chromium's no-op)
     for session in ("other-context", "worker", "running", "created", "unknown"):
         assert waiting.answer(resume(9, session)) is None
+    # A message past the bound is not parsed on the shared loop (a page's text naming the event): its tab,
+    # if it was one, is not held.
+    huge = json.loads(attached("huge"))
+    huge["params"]["targetInfo"]["url"] = "https://lab.example.com/?" + "a" * MAX_EVENT_BYTES
+    waiting.seen(json.dumps(huge))
+    assert waiting.answer(resume(13, "huge")) is None
     # Without the session's context id (its page could not say), nothing is held back.
     unknown = Waiting(None)
     unknown.seen(attached("own"))

@@ -215,6 +215,11 @@ def _activated(text: str) -> str | None:
 
 RESUME = "Runtime.runIfWaitingForDebugger"
 MAX_WAITING = 256  # the client's sessions of waiting tabs remembered (a page opening tabs in a loop)
+# The largest browser message looked into: an attachedToTarget event is well under 1 KiB but for its tab's
+# URL and title; what a page says (console text, a response body a client asked for) can be any size and
+# mention the event's name, and would be parsed on the loop every tenant shares. A tab whose event is larger
+# (a URL of 60,000 characters) is not held: its client's resume passes on, as before.
+MAX_EVENT_BYTES = 64 * 1024
 
 
 class Waiting:
@@ -227,7 +232,11 @@ class Waiting:
 
     def seen(self, message: str) -> None:
         """A message from the browser: a tab of the session's context attached to the client, waiting."""
-        if self.context_id is None or '"Target.attachedToTarget"' not in message:
+        if (
+            self.context_id is None
+            or len(message) > MAX_EVENT_BYTES
+            or '"Target.attachedToTarget"' not in message
+        ):
             return
         try:
             event = json.loads(message)
